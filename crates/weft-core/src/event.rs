@@ -1,0 +1,242 @@
+//! The typed event stream of a run. Dialects present their documented event names as
+//! views of these kinds; sinks (terminal, JSONL, SSE, ...) receive them as they happen.
+
+use crate::error::BlockError;
+use crate::ports::Usage;
+use crate::value::Value;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// One event of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The run.
+    pub run_id: Arc<str>,
+    /// Position in the run's stream, from 0 for each process that drives the run.
+    pub seq: u64,
+    /// Unix time in milliseconds.
+    pub at_ms: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Why a loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoopExit {
+    /// The `while` condition became false.
+    ConditionFalse,
+    /// The `until` condition became true.
+    ConditionTrue,
+    /// `max_iterations` was reached.
+    MaxIterationsReached,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A run began executing.
+    RunStarted {
+        /// The flow's name.
+        flow: String,
+        /// The run's input.
+        input: Value,
+    },
+    /// A run re-entered its flow after a pause or crash.
+    RunResumed {
+        /// Journal entries available for replay.
+        journaled: usize,
+    },
+    /// The run finished with an output.
+    RunCompleted {
+        /// The output.
+        output: Value,
+    },
+    /// The run finished with an error.
+    RunFailed {
+        /// The error.
+        error: BlockError,
+    },
+    /// The run waits for approvals; nothing stays in memory.
+    RunPaused {
+        /// The pending approvals.
+        waiting: Value,
+    },
+    /// The run was cancelled.
+    RunCancelled,
+    /// A block began.
+    StepStarted {
+        /// Block path (with indexes).
+        path: String,
+        /// Block kind.
+        kind: String,
+    },
+    /// A block finished.
+    StepCompleted {
+        /// Block path.
+        path: String,
+        /// Block kind.
+        kind: String,
+        /// Microseconds it took.
+        elapsed_us: u64,
+        /// The result came from the journal instead of running again.
+        replayed: bool,
+        /// The exit handle it chose, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit: Option<String>,
+    },
+    /// A block failed (after its retries).
+    StepFailed {
+        /// Block path.
+        path: String,
+        /// The error.
+        error: BlockError,
+    },
+    /// A block failed and will be retried.
+    StepRetrying {
+        /// Block path.
+        path: String,
+        /// The attempt that failed (1-based).
+        attempt: u32,
+        /// Delay before the next attempt.
+        delay_ms: u64,
+        /// Why it failed.
+        error: BlockError,
+    },
+    /// A rescue block took over a failure.
+    StepRescued {
+        /// Block path.
+        path: String,
+        /// The error it rescued.
+        error: BlockError,
+    },
+    /// A loop began.
+    LoopStarted {
+        /// Loop path.
+        path: String,
+        /// Its bound.
+        max_iterations: u32,
+    },
+    /// A loop iteration began.
+    LoopIteration {
+        /// Loop path.
+        path: String,
+        /// 0-based iteration.
+        iteration: u32,
+        /// The `while` condition's value, if there is one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        condition: Option<bool>,
+    },
+    /// A loop ended.
+    LoopEnded {
+        /// Loop path.
+        path: String,
+        /// Iterations completed.
+        iterations: u32,
+        /// Why it ended.
+        reason: LoopExit,
+    },
+    /// A concurrent composite (parallel, map, graph fan-out) began.
+    FanOutStarted {
+        /// Composite path.
+        path: String,
+        /// Number of branches.
+        branches: usize,
+        /// Concurrency bound, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_concurrency: Option<u32>,
+    },
+    /// One branch of a concurrent composite began.
+    BranchStarted {
+        /// Composite path.
+        path: String,
+        /// Branch name or index.
+        branch: String,
+        /// For map items: the item.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        item: Option<Value>,
+    },
+    /// One branch ended.
+    BranchEnded {
+        /// Composite path.
+        path: String,
+        /// Branch name or index.
+        branch: String,
+        /// It succeeded.
+        success: bool,
+        /// Its error, if it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<BlockError>,
+    },
+    /// A concurrent composite ended.
+    FanOutEnded {
+        /// Composite path.
+        path: String,
+        /// Branches run.
+        total: usize,
+        /// Branches that succeeded.
+        succeeded: usize,
+        /// Branches that failed.
+        failed: usize,
+    },
+    /// A branch or graph chose where to go.
+    RouteTaken {
+        /// The deciding block's path.
+        path: String,
+        /// Where from (a graph node), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<String>,
+        /// Where to (a case name, node or `end`).
+        to: String,
+    },
+    /// An approval is waiting.
+    ApprovalRequested {
+        /// The approval's step key.
+        key: String,
+        /// The question.
+        prompt: String,
+        /// Allowed decisions.
+        options: Vec<String>,
+    },
+    /// An approval was answered.
+    ApprovalAnswered {
+        /// The approval's step key.
+        key: String,
+        /// The answer.
+        answer: Value,
+    },
+    /// Streamed model text.
+    LlmDelta {
+        /// The LLM block's path.
+        path: String,
+        /// New text.
+        text: String,
+    },
+    /// A model call finished.
+    LlmCall {
+        /// The LLM block's path.
+        path: String,
+        /// The model id.
+        model: String,
+        /// What it cost.
+        usage: Usage,
+    },
+    /// The model called a tool.
+    ToolCalled {
+        /// The LLM block's path.
+        path: String,
+        /// Tool name.
+        tool: String,
+        /// Arguments.
+        arguments: Value,
+    },
+    /// A free-form message from a block.
+    Message {
+        /// Block path.
+        path: String,
+        /// The message.
+        message: Value,
+    },
+}

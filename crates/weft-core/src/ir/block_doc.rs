@@ -1,0 +1,207 @@
+//! The serialized shape of a [`Block`]: an object with exactly one kind key beside the
+//! common keys. Every key is known, so a misspelt one is an error, never ignored.
+
+use super::*;
+
+/// A block as written in a file. Kept separate from [`Block`] so that the IR can be an
+/// enum while the file shape stays a flat object with strict keys.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    title = "Block",
+    description = "A step: exactly one kind key (llm, code, handler, action, approval, passthrough, transform, sequence, parallel, map, loop, branch, graph, subflow) plus optional common keys."
+)]
+pub(super) struct BlockDoc {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    llm: Option<LlmSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    code: Option<CodeSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    handler: Option<HandlerSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    action: Option<ActionSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    approval: Option<ApprovalSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    passthrough: Option<PassthroughSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    transform: Option<TransformSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sequence: Option<Vec<Block>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parallel: Option<ParallelSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    map: Option<MapSpec>,
+    #[serde(default, rename = "loop", skip_serializing_if = "Option::is_none")]
+    loop_: Option<LoopSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    branch: Option<BranchSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    graph: Option<GraphSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    subflow: Option<SubFlowSpec>,
+
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    retry: Option<Retry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    timeout_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    rescue: Vec<Rescue>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    budget: Option<Budget>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    assert: Vec<Assertion>,
+
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input: Option<ValueTemplate>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    merge_output: bool,
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    set: IndexMap<String, ValueTemplate>,
+}
+
+impl TryFrom<BlockDoc> for Block {
+    type Error = String;
+
+    fn try_from(d: BlockDoc) -> Result<Block, String> {
+        let mut kinds: Vec<BlockKind> = Vec::with_capacity(1);
+        if let Some(s) = d.llm {
+            kinds.push(BlockKind::Llm(s));
+        }
+        if let Some(s) = d.code {
+            kinds.push(BlockKind::Code(s));
+        }
+        if let Some(s) = d.handler {
+            kinds.push(BlockKind::Handler(s));
+        }
+        if let Some(s) = d.action {
+            kinds.push(BlockKind::Action(s));
+        }
+        if let Some(s) = d.approval {
+            kinds.push(BlockKind::Approval(s));
+        }
+        if d.passthrough.is_some() {
+            kinds.push(BlockKind::Passthrough);
+        }
+        if let Some(s) = d.transform {
+            kinds.push(BlockKind::Transform(s));
+        }
+        if let Some(s) = d.sequence {
+            kinds.push(BlockKind::Sequence(s));
+        }
+        if let Some(s) = d.parallel {
+            kinds.push(BlockKind::Parallel(s));
+        }
+        if let Some(s) = d.map {
+            kinds.push(BlockKind::Map(s));
+        }
+        if let Some(s) = d.loop_ {
+            kinds.push(BlockKind::Loop(s));
+        }
+        if let Some(s) = d.branch {
+            kinds.push(BlockKind::Branch(s));
+        }
+        if let Some(s) = d.graph {
+            kinds.push(BlockKind::Graph(s));
+        }
+        if let Some(s) = d.subflow {
+            kinds.push(BlockKind::SubFlow(s));
+        }
+        let kind = match kinds.len() {
+            1 => kinds.pop().expect("one kind"),
+            0 => {
+                return Err(format!(
+                    "a block needs exactly one kind key, one of: {} (an empty passthrough is written `passthrough: {{}}`)",
+                    BlockKind::NAMES.join(", ")
+                ));
+            }
+            _ => {
+                let names: Vec<&str> = kinds.iter().map(BlockKind::name).collect();
+                return Err(format!(
+                    "a block has exactly one kind, but this one has {}; split it into a sequence of blocks",
+                    names.join(" and ")
+                ));
+            }
+        };
+        Ok(Block {
+            id: d.id,
+            description: d.description,
+            kind,
+            policy: Policy {
+                retry: d.retry,
+                timeout_ms: d.timeout_ms,
+                rescue: d.rescue,
+                budget: d.budget,
+                assert: d.assert,
+            },
+            data: DataFlow {
+                input: d.input,
+                merge_output: d.merge_output,
+                set: d.set,
+            },
+            origin: None,
+        })
+    }
+}
+
+impl From<&Block> for BlockDoc {
+    fn from(b: &Block) -> BlockDoc {
+        let mut d = BlockDoc {
+            id: b.id.clone(),
+            description: b.description.clone(),
+            retry: b.policy.retry.clone(),
+            timeout_ms: b.policy.timeout_ms,
+            rescue: b.policy.rescue.clone(),
+            budget: b.policy.budget.clone(),
+            assert: b.policy.assert.clone(),
+            input: b.data.input.clone(),
+            merge_output: b.data.merge_output,
+            set: b.data.set.clone(),
+            ..BlockDoc::default()
+        };
+        match &b.kind {
+            BlockKind::Llm(s) => d.llm = Some(s.clone()),
+            BlockKind::Code(s) => d.code = Some(s.clone()),
+            BlockKind::Handler(s) => d.handler = Some(s.clone()),
+            BlockKind::Action(s) => d.action = Some(s.clone()),
+            BlockKind::Approval(s) => d.approval = Some(s.clone()),
+            BlockKind::Passthrough => d.passthrough = Some(PassthroughSpec {}),
+            BlockKind::Transform(s) => d.transform = Some(s.clone()),
+            BlockKind::Sequence(s) => d.sequence = Some(s.clone()),
+            BlockKind::Parallel(s) => d.parallel = Some(s.clone()),
+            BlockKind::Map(s) => d.map = Some(s.clone()),
+            BlockKind::Loop(s) => d.loop_ = Some(s.clone()),
+            BlockKind::Branch(s) => d.branch = Some(s.clone()),
+            BlockKind::Graph(s) => d.graph = Some(s.clone()),
+            BlockKind::SubFlow(s) => d.subflow = Some(s.clone()),
+        }
+        d
+    }
+}
+
+impl Serialize for Block {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        BlockDoc::from(self).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Block {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Block, D::Error> {
+        let doc = BlockDoc::deserialize(d)?;
+        Block::try_from(doc).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Block {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Block".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        BlockDoc::json_schema(generator)
+    }
+}

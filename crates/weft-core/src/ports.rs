@@ -1,0 +1,380 @@
+//! The traits the engine drives. Adapters implement them without depending on the engine;
+//! the engine calls them without knowing which adapter is behind.
+
+use crate::error::BlockError;
+use crate::event::Event;
+use crate::ir::{CodeLimits, ModelDef};
+use crate::value::{Patch, Value};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+// ---------------------------------------------------------------- models
+
+/// One chat message sent to or received from a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+    /// Tool calls the assistant made in this message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a `tool` message: the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A plain message.
+    pub fn new(role: &str, content: impl Into<String>) -> Message {
+        Message {
+            role: role.to_owned(),
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDef {
+    /// Name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: Value,
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Provider-assigned id, echoed in the answer.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments.
+    pub arguments: Value,
+}
+
+/// A request to a model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// The provider's model name (without the provider prefix).
+    pub model: String,
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// Tools offered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDef>,
+    /// JSON Schema the answer must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Upper bound of completion tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Reasoning effort hint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Provider-native web search settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<Value>,
+}
+
+/// Tokens a call consumed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Cost in US dollars, when known.
+    #[serde(default)]
+    pub cost_usd: f64,
+}
+
+impl Usage {
+    /// Prompt plus completion tokens.
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_usd += other.cost_usd;
+    }
+}
+
+/// A model's answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelResponse {
+    /// The answer's text.
+    pub content: String,
+    /// Tool calls, if the model asked for any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// What it cost.
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+/// Receives streamed text as the model produces it.
+pub type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+/// A model endpoint.
+#[async_trait]
+pub trait Model: Send + Sync {
+    /// Sends `request` and returns the answer, streaming text deltas to `on_delta`.
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ModelResponse, BlockError>;
+}
+
+/// Turns a model id (`provider/model` or a flow alias) into a [`Model`].
+pub trait ModelResolver: Send + Sync {
+    /// Resolves `id`; `alias` is the flow's definition when `id` names one.
+    /// Returns the model and the provider's model name to put in the request.
+    fn resolve(
+        &self,
+        id: &str,
+        alias: Option<&ModelDef>,
+    ) -> Result<(Arc<dyn Model>, String), BlockError>;
+}
+
+// ---------------------------------------------------------------- code
+
+/// One execution of sandboxed code.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodeRequest<'a> {
+    /// The language.
+    pub language: &'a str,
+    /// The source.
+    pub source: &'a str,
+    /// A function to call, or none to run the source as a script.
+    pub entry: Option<&'a str>,
+    /// Variables in scope (script) or keyword arguments (`entry`).
+    pub args: Value,
+    /// Limits.
+    pub limits: &'a CodeLimits,
+}
+
+/// Runs code in a sandbox.
+#[async_trait]
+pub trait CodeRunner: Send + Sync {
+    /// Languages this runner executes.
+    fn languages(&self) -> Vec<String>;
+    /// Parses and compiles `source` ahead of time, reporting syntax errors.
+    fn check(&self, language: &str, source: &str) -> Result<(), BlockError>;
+    /// Runs the request and returns the code's result.
+    async fn run(&self, request: CodeRequest<'_>) -> Result<Value, BlockError>;
+}
+
+// ---------------------------------------------------------------- native handlers
+
+/// What a native handler or action sees.
+#[derive(Debug, Clone)]
+pub struct NativeCall {
+    /// The block's input.
+    pub input: Value,
+    /// A snapshot of the run state.
+    pub state: Arc<Value>,
+    /// The block's configuration (`config` of a handler, rendered `with` of an action).
+    pub config: Value,
+    /// The block's path.
+    pub path: String,
+    /// The run's id.
+    pub run_id: Arc<str>,
+}
+
+/// What a native handler or action returns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NativeOutput {
+    /// The output value.
+    pub output: Value,
+    /// State writes.
+    pub patch: Patch,
+    /// An exit handle for routing.
+    pub exit: Option<String>,
+}
+
+impl From<Value> for NativeOutput {
+    fn from(output: Value) -> Self {
+        NativeOutput {
+            output,
+            ..Default::default()
+        }
+    }
+}
+
+/// A native function: a `handler` block (registered by the host) or an `action`.
+#[async_trait]
+pub trait Native: Send + Sync {
+    /// Runs the function.
+    async fn call(&self, call: NativeCall) -> Result<NativeOutput, BlockError>;
+}
+
+// ---------------------------------------------------------------- store
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Executing (or its process died while executing).
+    Running,
+    /// Waiting for an approval.
+    Paused,
+    /// Finished with an output.
+    Completed,
+    /// Finished with an error.
+    Failed,
+    /// Stopped on request.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// The lowercase name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Paused => "paused",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses a lowercase name.
+    pub fn parse(s: &str) -> Option<RunStatus> {
+        Some(match s {
+            "running" => RunStatus::Running,
+            "paused" => RunStatus::Paused,
+            "completed" => RunStatus::Completed,
+            "failed" => RunStatus::Failed,
+            "cancelled" => RunStatus::Cancelled,
+            _ => return None,
+        })
+    }
+}
+
+/// A run as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The run's id.
+    pub id: String,
+    /// Content hash of the flow it runs.
+    pub flow_hash: String,
+    /// The flow's name.
+    pub flow_name: String,
+    /// The file the flow came from, if any.
+    pub source: Option<String>,
+    /// Content hash of that file when the run started.
+    pub source_hash: Option<String>,
+    /// The dialect the file was written in.
+    pub dialect: Option<String>,
+    /// The run's input.
+    pub input: Value,
+    /// Where the run stands.
+    pub status: RunStatus,
+    /// The final output, once completed.
+    pub output: Option<Value>,
+    /// The final state, once finished or paused.
+    pub state: Option<Value>,
+    /// The error, once failed.
+    pub error: Option<Value>,
+    /// The approvals it waits for, when paused.
+    pub waiting: Option<Value>,
+    /// Model usage so far.
+    pub usage: Usage,
+    /// Which process runs it (`host:pid`), while running.
+    pub owner: Option<String>,
+    /// Creation time, Unix milliseconds.
+    pub created_ms: i64,
+    /// Last change, Unix milliseconds.
+    pub updated_ms: i64,
+}
+
+/// What a journal entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryKind {
+    /// A completed step's result: `{output, exit?, patch?, usage?}`.
+    Result,
+    /// An answer to an approval step: `{decision, note, ...}`.
+    Answer,
+}
+
+impl EntryKind {
+    /// The lowercase name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EntryKind::Result => "result",
+            EntryKind::Answer => "answer",
+        }
+    }
+}
+
+/// One journaled fact about a step, under its deterministic key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    /// The step key: the block path plus loop, map and visit indexes.
+    pub key: String,
+    /// What it records.
+    pub kind: EntryKind,
+    /// The recorded value.
+    pub value: Value,
+}
+
+/// A failure of the store itself.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("store: {0}")]
+pub struct StoreError(pub String);
+
+impl From<StoreError> for BlockError {
+    fn from(e: StoreError) -> BlockError {
+        BlockError::new(crate::error::ErrorKind::Store, e.0)
+    }
+}
+
+/// Durable storage of flows, runs and their journals.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Stores a flow's IR (JSON) under its hash; idempotent.
+    async fn put_flow(&self, hash: &str, ir_json: &str) -> Result<(), StoreError>;
+    /// The IR (JSON) stored under `hash`.
+    async fn get_flow(&self, hash: &str) -> Result<Option<String>, StoreError>;
+    /// Creates a run.
+    async fn create_run(&self, run: &RunRecord) -> Result<(), StoreError>;
+    /// Replaces a run's record.
+    async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError>;
+    /// A run by id (a unique prefix of at least 4 characters also matches).
+    async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError>;
+    /// The newest runs first.
+    async fn list_runs(&self, limit: usize) -> Result<Vec<RunRecord>, StoreError>;
+    /// Every journal entry of a run, in append order.
+    async fn journal(&self, run_id: &str) -> Result<Vec<JournalEntry>, StoreError>;
+    /// Appends an entry. Entries become durable in append order; the call may return
+    /// before the entry is durable (group commit), and [`Store::flush`] waits for it.
+    async fn append(&self, run_id: &str, entry: JournalEntry) -> Result<(), StoreError>;
+    /// Waits until every entry appended so far is durable.
+    async fn flush(&self) -> Result<(), StoreError>;
+    /// Removes journal entries of a run whose key is in `keys` (used to re-ask approvals).
+    async fn forget(&self, run_id: &str, keys: &[String]) -> Result<(), StoreError>;
+}
+
+// ---------------------------------------------------------------- events
+
+/// Receives every event of the runs it is attached to. Must not block.
+pub trait EventSink: Send + Sync {
+    /// Takes one event.
+    fn emit(&self, event: &Event);
+}
