@@ -1,1 +1,307 @@
-//! placeholder
+//! # weft-expr
+//!
+//! Owns Weft's expression language: Jinja2-compatible templates (`Hello {{ input.name }}`)
+//! and expressions (`state.count < 5 and not state.get('is_valid', False)`), built on
+//! `minijinja` with Python-compatible methods and a few Python builtins (`len`, `str`,
+//! `int`, ...), so conditions written for Python tools work unchanged.
+//!
+//! Each distinct source string is compiled once per flow ([`Exprs::add`]) and evaluated many
+//! times against a [`Scope`] whose JSON values are exposed lazily, never converted whole.
+//! Evaluation is bounded by a fuel limit, so a hostile template cannot spin forever.
+//!
+//! Depends on no other Weft crate: it sees JSON values and names, nothing else.
+
+mod functions;
+mod json_object;
+
+use minijinja::{Environment, Expression, UndefinedBehavior, Value as MjValue};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub use json_object::to_mj;
+
+/// Instructions one evaluation may execute before it is stopped.
+pub const FUEL: u64 = 2_000_000;
+
+/// An expression or template failed to compile or evaluate.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct ExprError {
+    /// What went wrong, with minijinja's detail.
+    pub message: String,
+    /// 1-based line inside the source, when known.
+    pub line: Option<usize>,
+}
+
+impl ExprError {
+    fn from_mj(source: &str, e: minijinja::Error) -> ExprError {
+        let mut message = e.to_string();
+        if let Some(detail) = e.detail()
+            && !message.contains(detail)
+        {
+            message = format!("{message}: {detail}");
+        }
+        message = format!("{message} (in `{}`)", shorten(source));
+        ExprError {
+            message,
+            line: e.line(),
+        }
+    }
+}
+
+fn shorten(s: &str) -> String {
+    let one_line = s.replace('\n', " ");
+    if one_line.chars().count() > 60 {
+        format!("{}…", one_line.chars().take(60).collect::<String>())
+    } else {
+        one_line
+    }
+}
+
+/// The names visible to one evaluation: `input`, `state`, `initial`, `vars`, and locals.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    bindings: Vec<(Arc<str>, Arc<Value>)>,
+}
+
+impl Scope {
+    /// An empty scope.
+    pub fn new() -> Scope {
+        Scope::default()
+    }
+
+    /// Binds `name` (a later binding of the same name shadows an earlier one).
+    pub fn bind(&mut self, name: impl Into<Arc<str>>, value: Arc<Value>) -> &mut Scope {
+        self.bindings.push((name.into(), value));
+        self
+    }
+
+    /// The same scope with `name` bound.
+    pub fn with(mut self, name: impl Into<Arc<str>>, value: Arc<Value>) -> Scope {
+        self.bind(name, value);
+        self
+    }
+
+    /// The value bound to `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<Value>> {
+        self.bindings
+            .iter()
+            .rev()
+            .find(|(n, _)| &**n == name)
+            .map(|(_, v)| v)
+    }
+
+    fn to_mj(&self) -> MjValue {
+        MjValue::from_object(json_object::ScopeObject(self.clone()))
+    }
+}
+
+enum Compiled {
+    /// A template that is exactly one `{{ expression }}`: evaluated for its value.
+    Single(Expression<'static, 'static>),
+    /// A general template, rendered to text (stored in `texts` under its source).
+    Text,
+}
+
+/// The compiled templates and expressions of one flow.
+pub struct Exprs {
+    env: &'static Environment<'static>,
+    templates: HashMap<Box<str>, Compiled>,
+    exprs: HashMap<Box<str>, Expression<'static, 'static>>,
+    texts: Environment<'static>,
+}
+
+fn shared_env() -> &'static Environment<'static> {
+    static ENV: std::sync::OnceLock<Environment<'static>> = std::sync::OnceLock::new();
+    ENV.get_or_init(configured_env)
+}
+
+fn configured_env() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Lenient);
+    env.set_fuel(Some(FUEL));
+    env.set_recursion_limit(64);
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    functions::register(&mut env);
+    env
+}
+
+impl Default for Exprs {
+    fn default() -> Self {
+        Exprs::new()
+    }
+}
+
+impl Exprs {
+    /// An empty set.
+    pub fn new() -> Exprs {
+        Exprs {
+            env: shared_env(),
+            templates: HashMap::new(),
+            exprs: HashMap::new(),
+            texts: configured_env(),
+        }
+    }
+
+    /// Compiles `source` as a template (`as_expr == false`) or an expression, once.
+    pub fn add(&mut self, source: &str, as_expr: bool) -> Result<(), ExprError> {
+        if as_expr {
+            if !self.exprs.contains_key(source) {
+                let e = self
+                    .env
+                    .compile_expression_owned(source.to_owned())
+                    .map_err(|e| ExprError::from_mj(source, e))?;
+                self.exprs.insert(source.into(), e);
+            }
+            return Ok(());
+        }
+        if self.templates.contains_key(source) {
+            return Ok(());
+        }
+        let compiled = if let Some(inner) = single_expression(source) {
+            Compiled::Single(
+                self.env
+                    .compile_expression_owned(inner.to_owned())
+                    .map_err(|e| ExprError::from_mj(source, e))?,
+            )
+        } else {
+            self.texts
+                .add_template_owned(source.to_owned(), source.to_owned())
+                .map_err(|e| ExprError::from_mj(source, e))?;
+            Compiled::Text
+        };
+        self.templates.insert(source.into(), compiled);
+        Ok(())
+    }
+
+    /// Renders a template to text. A non-string value from a single-expression template
+    /// is written as JSON.
+    pub fn render(&self, source: &str, scope: &Scope) -> Result<String, ExprError> {
+        match self.template(source)? {
+            Compiled::Text => {
+                let t = self
+                    .texts
+                    .get_template(source)
+                    .map_err(|e| ExprError::from_mj(source, e))?;
+                t.render(scope.to_mj())
+                    .map_err(|e| ExprError::from_mj(source, e))
+            }
+            Compiled::Single(e) => {
+                let v = e
+                    .eval(scope.to_mj())
+                    .map_err(|e| ExprError::from_mj(source, e))?;
+                Ok(match v.as_str() {
+                    Some(s) => s.to_owned(),
+                    None if v.is_undefined() || v.is_none() => String::new(),
+                    None => {
+                        let j = to_json(&v).map_err(|e| ExprError::from_mj(source, e))?;
+                        match j {
+                            Value::Array(_) | Value::Object(_) => j.to_string(),
+                            _ => v.to_string(),
+                        }
+                    }
+                })
+            }
+        }
+    }
+
+    /// Evaluates a template for its value: a single `{{ expression }}` keeps its type,
+    /// anything else renders to a string.
+    pub fn value(&self, source: &str, scope: &Scope) -> Result<Value, ExprError> {
+        match self.template(source)? {
+            Compiled::Text => self.render(source, scope).map(Value::String),
+            Compiled::Single(e) => {
+                let v = e
+                    .eval(scope.to_mj())
+                    .map_err(|e| ExprError::from_mj(source, e))?;
+                to_json(&v).map_err(|e| ExprError::from_mj(source, e))
+            }
+        }
+    }
+
+    /// Evaluates an expression for its value.
+    pub fn eval(&self, source: &str, scope: &Scope) -> Result<Value, ExprError> {
+        let v = self.eval_mj(source, scope)?;
+        to_json(&v).map_err(|e| ExprError::from_mj(source, e))
+    }
+
+    /// Evaluates an expression for its truth, as Python would judge it.
+    pub fn truthy(&self, source: &str, scope: &Scope) -> Result<bool, ExprError> {
+        Ok(self.eval_mj(source, scope)?.is_true())
+    }
+
+    /// Evaluates every string inside `template` (a JSON value) with [`Exprs::value`].
+    pub fn value_template(&self, template: &Value, scope: &Scope) -> Result<Value, ExprError> {
+        Ok(match template {
+            Value::String(s) if s.contains("{{") || s.contains("{%") => self.value(s, scope)?,
+            Value::Array(a) => Value::Array(
+                a.iter()
+                    .map(|x| self.value_template(x, scope))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, x)| Ok((k.clone(), self.value_template(x, scope)?)))
+                    .collect::<Result<_, ExprError>>()?,
+            ),
+            other => other.clone(),
+        })
+    }
+
+    fn eval_mj(&self, source: &str, scope: &Scope) -> Result<MjValue, ExprError> {
+        let e = self.exprs.get(source).ok_or_else(|| not_compiled(source))?;
+        e.eval(scope.to_mj())
+            .map_err(|e| ExprError::from_mj(source, e))
+    }
+
+    fn template(&self, source: &str) -> Result<&Compiled, ExprError> {
+        self.templates
+            .get(source)
+            .ok_or_else(|| not_compiled(source))
+    }
+
+    /// Number of distinct compiled sources.
+    pub fn len(&self) -> usize {
+        self.templates.len() + self.exprs.len()
+    }
+
+    /// True when nothing is compiled.
+    pub fn is_empty(&self) -> bool {
+        self.templates.is_empty() && self.exprs.is_empty()
+    }
+}
+
+fn not_compiled(source: &str) -> ExprError {
+    ExprError {
+        message: format!(
+            "internal: `{}` was not compiled with the flow",
+            shorten(source)
+        ),
+        line: None,
+    }
+}
+
+/// If `source` is exactly one `{{ ... }}` with nothing around it, the inner expression.
+fn single_expression(source: &str) -> Option<&str> {
+    let t = source.trim();
+    let inner = t.strip_prefix("{{")?.strip_suffix("}}")?;
+    let inner = inner.strip_prefix('-').unwrap_or(inner);
+    let inner = inner.strip_suffix('-').unwrap_or(inner);
+    if inner.contains("{{") || inner.contains("}}") || inner.contains("{%") || inner.contains("{#")
+    {
+        return None;
+    }
+    Some(inner.trim())
+}
+
+fn to_json(v: &MjValue) -> Result<Value, minijinja::Error> {
+    if v.is_undefined() {
+        return Ok(Value::Null);
+    }
+    serde_json::to_value(v)
+        .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::BadSerialization, e.to_string()))
+}
+
+#[cfg(test)]
+mod tests;

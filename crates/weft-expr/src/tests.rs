@@ -1,0 +1,106 @@
+use super::*;
+use serde_json::json;
+
+fn scope(state: Value) -> Scope {
+    Scope::new().with("state", Arc::new(state)).with(
+        "input",
+        Arc::new(json!({"name": "Ada", "items": [1, 2, 3]})),
+    )
+}
+
+fn compiled(srcs: &[(&str, bool)]) -> Exprs {
+    let mut e = Exprs::new();
+    for (s, as_expr) in srcs {
+        e.add(s, *as_expr).unwrap();
+    }
+    e
+}
+
+#[test]
+fn python_style_conditions_work() {
+    let c = "state.count < 5 and not state.get('is_valid', False)";
+    let e = compiled(&[(c, true)]);
+    assert!(e.truthy(c, &scope(json!({"count": 3}))).unwrap());
+    assert!(
+        !e.truthy(c, &scope(json!({"count": 3, "is_valid": true})))
+            .unwrap()
+    );
+    assert!(!e.truthy(c, &scope(json!({"count": 7}))).unwrap());
+}
+
+#[test]
+fn python_builtins_and_subscripts() {
+    let c = "len(state.get(\"items\", [])) > 0 and state[\"name\"] == 'x'";
+    let e = compiled(&[(c, true)]);
+    assert!(
+        e.truthy(c, &scope(json!({"items": [1], "name": "x"})))
+            .unwrap()
+    );
+    assert!(!e.truthy(c, &scope(json!({"name": "x"}))).unwrap());
+}
+
+#[test]
+fn single_expression_templates_keep_their_type() {
+    let t = "{{ input.items }}";
+    let e = compiled(&[(t, false), ("{{ input.items | length }}", false)]);
+    assert_eq!(e.value(t, &scope(json!({}))).unwrap(), json!([1, 2, 3]));
+    assert_eq!(
+        e.value("{{ input.items | length }}", &scope(json!({})))
+            .unwrap(),
+        json!(3)
+    );
+}
+
+#[test]
+fn text_templates_render() {
+    let t = "Hello {{ input.name }}, you have {{ state.n }} items";
+    let e = compiled(&[(t, false)]);
+    assert_eq!(
+        e.render(t, &scope(json!({"n": 2}))).unwrap(),
+        "Hello Ada, you have 2 items"
+    );
+}
+
+#[test]
+fn value_templates_evaluate_nested_strings() {
+    let tmpl = json!({"who": "{{ input.name }}", "n": ["{{ state.n + 1 }}", 7], "plain": "x"});
+    let e = compiled(&[("{{ input.name }}", false), ("{{ state.n + 1 }}", false)]);
+    assert_eq!(
+        e.value_template(&tmpl, &scope(json!({"n": 1}))).unwrap(),
+        json!({"who": "Ada", "n": [2, 7], "plain": "x"})
+    );
+}
+
+#[test]
+fn merge_and_omit_reshape_objects() {
+    let t = "{{ merge(omit(input, 'items'), {'items': 9}) }}";
+    let e = compiled(&[(t, false)]);
+    assert_eq!(
+        e.value(t, &scope(json!({}))).unwrap(),
+        json!({"name": "Ada", "items": 9})
+    );
+}
+
+#[test]
+fn syntax_errors_are_reported_at_compile_time() {
+    let mut e = Exprs::new();
+    let err = e.add("state.count <", true).unwrap_err();
+    assert!(err.message.contains("state.count <"), "{}", err.message);
+    assert!(e.add("{{ unclosed", false).is_err());
+}
+
+#[test]
+fn runaway_templates_are_stopped_by_fuel() {
+    let t = "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}";
+    let e = compiled(&[(t, false)]);
+    let err = e.render(t, &scope(json!({}))).unwrap_err();
+    assert!(err.message.contains("fuel"), "{}", err.message);
+}
+
+#[test]
+fn lookups_do_not_copy_large_state() {
+    let big: Vec<Value> = (0..100_000).map(|i| json!({"i": i})).collect();
+    let c = "state.rows[99999].i == 99999 and state.rows | length == 100000";
+    let e = compiled(&[(c, true)]);
+    assert!(e.truthy(c, &scope(json!({"rows": big}))).unwrap());
+}
