@@ -311,6 +311,9 @@ pub enum EntryKind {
     Result,
     /// An answer to an approval step: `{decision, note, ...}`.
     Answer,
+    /// A step's final failure (after retries), so a resumed run takes the same path;
+    /// retrying a failed run forgets these entries and runs the steps again.
+    Failure,
 }
 
 impl EntryKind {
@@ -319,7 +322,18 @@ impl EntryKind {
         match self {
             EntryKind::Result => "result",
             EntryKind::Answer => "answer",
+            EntryKind::Failure => "failure",
         }
+    }
+
+    /// Parses a lowercase name.
+    pub fn parse(s: &str) -> Option<EntryKind> {
+        Some(match s {
+            "result" => EntryKind::Result,
+            "answer" => EntryKind::Answer,
+            "failure" => EntryKind::Failure,
+            _ => return None,
+        })
     }
 }
 

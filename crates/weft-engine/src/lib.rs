@@ -1,1 +1,132 @@
-//! placeholder
+//! # weft-engine
+//!
+//! Owns execution of the core IR: scheduling, concurrency (`max_concurrency`,
+//! `fail_fast`, deterministic merge order), retries with backoff, timeouts, rescue,
+//! budgets, bounded loops and graphs, suspension at approvals, and journal replay.
+//!
+//! Durability is one mechanism: every effectful step's result is appended to the run's
+//! journal under a deterministic step key; resuming a run (after a crash, a restart or an
+//! approval) re-enters the flow from the top and answers journaled steps from the journal.
+//!
+//! The engine drives adapters only through the port traits of `weft-core` (models, code
+//! sandboxes, native functions, stores, event sinks). It must not depend on any adapter
+//! crate or know any dialect.
+
+mod budget;
+mod driver;
+mod events;
+mod exec;
+mod prepared;
+mod run;
+
+pub use driver::{EngineError, RunOptions, RunResult};
+pub use events::{CollectingSink, JsonlSink};
+pub use prepared::Prepared;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use weft_core::ports::{CodeRunner, EventSink, ModelResolver, Native, Store};
+
+/// Runs flows. Cheap to clone; share one per process.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) models: Option<Arc<dyn ModelResolver>>,
+    pub(crate) code: Vec<Arc<dyn CodeRunner>>,
+    pub(crate) handlers: HashMap<String, Arc<dyn Native>>,
+    pub(crate) actions: HashMap<String, Arc<dyn Native>>,
+    pub(crate) sinks: Vec<Arc<dyn EventSink>>,
+    pub(crate) default_model: Option<String>,
+    pub(crate) secrets: Arc<serde_json::Value>,
+    pub(crate) owner: String,
+}
+
+/// Configures an [`Engine`].
+pub struct EngineBuilder {
+    inner: Inner,
+}
+
+impl Engine {
+    /// Starts configuring an engine that keeps its runs in `store`.
+    pub fn builder(store: Arc<dyn Store>) -> EngineBuilder {
+        EngineBuilder {
+            inner: Inner {
+                store,
+                models: None,
+                code: Vec::new(),
+                handlers: HashMap::new(),
+                actions: HashMap::new(),
+                sinks: Vec::new(),
+                default_model: None,
+                secrets: Arc::new(serde_json::Value::Object(Default::default())),
+                owner: format!("pid:{}", std::process::id()),
+            },
+        }
+    }
+
+    /// The store this engine keeps runs in.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+}
+
+impl EngineBuilder {
+    /// Resolves model ids for `llm` blocks.
+    pub fn models(mut self, resolver: Arc<dyn ModelResolver>) -> Self {
+        self.inner.models = Some(resolver);
+        self
+    }
+
+    /// The model for `llm` blocks that name none.
+    pub fn default_model(mut self, id: impl Into<String>) -> Self {
+        self.inner.default_model = Some(id.into());
+        self
+    }
+
+    /// Adds a sandbox for `code` blocks.
+    pub fn code_runner(mut self, runner: Arc<dyn CodeRunner>) -> Self {
+        self.inner.code.push(runner);
+        self
+    }
+
+    /// Registers a native function for `handler` blocks named `name`.
+    pub fn handler(mut self, name: impl Into<String>, f: Arc<dyn Native>) -> Self {
+        self.inner.handlers.insert(name.into(), f);
+        self
+    }
+
+    /// Registers a built-in action for `action` blocks that use `name`.
+    pub fn action(mut self, name: impl Into<String>, f: Arc<dyn Native>) -> Self {
+        self.inner.actions.insert(name.into(), f);
+        self
+    }
+
+    /// Sends every event of every run to `sink`.
+    pub fn sink(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.inner.sinks.push(sink);
+        self
+    }
+
+    /// Values visible to templates as `secrets`.
+    pub fn secrets(mut self, secrets: serde_json::Value) -> Self {
+        self.inner.secrets = Arc::new(secrets);
+        self
+    }
+
+    /// How this process names itself as the owner of the runs it executes.
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.inner.owner = owner.into();
+        self
+    }
+
+    /// Finishes configuration.
+    pub fn build(self) -> Engine {
+        Engine {
+            inner: Arc::new(self.inner),
+        }
+    }
+}

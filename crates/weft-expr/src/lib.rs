@@ -83,6 +83,12 @@ impl Scope {
         self
     }
 
+    /// Adds every binding of `other` after this scope's own.
+    pub fn extend(&mut self, other: &Scope) -> &mut Scope {
+        self.bindings.extend(other.bindings.iter().cloned());
+        self
+    }
+
     /// The value bound to `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<Value>> {
         self.bindings

@@ -1,1 +1,13 @@
-//! placeholder
+//! # weft-store
+//!
+//! Owns run storage behind `weft-core`'s `Store` port: [`SqliteStore`], the durable
+//! default (one file, WAL, group commit of journal appends on a writer thread), and
+//! [`MemoryStore`], for tests, benchmarks and embedders that need no durability.
+//!
+//! Must not depend on the engine or any dialect: it stores opaque JSON under keys.
+
+mod memory;
+mod sqlite;
+
+pub use memory::MemoryStore;
+pub use sqlite::{Durability, SqliteStore};

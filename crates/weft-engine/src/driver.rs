@@ -1,0 +1,491 @@
+//! Starting, resuming, answering, retrying and cancelling runs. Every path goes through
+//! [`Engine::drive`]: load the journal, re-enter the flow from the top, replay what is
+//! journaled, run the rest, and record where the run stands.
+
+use crate::Engine;
+use crate::budget::Budgets;
+use crate::events::{Emitter, now_ms};
+use crate::exec::exec;
+use crate::prepared::Prepared;
+use crate::run::{Cancel, Cx, Outcome, Recorded, RunCtx, Stop};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use weft_core::event::EventKind;
+use weft_core::ports::{EntryKind, JournalEntry, RunRecord, RunStatus, StoreError, Usage};
+use weft_core::{BlockError, Diagnostic, ErrorKind, Flow, Value};
+use weft_expr::Scope;
+
+/// How a run is started.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The file the flow came from.
+    pub source: Option<String>,
+    /// Content hash of that file.
+    pub source_hash: Option<String>,
+    /// The dialect the file was written in.
+    pub dialect: Option<String>,
+    /// Use this run id instead of a new one.
+    pub run_id: Option<String>,
+}
+
+/// Where a run stands after the engine drove it as far as it could.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunResult {
+    /// The run's id.
+    pub run_id: String,
+    /// Completed, failed, paused or cancelled.
+    pub status: RunStatus,
+    /// The output, when completed.
+    pub output: Option<Value>,
+    /// The run state.
+    pub state: Value,
+    /// The error, when failed.
+    pub error: Option<BlockError>,
+    /// The approvals it waits for, when paused: `[{key, prompt, options}]`.
+    pub waiting: Vec<Value>,
+    /// Model usage of this drive.
+    pub usage: Usage,
+}
+
+/// Why the engine could not drive a run.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No run has that id.
+    #[error("no run with id `{0}`")]
+    NotFound(String),
+    /// The run is not in a state that allows the request.
+    #[error("{0}")]
+    Refused(String),
+    /// The flow is invalid.
+    #[error("the flow is invalid: {}", .0.iter().map(|d| d.message.as_str()).collect::<Vec<_>>().join("; "))]
+    Invalid(Vec<Diagnostic>),
+}
+
+fn new_run_id() -> String {
+    uuid::Uuid::now_v7().simple().to_string()
+}
+
+fn root_key(flow: &Flow) -> Arc<str> {
+    Arc::from(flow.root.id.as_deref().unwrap_or("root"))
+}
+
+fn recorded(entries: Vec<JournalEntry>) -> HashMap<String, Recorded> {
+    entries
+        .into_iter()
+        .map(|e| {
+            let r = match e.kind {
+                EntryKind::Result => Recorded::Result(e.value),
+                EntryKind::Answer => Recorded::Answer(e.value),
+                EntryKind::Failure => {
+                    Recorded::Failure(serde_json::from_value(e.value).unwrap_or_else(|_| {
+                        BlockError::new(ErrorKind::Store, "unreadable failure entry")
+                    }))
+                }
+            };
+            (e.key, r)
+        })
+        .collect()
+}
+
+/// `pid:N` owners on this machine that still run.
+fn owner_alive(owner: &str) -> bool {
+    match owner
+        .strip_prefix("pid:")
+        .and_then(|p| p.parse::<u32>().ok())
+    {
+        Some(pid) if pid == std::process::id() => false,
+        Some(pid) => std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        None => false,
+    }
+}
+
+impl Engine {
+    /// Validates `flow` and compiles its expressions.
+    pub fn prepare(&self, flow: Flow) -> Result<Arc<Prepared>, Vec<Diagnostic>> {
+        Prepared::new(flow).map(Arc::new)
+    }
+
+    /// Starts a new run of `prepared` with `input` (default: the flow's own `input`).
+    pub async fn start(
+        &self,
+        prepared: Arc<Prepared>,
+        input: Option<Value>,
+        opts: RunOptions,
+    ) -> Result<RunResult, EngineError> {
+        let store = &self.inner.store;
+        store.put_flow(&prepared.hash, &prepared.ir_json).await?;
+        let now = now_ms() as i64;
+        let input = input
+            .or_else(|| prepared.flow.input.clone())
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        let rec = RunRecord {
+            id: opts.run_id.unwrap_or_else(new_run_id),
+            flow_hash: prepared.hash.clone(),
+            flow_name: prepared.flow.name.clone(),
+            source: opts.source,
+            source_hash: opts.source_hash,
+            dialect: opts.dialect,
+            input,
+            status: RunStatus::Running,
+            output: None,
+            state: None,
+            error: None,
+            waiting: None,
+            usage: Usage::default(),
+            owner: Some(self.inner.owner.clone()),
+            created_ms: now,
+            updated_ms: now,
+        };
+        store.create_run(&rec).await?;
+        self.drive(rec, prepared, Vec::new(), false).await
+    }
+
+    /// Loads the flow a run was started with.
+    pub async fn stored_flow(&self, rec: &RunRecord) -> Result<Arc<Prepared>, EngineError> {
+        let json = self
+            .inner
+            .store
+            .get_flow(&rec.flow_hash)
+            .await?
+            .ok_or_else(|| {
+                EngineError::Refused(format!(
+                    "the flow of run {} is missing from the store",
+                    rec.id
+                ))
+            })?;
+        let flow: Flow = serde_json::from_str(&json).map_err(|e| {
+            EngineError::Refused(format!(
+                "the stored flow of run {} is unreadable: {e}",
+                rec.id
+            ))
+        })?;
+        self.prepare(flow).map_err(EngineError::Invalid)
+    }
+
+    async fn load(&self, run_id: &str) -> Result<RunRecord, EngineError> {
+        self.inner
+            .store
+            .get_run(run_id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(run_id.to_owned()))
+    }
+
+    /// Continues a paused run, or a run whose process died, from its journal.
+    pub async fn resume(&self, run_id: &str, force: bool) -> Result<RunResult, EngineError> {
+        let rec = self.load(run_id).await?;
+        match rec.status {
+            RunStatus::Paused => {}
+            RunStatus::Running => {
+                if let Some(o) = &rec.owner
+                    && owner_alive(o)
+                    && !force
+                {
+                    return Err(EngineError::Refused(format!(
+                        "run {} is still running in {o}; resume it only if that process is gone (--force)",
+                        rec.id
+                    )));
+                }
+            }
+            s => {
+                return Err(EngineError::Refused(format!(
+                    "run {} is {}; only paused or interrupted runs resume{}",
+                    rec.id,
+                    s.as_str(),
+                    if s == RunStatus::Failed {
+                        " (retry a failed run with `weft runs retry`)"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+        }
+        let prepared = self.stored_flow(&rec).await?;
+        let journal = self.inner.store.journal(&rec.id).await?;
+        self.drive(rec, prepared, journal, true).await
+    }
+
+    /// Answers a paused run's approval and continues the run.
+    ///
+    /// `key` picks the approval when several wait; `answer` must hold a `decision` that is
+    /// one of the approval's options.
+    pub async fn answer(
+        &self,
+        run_id: &str,
+        key: Option<&str>,
+        answer: Value,
+    ) -> Result<RunResult, EngineError> {
+        let rec = self.load(run_id).await?;
+        if rec.status != RunStatus::Paused {
+            return Err(EngineError::Refused(format!(
+                "run {} is {}, not paused: there is nothing to answer",
+                rec.id,
+                rec.status.as_str()
+            )));
+        }
+        let waiting: Vec<Value> = rec
+            .waiting
+            .as_ref()
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let keys: Vec<&str> = waiting
+            .iter()
+            .filter_map(|w| w.get("key")?.as_str())
+            .collect();
+        let key = match key {
+            Some(k) if keys.contains(&k) => k.to_owned(),
+            Some(k) => {
+                return Err(EngineError::Refused(format!(
+                    "run {} does not wait for `{k}`; it waits for: {}",
+                    rec.id,
+                    keys.join(", ")
+                )));
+            }
+            None if keys.len() == 1 => keys[0].to_owned(),
+            None => {
+                return Err(EngineError::Refused(format!(
+                    "run {} waits for {} approvals; name one: {}",
+                    rec.id,
+                    keys.len(),
+                    keys.join(", ")
+                )));
+            }
+        };
+        let options: Vec<&str> = waiting
+            .iter()
+            .find(|w| w.get("key").and_then(Value::as_str) == Some(key.as_str()))
+            .and_then(|w| w.get("options")?.as_array())
+            .map(|o| o.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let decision = answer.get("decision").and_then(Value::as_str).unwrap_or("");
+        if !options.is_empty() && !options.contains(&decision) {
+            return Err(EngineError::Refused(format!(
+                "`{decision}` is not a decision this approval accepts ({})",
+                options.join(", ")
+            )));
+        }
+        let store = &self.inner.store;
+        store
+            .append(
+                &rec.id,
+                JournalEntry {
+                    key: key.clone(),
+                    kind: EntryKind::Answer,
+                    value: answer.clone(),
+                },
+            )
+            .await?;
+        store.flush().await?;
+        let emitter = Emitter::new(Arc::from(rec.id.as_str()), self.inner.sinks.clone());
+        emitter.emit(|| EventKind::ApprovalAnswered { key, answer });
+        self.resume(run_id, false).await
+    }
+
+    /// Runs a failed run again from the steps that failed, reusing every journaled
+    /// result. With `flow`, runs that flow instead of the stored one (the caller decides
+    /// whether a changed flow is acceptable).
+    pub async fn retry(
+        &self,
+        run_id: &str,
+        flow: Option<Arc<Prepared>>,
+    ) -> Result<RunResult, EngineError> {
+        let mut rec = self.load(run_id).await?;
+        if !matches!(rec.status, RunStatus::Failed | RunStatus::Cancelled) {
+            return Err(EngineError::Refused(format!(
+                "run {} is {}; only failed or cancelled runs are retried",
+                rec.id,
+                rec.status.as_str()
+            )));
+        }
+        let prepared = match flow {
+            Some(p) => {
+                self.inner.store.put_flow(&p.hash, &p.ir_json).await?;
+                rec.flow_hash = p.hash.clone();
+                p
+            }
+            None => self.stored_flow(&rec).await?,
+        };
+        let store = &self.inner.store;
+        let journal = store.journal(&rec.id).await?;
+        let failed: Vec<String> = journal
+            .iter()
+            .filter(|e| e.kind == EntryKind::Failure)
+            .map(|e| e.key.clone())
+            .collect();
+        store.forget(&rec.id, &failed).await?;
+        let kept = journal
+            .into_iter()
+            .filter(|e| e.kind != EntryKind::Failure)
+            .collect();
+        rec.error = None;
+        self.drive(rec, prepared, kept, true).await
+    }
+
+    /// Marks a run cancelled. A process executing it notices within a second and stops.
+    pub async fn cancel(&self, run_id: &str) -> Result<RunRecord, EngineError> {
+        let mut rec = self.load(run_id).await?;
+        if !matches!(rec.status, RunStatus::Running | RunStatus::Paused) {
+            return Err(EngineError::Refused(format!(
+                "run {} is already {}",
+                rec.id,
+                rec.status.as_str()
+            )));
+        }
+        rec.status = RunStatus::Cancelled;
+        rec.waiting = None;
+        rec.updated_ms = now_ms() as i64;
+        self.inner.store.update_run(&rec).await?;
+        Ok(rec)
+    }
+
+    async fn drive(
+        &self,
+        mut rec: RunRecord,
+        prepared: Arc<Prepared>,
+        journal: Vec<JournalEntry>,
+        resumed: bool,
+    ) -> Result<RunResult, EngineError> {
+        let inner = &self.inner;
+        let id: Arc<str> = Arc::from(rec.id.as_str());
+        let cancel = Arc::new(Cancel::default());
+        let run = RunCtx {
+            id: id.clone(),
+            engine: inner.clone(),
+            prepared: prepared.clone(),
+            journal: recorded(journal),
+            emitter: Emitter::new(id.clone(), inner.sinks.clone()),
+            cancel: cancel.clone(),
+            usage: Mutex::new(Usage::default()),
+            initial: Arc::new(rec.input.clone()),
+            journal_error: Mutex::new(None),
+        };
+        if resumed {
+            run.emitter.emit(|| EventKind::RunResumed {
+                journaled: run.journal.len(),
+            });
+        } else {
+            run.emitter.emit(|| EventKind::RunStarted {
+                flow: prepared.flow.name.clone(),
+                input: rec.input.clone(),
+            });
+        }
+        if resumed {
+            rec.status = RunStatus::Running;
+            rec.owner = Some(inner.owner.clone());
+            rec.waiting = None;
+            rec.updated_ms = now_ms() as i64;
+            inner.store.update_run(&rec).await?;
+        }
+        let watcher = tokio::spawn(watch_for_cancel(
+            inner.store.clone(),
+            rec.id.clone(),
+            cancel.clone(),
+        ));
+
+        let flow = &*prepared.flow;
+        let state0 = Arc::new(
+            flow.state
+                .clone()
+                .unwrap_or_else(|| Value::Object(Default::default())),
+        );
+        let budgets = match &flow.budget {
+            Some(b) => Budgets::default().push("", b),
+            None => Budgets::default(),
+        };
+        let cx = Cx {
+            run: &run,
+            flow,
+            vars: Arc::new(Value::Object(flow.vars.clone().into_iter().collect())),
+            key: root_key(flow),
+            input: Arc::new(rec.input.clone()),
+            state: state0.clone(),
+            locals: Scope::new(),
+            budgets,
+            depth: 0,
+        };
+        let result = exec(cx, &flow.root).await;
+        watcher.abort();
+        let flushed = inner.store.flush().await;
+        let journal_error = run.journal_error.lock().expect("journal error lock").take();
+
+        let mut state = state0;
+        let usage = *run.usage.lock().expect("usage lock");
+        rec.usage.add(&usage);
+        rec.updated_ms = now_ms() as i64;
+        rec.owner = None;
+        let mut waiting = Vec::new();
+        let result = match (journal_error, flushed) {
+            (Some(e), _) => Err(Stop::Failed(e)),
+            (None, Err(e)) => Err(Stop::Failed(BlockError::new(ErrorKind::Store, e.0))),
+            (None, Ok(())) => result,
+        };
+        match result {
+            Ok(Outcome { output, patch, .. }) => {
+                crate::exec::apply_patch(&mut state, &patch);
+                rec.status = RunStatus::Completed;
+                rec.output = Some((*output).clone());
+                rec.error = None;
+                run.emitter.emit(|| EventKind::RunCompleted {
+                    output: (*output).clone(),
+                });
+            }
+            Err(Stop::Failed(e)) if e.kind == ErrorKind::Cancelled || cancel.is_cancelled() => {
+                rec.status = RunStatus::Cancelled;
+                rec.error = Some(serde_json::to_value(&e).unwrap_or(Value::Null));
+                run.emitter.emit(|| EventKind::RunCancelled);
+            }
+            Err(Stop::Failed(e)) => {
+                rec.status = RunStatus::Failed;
+                rec.error = Some(serde_json::to_value(&e).unwrap_or(Value::Null));
+                run.emitter
+                    .emit(|| EventKind::RunFailed { error: e.clone() });
+            }
+            Err(Stop::Suspended(pending)) => {
+                rec.status = RunStatus::Paused;
+                waiting = pending
+                    .iter()
+                    .map(|p| serde_json::to_value(p).unwrap_or(Value::Null))
+                    .collect();
+                rec.waiting = Some(Value::Array(waiting.clone()));
+                run.emitter.emit(|| EventKind::RunPaused {
+                    waiting: Value::Array(waiting.clone()),
+                });
+            }
+        }
+        rec.state = Some((*state).clone());
+        inner.store.update_run(&rec).await?;
+        Ok(RunResult {
+            run_id: rec.id.clone(),
+            status: rec.status,
+            output: rec.output.clone(),
+            state: (*state).clone(),
+            error: rec
+                .error
+                .as_ref()
+                .and_then(|e| serde_json::from_value(e.clone()).ok()),
+            waiting,
+            usage,
+        })
+    }
+}
+
+/// Polls the store so that `weft runs cancel` from another process stops this run.
+async fn watch_for_cancel(
+    store: Arc<dyn weft_core::ports::Store>,
+    id: String,
+    cancel: Arc<Cancel>,
+) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if let Ok(Some(r)) = store.get_run(&id).await
+            && r.status == RunStatus::Cancelled
+        {
+            cancel.cancel();
+            return;
+        }
+    }
+}

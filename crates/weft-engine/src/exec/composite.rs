@@ -1,0 +1,392 @@
+//! Composites: sequence, parallel, map, loop, branch, sub-flow.
+
+use super::{exec, kind_of};
+use crate::run::{Cx, Exec, Outcome, Pending, Stop};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use std::sync::Arc;
+use weft_core::event::{EventKind, LoopExit};
+use weft_core::ir::{Block, BranchSpec, LoopSpec, MapSpec, OnError, ParallelSpec};
+use weft_core::{BlockError, ErrorKind, Patch, Value};
+
+/// Applies `patch` to `state`, copying the state only if another holder shares it.
+pub(crate) fn apply(state: &mut Arc<Value>, patch: &Patch) {
+    if !patch.is_empty() {
+        patch.apply_to(Arc::make_mut(state));
+    }
+}
+
+fn seg_for(block: &Block, index: usize) -> String {
+    block.id.clone().unwrap_or_else(|| index.to_string())
+}
+
+pub(crate) async fn sequence(cx: &Cx<'_>, steps: &[Block]) -> Exec {
+    let mut input = cx.input.clone();
+    let mut state = cx.state.clone();
+    let mut patch = Patch::default();
+    let mut exit = None;
+    for (i, step) in steps.iter().enumerate() {
+        let out = exec(cx.child(&seg_for(step, i), input, state.clone()), step).await?;
+        apply(&mut state, &out.patch);
+        patch.extend(out.patch);
+        input = out.output;
+        exit = out.exit;
+    }
+    Ok(Outcome {
+        exit,
+        patch,
+        ..Outcome::of(input)
+    })
+}
+
+/// Settles concurrently run children: results in declaration order, the first failure
+/// (in order) unless failures are collected, and every pending approval.
+struct Settled {
+    outputs: Vec<Value>,
+    patch: Patch,
+    failed: usize,
+}
+
+async fn run_concurrently<'a>(
+    cx: &'a Cx<'a>,
+    children: Vec<(String, Cx<'a>, &'a Block, Option<Value>)>,
+    max_concurrency: Option<u32>,
+    fail_fast: bool,
+    on_error: OnError,
+    isolate: bool,
+) -> Result<Settled, Stop> {
+    let n = children.len();
+    let limit = max_concurrency.map_or(n.max(1), |m| m as usize);
+    let emitter = &cx.run.emitter;
+    let path = cx.key.to_string();
+    emitter.emit(|| EventKind::FanOutStarted {
+        path: path.clone(),
+        branches: n,
+        max_concurrency,
+    });
+    let mut futs: Vec<BoxFuture<'a, (usize, Exec)>> = Vec::with_capacity(n);
+    for (i, (name, ccx, block, item)) in children.into_iter().enumerate() {
+        let path = path.clone();
+        futs.push(Box::pin(async move {
+            emitter.emit(|| EventKind::BranchStarted {
+                path: path.clone(),
+                branch: name.clone(),
+                item,
+            });
+            let r = exec(ccx, block).await;
+            emitter.emit(|| EventKind::BranchEnded {
+                path,
+                branch: name,
+                success: r.is_ok(),
+                error: match &r {
+                    Err(Stop::Failed(e)) => Some(e.clone()),
+                    _ => None,
+                },
+            });
+            (i, r)
+        }));
+    }
+    let mut stream = futures::stream::iter(futs).buffer_unordered(limit);
+    let mut results: Vec<Option<Exec>> = (0..n).map(|_| None).collect();
+    while let Some((i, r)) = stream.next().await {
+        if fail_fast
+            && on_error == OnError::Fail
+            && let Err(Stop::Failed(e)) = r
+        {
+            // Dropping the stream cancels every branch still running.
+            drop(stream);
+            emitter.emit(|| EventKind::FanOutEnded {
+                path: path.clone(),
+                total: n,
+                succeeded: results.iter().filter(|r| matches!(r, Some(Ok(_)))).count(),
+                failed: 1,
+            });
+            return Err(Stop::Failed(e));
+        }
+        results[i] = Some(r);
+    }
+    let mut settled = Settled {
+        outputs: Vec::with_capacity(n),
+        patch: Patch::default(),
+        failed: 0,
+    };
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut first_error: Option<BlockError> = None;
+    for r in results
+        .into_iter()
+        .map(|r| r.expect("every branch settles"))
+    {
+        match r {
+            Ok(out) => {
+                if !isolate {
+                    settled.patch.extend(out.patch);
+                }
+                settled.outputs.push(Arc::unwrap_or_clone(out.output));
+            }
+            Err(Stop::Failed(e)) => {
+                settled.failed += 1;
+                settled.outputs.push(serde_json::json!({"error": e}));
+                first_error.get_or_insert(e);
+            }
+            Err(Stop::Suspended(p)) => {
+                pending.extend(p);
+                settled.outputs.push(Value::Null);
+            }
+        }
+    }
+    emitter.emit(|| EventKind::FanOutEnded {
+        path: path.clone(),
+        total: n,
+        succeeded: n - settled.failed - usize::from(!pending.is_empty()).min(n),
+        failed: settled.failed,
+    });
+    if on_error == OnError::Fail
+        && let Some(e) = first_error
+    {
+        return Err(Stop::Failed(e));
+    }
+    if !pending.is_empty() {
+        return Err(Stop::Suspended(pending));
+    }
+    Ok(settled)
+}
+
+pub(crate) async fn parallel(cx: &Cx<'_>, p: &ParallelSpec) -> Exec {
+    let children = p
+        .branches
+        .iter()
+        .map(|(name, b)| {
+            (
+                name.clone(),
+                cx.child(name, cx.input.clone(), cx.state.clone()),
+                b,
+                None,
+            )
+        })
+        .collect();
+    let settled = run_concurrently(
+        cx,
+        children,
+        p.max_concurrency,
+        p.fail_fast,
+        p.on_error,
+        p.isolate,
+    )
+    .await?;
+    let output: serde_json::Map<String, Value> =
+        p.branches.keys().cloned().zip(settled.outputs).collect();
+    Ok(Outcome {
+        patch: settled.patch,
+        ..Outcome::of(Arc::new(Value::Object(output)))
+    })
+}
+
+pub(crate) async fn map(cx: &Cx<'_>, m: &MapSpec) -> Exec {
+    let scope = cx.scope();
+    let items = match cx.value(&m.items.0, &scope)? {
+        Value::Array(a) => a,
+        Value::Null => Vec::new(),
+        other => {
+            return Err(Stop::Failed(BlockError::new(
+                ErrorKind::Input,
+                format!(
+                    "map items must be a list, but they evaluated to {}",
+                    kind_of(&other)
+                ),
+            )));
+        }
+    };
+    let emit_items = cx.run.emitter.active();
+    let mut children = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let item = Arc::new(item);
+        let index = Arc::new(Value::from(i));
+        let mut locals = cx.locals.clone();
+        locals.bind(m.item_var.as_str(), item.clone());
+        locals.bind(m.index_var.as_str(), index);
+        let input = match &m.item_input {
+            Some(t) => {
+                let mut s = scope.clone();
+                s.extend(&locals);
+                Arc::new(cx.value(&t.0, &s)?)
+            }
+            None => item.clone(),
+        };
+        let mut ccx = cx.child(&format!("[{i}]"), input, cx.state.clone());
+        ccx.locals = locals;
+        let shown = emit_items.then(|| (*item).clone());
+        children.push((i.to_string(), ccx, &*m.body, shown));
+    }
+    let settled = run_concurrently(
+        cx,
+        children,
+        m.max_concurrency,
+        m.fail_fast,
+        m.on_error,
+        m.isolate,
+    )
+    .await?;
+    Ok(Outcome {
+        patch: settled.patch,
+        ..Outcome::of(Arc::new(Value::Array(settled.outputs)))
+    })
+}
+
+pub(crate) async fn run_loop(cx: &Cx<'_>, l: &LoopSpec) -> Exec {
+    let emitter = &cx.run.emitter;
+    emitter.emit(|| EventKind::LoopStarted {
+        path: cx.key.to_string(),
+        max_iterations: l.max_iterations,
+    });
+    let mut input = cx.input.clone();
+    let mut state = cx.state.clone();
+    let mut patch = Patch::default();
+    let mut exit: Option<Arc<str>> = None;
+    let mut done = 0u32;
+    let mut reason = LoopExit::MaxIterationsReached;
+    for i in 0..l.max_iterations {
+        if cx.run.cancel.is_cancelled() {
+            return Err(Stop::Failed(BlockError::new(
+                ErrorKind::Cancelled,
+                "the run was cancelled",
+            )));
+        }
+        let mut icx = cx.child(&format!("#{i}"), input.clone(), state.clone());
+        icx.locals.bind("iteration", Arc::new(Value::from(i)));
+        let condition = match &l.while_ {
+            Some(w) => Some(icx.truthy(&w.0, &icx.scope())?),
+            None => None,
+        };
+        emitter.emit(|| EventKind::LoopIteration {
+            path: cx.key.to_string(),
+            iteration: i,
+            condition,
+        });
+        if condition == Some(false) {
+            reason = LoopExit::ConditionFalse;
+            break;
+        }
+        let out = exec(icx.clone(), &l.body).await?;
+        apply(&mut state, &out.patch);
+        patch.extend(out.patch);
+        input = out.output;
+        exit = out.exit;
+        done += 1;
+        if let Some(u) = &l.until {
+            let mut scope = icx.scope();
+            scope.bind("state", state.clone());
+            scope.bind("output", input.clone());
+            scope.bind(
+                "exit",
+                Arc::new(
+                    exit.as_deref()
+                        .map_or(Value::Null, |x| Value::String(x.to_owned())),
+                ),
+            );
+            if icx.truthy(&u.0, &scope)? {
+                reason = LoopExit::ConditionTrue;
+                break;
+            }
+        }
+    }
+    // A `while` loop whose bound and condition end together still ends on its condition.
+    if reason == LoopExit::MaxIterationsReached
+        && let Some(w) = &l.while_
+    {
+        let mut ecx = cx.clone();
+        ecx.input = input.clone();
+        ecx.state = state.clone();
+        if !ecx.truthy(&w.0, &ecx.scope())? {
+            reason = LoopExit::ConditionFalse;
+        }
+    }
+    emitter.emit(|| EventKind::LoopEnded {
+        path: cx.key.to_string(),
+        iterations: done,
+        reason,
+    });
+    if reason == LoopExit::MaxIterationsReached && l.fail_at_max {
+        return Err(Stop::Failed(BlockError::new(
+            ErrorKind::Limit,
+            format!(
+                "the loop reached max_iterations ({}) without meeting its condition",
+                l.max_iterations
+            ),
+        )));
+    }
+    Ok(Outcome {
+        exit,
+        patch,
+        ..Outcome::of(input)
+    })
+}
+
+pub(crate) async fn branch(cx: &Cx<'_>, b: &BranchSpec) -> Exec {
+    let scope = cx.scope();
+    for (i, case) in b.cases.iter().enumerate() {
+        if cx.truthy(&case.when.0, &scope)? {
+            let name = case.name.clone().unwrap_or_else(|| format!("case{i}"));
+            cx.run.emitter.emit(|| EventKind::RouteTaken {
+                path: cx.key.to_string(),
+                from: None,
+                to: name.clone(),
+            });
+            return exec(
+                cx.child(&name, cx.input.clone(), cx.state.clone()),
+                &case.then,
+            )
+            .await;
+        }
+    }
+    match &b.otherwise {
+        Some(o) => {
+            cx.run.emitter.emit(|| EventKind::RouteTaken {
+                path: cx.key.to_string(),
+                from: None,
+                to: "otherwise".into(),
+            });
+            exec(cx.child("otherwise", cx.input.clone(), cx.state.clone()), o).await
+        }
+        None => Ok(Outcome::of(cx.input.clone())),
+    }
+}
+
+/// Runs sub-flow `name` of the current flow with `input`, under path segment `seg`.
+pub(crate) async fn run_subflow(
+    cx: &Cx<'_>,
+    name: &str,
+    input: Arc<Value>,
+    share_state: bool,
+    seg: &str,
+) -> Exec {
+    let sub =
+        cx.flow.flows.get(name).ok_or_else(|| {
+            BlockError::new(ErrorKind::Config, format!("unknown sub-flow `{name}`"))
+        })?;
+    let max_depth = cx.flow.limits.max_subflow_depth;
+    if cx.depth + 1 > max_depth {
+        return Err(Stop::Failed(BlockError::new(
+            ErrorKind::Limit,
+            format!("sub-flows nest deeper than max_subflow_depth ({max_depth})"),
+        )));
+    }
+    let state = if share_state {
+        cx.state.clone()
+    } else {
+        Arc::new(
+            sub.state
+                .clone()
+                .unwrap_or_else(|| Value::Object(Default::default())),
+        )
+    };
+    let mut scx = cx.child(seg, input, state);
+    scx.flow = sub;
+    scx.vars = Arc::new(Value::Object(sub.vars.clone().into_iter().collect()));
+    scx.locals = weft_expr::Scope::new();
+    scx.depth += 1;
+    let mut out = exec(scx, &sub.root).await?;
+    if !share_state {
+        out.patch = Patch::default();
+    }
+    Ok(out)
+}

@@ -1,0 +1,394 @@
+//! Graphs: named nodes with conditional edges, cycles (bounded by a step limit), fan-out
+//! to concurrent branches and fan-in at join nodes.
+//!
+//! A token walks the graph. When a node routes to several targets, the token forks into
+//! branches under a new frame; a branch either reaches a join node (it waits there) or
+//! ends. When every branch of a frame has settled, the join node runs once with the
+//! arrivals `[{output, state}]` in branch order, and the branches' state writes merge in
+//! branch order. A join node joins the nearest fan-out only.
+//!
+//! Step keys name the branch lineage and the visit count of the node within it, so a
+//! replayed run reaches the same keys in the same order whatever the scheduling was.
+
+use super::composite::apply;
+use super::exec;
+use crate::run::{Cx, Exec, Outcome, Pending, Stop};
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use std::collections::HashMap;
+use std::sync::Arc;
+use weft_core::event::EventKind;
+use weft_core::ir::{END, Edge, GraphSpec, Routing};
+use weft_core::{BlockError, ErrorKind, Patch, Value};
+
+struct Token<'g> {
+    node: &'g str,
+    input: Arc<Value>,
+    state: Arc<Value>,
+    /// State writes since this token's frame forked (or since the graph began).
+    patch: Patch,
+    lineage: String,
+    frame: Option<usize>,
+    branch: usize,
+}
+
+struct Arrival {
+    output: Arc<Value>,
+    state: Arc<Value>,
+    patch: Patch,
+}
+
+struct Frame<'g> {
+    parent: Option<usize>,
+    parent_branch: usize,
+    lineage: String,
+    base_state: Arc<Value>,
+    base_patch: Patch,
+    open: usize,
+    arrived: Vec<Option<Arrival>>,
+    ended: Vec<Option<(Arc<Value>, Patch)>>,
+    join: Option<&'g str>,
+}
+
+struct Walk<'g> {
+    cx: &'g Cx<'g>,
+    g: &'g GraphSpec,
+    edges: HashMap<&'g str, Vec<&'g Edge>>,
+    frames: Vec<Frame<'g>>,
+    visits: HashMap<(String, &'g str), u32>,
+    steps: u32,
+    max_steps: u32,
+    tasks: FuturesUnordered<BoxFuture<'g, (Token<'g>, Exec)>>,
+    result: Option<Outcome>,
+    pending: Vec<Pending>,
+}
+
+pub(crate) async fn run<'g>(cx: &'g Cx<'g>, g: &'g GraphSpec) -> Exec {
+    let mut edges: HashMap<&str, Vec<&Edge>> = HashMap::new();
+    for e in &g.edges {
+        edges.entry(e.from.as_str()).or_default().push(e);
+    }
+    let mut walk = Walk {
+        cx,
+        g,
+        edges,
+        frames: Vec::new(),
+        visits: HashMap::new(),
+        steps: 0,
+        max_steps: g.max_steps.unwrap_or(cx.flow.limits.max_graph_steps),
+        tasks: FuturesUnordered::new(),
+        result: None,
+        pending: Vec::new(),
+    };
+    let entry = g
+        .nodes
+        .get_key_value(&g.entry)
+        .map(|(k, _)| k.as_str())
+        .ok_or_else(|| {
+            BlockError::new(
+                ErrorKind::Config,
+                format!("unknown entry node `{}`", g.entry),
+            )
+        })?;
+    walk.launch(Token {
+        node: entry,
+        input: cx.input.clone(),
+        state: cx.state.clone(),
+        patch: Patch::default(),
+        lineage: String::new(),
+        frame: None,
+        branch: 0,
+    })?;
+    while let Some((token, result)) = walk.tasks.next().await {
+        match result {
+            Ok(out) => walk.advance(token, out)?,
+            Err(Stop::Failed(e)) => walk.fail(token, e)?,
+            Err(Stop::Suspended(p)) => walk.pending.extend(p),
+        }
+    }
+    if !walk.pending.is_empty() {
+        return Err(Stop::Suspended(walk.pending));
+    }
+    walk.result.ok_or_else(|| {
+        Stop::Failed(BlockError::new(
+            ErrorKind::Limit,
+            "the graph ended with branches still waiting at a join node",
+        ))
+    })
+}
+
+impl<'g> Walk<'g> {
+    fn node_name(&self, name: &str) -> Result<&'g str, Stop> {
+        self.g
+            .nodes
+            .get_key_value(name)
+            .map(|(k, _)| k.as_str())
+            .ok_or_else(|| {
+                Stop::Failed(BlockError::new(
+                    ErrorKind::Config,
+                    format!("unknown node `{name}`"),
+                ))
+            })
+    }
+
+    fn launch(&mut self, token: Token<'g>) -> Result<(), Stop> {
+        if self.cx.run.cancel.is_cancelled() {
+            return Err(Stop::Failed(BlockError::new(
+                ErrorKind::Cancelled,
+                "the run was cancelled",
+            )));
+        }
+        self.steps += 1;
+        if self.steps > self.max_steps {
+            return Err(Stop::Failed(
+                BlockError::new(
+                    ErrorKind::Limit,
+                    format!(
+                        "the graph executed more than {} nodes; it probably loops forever",
+                        self.max_steps
+                    ),
+                )
+                .with_detail(serde_json::json!({"hint": "raise the graph's max_steps (or the flow's limits.max_graph_steps) if the loop is meant to run longer"})),
+            ));
+        }
+        let visit = self
+            .visits
+            .entry((token.lineage.clone(), token.node))
+            .or_insert(0);
+        let mut seg = String::new();
+        if !token.lineage.is_empty() {
+            seg.push_str(&token.lineage);
+            seg.push('/');
+        }
+        seg.push_str(token.node);
+        if *visit > 0 {
+            seg.push('@');
+            seg.push_str(&visit.to_string());
+        }
+        *visit += 1;
+        let block = &self.g.nodes[token.node];
+        let ncx = self
+            .cx
+            .child(&seg, token.input.clone(), token.state.clone());
+        self.tasks.push(Box::pin(async move {
+            let r = exec(ncx, block).await;
+            (token, r)
+        }));
+        Ok(())
+    }
+
+    fn fail(&mut self, token: Token<'g>, e: BlockError) -> Result<(), Stop> {
+        let Some(target) = self.g.on_error.get(token.node) else {
+            return Err(Stop::Failed(e));
+        };
+        let target = self.node_name(target)?;
+        self.route_event(token.node, target);
+        let input = serde_json::json!({"error": e, "input": *token.input});
+        self.launch(Token {
+            node: target,
+            input: Arc::new(input),
+            ..token
+        })
+    }
+
+    fn route_event(&self, from: &str, to: &str) {
+        self.cx.run.emitter.emit(|| EventKind::RouteTaken {
+            path: self.cx.key.to_string(),
+            from: Some(from.to_owned()),
+            to: to.to_owned(),
+        });
+    }
+
+    fn targets(&self, token: &Token<'g>, out: &Outcome) -> Result<Vec<&'g str>, Stop> {
+        let Some(edges) = self.edges.get(token.node) else {
+            return Ok(Vec::new());
+        };
+        let mut scope = self.cx.scope();
+        scope.bind("input", token.input.clone());
+        scope.bind("state", token.state.clone());
+        scope.bind("output", out.output.clone());
+        scope.bind(
+            "exit",
+            Arc::new(
+                out.exit
+                    .as_deref()
+                    .map_or(Value::Null, |x| Value::String(x.to_owned())),
+            ),
+        );
+        let mut matched: Vec<&'g Edge> = Vec::new();
+        for e in edges {
+            if let Some(want) = &e.exit
+                && out.exit.as_deref() != Some(want.as_str())
+            {
+                continue;
+            }
+            if let Some(w) = &e.when
+                && !self.cx.truthy(&w.0, &scope)?
+            {
+                continue;
+            }
+            matched.push(e);
+            if self.g.routing == Routing::First && !e.parallel {
+                break;
+            }
+        }
+        let chosen: Vec<&'g Edge> = match (self.g.routing, matched.first()) {
+            (_, None) => Vec::new(),
+            (Routing::All, _) => matched,
+            (Routing::First, Some(first)) if first.parallel => {
+                matched.into_iter().filter(|e| e.parallel).collect()
+            }
+            (Routing::First, Some(first)) => vec![*first],
+        };
+        for e in &chosen {
+            self.route_event(token.node, &e.to);
+        }
+        Ok(chosen.into_iter().map(|e| e.to.as_str()).collect())
+    }
+
+    fn advance(&mut self, mut token: Token<'g>, out: Outcome) -> Result<(), Stop> {
+        apply(&mut token.state, &out.patch);
+        let targets = self.targets(&token, &out)?;
+        token.patch.extend(out.patch);
+        let live: Vec<&'g str> = targets.into_iter().filter(|t| *t != END).collect();
+        match live.len() {
+            0 => self.end(token, out.output, out.exit),
+            1 => {
+                let node = self.node_name(live[0])?;
+                self.arrive(Token {
+                    node,
+                    input: out.output,
+                    ..token
+                })
+            }
+            k => {
+                let f = self.frames.len();
+                self.frames.push(Frame {
+                    parent: token.frame,
+                    parent_branch: token.branch,
+                    lineage: token.lineage.clone(),
+                    base_state: token.state.clone(),
+                    base_patch: token.patch,
+                    open: k,
+                    arrived: (0..k).map(|_| None).collect(),
+                    ended: (0..k).map(|_| None).collect(),
+                    join: None,
+                });
+                for (i, t) in live.into_iter().enumerate() {
+                    let lineage = if token.lineage.is_empty() {
+                        format!("b{i}")
+                    } else {
+                        format!("{}.{i}", token.lineage)
+                    };
+                    let node = self.node_name(t)?;
+                    self.arrive(Token {
+                        node,
+                        input: out.output.clone(),
+                        state: token.state.clone(),
+                        patch: Patch::default(),
+                        lineage,
+                        frame: Some(f),
+                        branch: i,
+                    })?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn arrive(&mut self, token: Token<'g>) -> Result<(), Stop> {
+        let is_join = self.g.joins.iter().any(|j| j == token.node);
+        let Some(f) = token.frame.filter(|_| is_join) else {
+            return self.launch(token);
+        };
+        let frame = &mut self.frames[f];
+        match frame.join {
+            Some(j) if j != token.node => {
+                return Err(Stop::Failed(BlockError::new(
+                    ErrorKind::Config,
+                    format!(
+                        "branches of one fan-out reached two join nodes, `{j}` and `{}`; a join joins the nearest fan-out",
+                        token.node
+                    ),
+                )));
+            }
+            _ => frame.join = Some(token.node),
+        }
+        frame.arrived[token.branch] = Some(Arrival {
+            output: token.input,
+            state: token.state,
+            patch: token.patch,
+        });
+        frame.open -= 1;
+        self.settle(f)
+    }
+
+    fn end(
+        &mut self,
+        token: Token<'g>,
+        output: Arc<Value>,
+        exit: Option<Arc<str>>,
+    ) -> Result<(), Stop> {
+        match token.frame {
+            None => {
+                self.result = Some(Outcome {
+                    exit,
+                    patch: token.patch,
+                    ..Outcome::of(output)
+                });
+                Ok(())
+            }
+            Some(f) => {
+                let frame = &mut self.frames[f];
+                frame.ended[token.branch] = Some((output, token.patch));
+                frame.open -= 1;
+                self.settle(f)
+            }
+        }
+    }
+
+    /// Once every branch of frame `f` has arrived or ended, runs its join or ends it.
+    fn settle(&mut self, f: usize) -> Result<(), Stop> {
+        if self.frames[f].open > 0 {
+            return Ok(());
+        }
+        let frame = &mut self.frames[f];
+        let mut merged = Patch::default();
+        let mut arrivals = Vec::new();
+        let mut last_output = None;
+        for i in 0..frame.arrived.len() {
+            if let Some(a) = frame.arrived[i].take() {
+                merged.extend(a.patch);
+                arrivals.push(serde_json::json!({"output": *a.output, "state": *a.state}));
+                last_output = Some(a.output);
+            } else if let Some((output, patch)) = frame.ended[i].take() {
+                merged.extend(patch);
+                last_output = Some(output);
+            }
+        }
+        let mut state = frame.base_state.clone();
+        apply(&mut state, &merged);
+        let mut patch = std::mem::take(&mut frame.base_patch);
+        patch.extend(merged);
+        let token = Token {
+            node: "",
+            input: Arc::new(Value::Null),
+            state,
+            patch,
+            lineage: frame.lineage.clone(),
+            frame: frame.parent,
+            branch: frame.parent_branch,
+        };
+        match frame.join {
+            Some(join) => self.launch(Token {
+                node: join,
+                input: Arc::new(Value::Array(arrivals)),
+                ..token
+            }),
+            None => {
+                let output = last_output.unwrap_or_else(|| Arc::new(Value::Null));
+                self.end(token, output, None)
+            }
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Leaves other than the model call: transform, approval, code, handler, action, and the
+//! journaling wrapper every effectful leaf runs through.
+
+use crate::run::{Cx, Exec, Outcome, Pending, Recorded, Stop};
+use std::future::Future;
+use std::sync::Arc;
+use weft_core::event::EventKind;
+use weft_core::ir::{ActionSpec, ApprovalSpec, CodeSpec, HandlerSpec, TransformSpec};
+use weft_core::ports::{CodeRequest, EntryKind, NativeCall, NativeOutput};
+use weft_core::{BlockError, ErrorKind, Patch, Value};
+
+/// Answers from the journal when it holds this step's result; otherwise runs `work`,
+/// journals its result and returns it.
+pub(crate) async fn journaled<F>(cx: &Cx<'_>, work: F) -> Exec
+where
+    F: Future<Output = Exec>,
+{
+    if let Some(Recorded::Result(v)) = cx.run.recorded(&cx.key) {
+        return decode(v).map_err(Stop::Failed);
+    }
+    let out = tokio::select! {
+        r = work => r?,
+        _ = cx.run.cancel.cancelled() => {
+            return Err(Stop::Failed(BlockError::new(ErrorKind::Cancelled, "the run was cancelled")));
+        }
+    };
+    cx.run
+        .record(&cx.key, EntryKind::Result, encode(&out))
+        .await;
+    Ok(out)
+}
+
+fn encode(out: &Outcome) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("output".into(), (*out.output).clone());
+    if let Some(x) = &out.exit {
+        m.insert("exit".into(), Value::String(x.to_string()));
+    }
+    if !out.patch.is_empty() {
+        m.insert(
+            "patch".into(),
+            serde_json::to_value(&out.patch).unwrap_or(Value::Null),
+        );
+    }
+    Value::Object(m)
+}
+
+fn decode(v: &Value) -> Result<Outcome, BlockError> {
+    let corrupt = || BlockError::new(ErrorKind::Store, "a journal entry has an unexpected shape");
+    let output = v.get("output").cloned().ok_or_else(corrupt)?;
+    let exit = v.get("exit").and_then(Value::as_str).map(Arc::from);
+    let patch: Patch = match v.get("patch") {
+        Some(p) => serde_json::from_value(p.clone()).map_err(|_| corrupt())?,
+        None => Patch::default(),
+    };
+    Ok(Outcome {
+        output: Arc::new(output),
+        exit,
+        patch,
+        replayed: true,
+    })
+}
+
+pub(crate) fn transform(cx: &Cx<'_>, t: &TransformSpec) -> Exec {
+    let scope = cx.scope();
+    let output = cx.value(&t.output.0, &scope)?;
+    let exit = match &t.exit {
+        Some(e) => Some(Arc::from(cx.render(&e.0, &scope)?.as_str())),
+        None => None,
+    };
+    Ok(Outcome {
+        exit,
+        ..Outcome::of(Arc::new(output))
+    })
+}
+
+/// An approval is answered from the journal, or suspends the run.
+pub(crate) fn approval(cx: &Cx<'_>, a: &ApprovalSpec) -> Exec {
+    if let Some(Recorded::Answer(answer)) = cx.run.recorded(&cx.key) {
+        let decision = answer
+            .get("decision")
+            .and_then(Value::as_str)
+            .map(Arc::from);
+        return Ok(Outcome {
+            exit: decision,
+            replayed: true,
+            ..Outcome::of(Arc::new(answer.clone()))
+        });
+    }
+    let prompt = match &a.prompt {
+        Some(p) => cx.render(&p.0, &cx.scope())?,
+        None => String::new(),
+    };
+    cx.run.emitter.emit(|| EventKind::ApprovalRequested {
+        key: cx.key.to_string(),
+        prompt: prompt.clone(),
+        options: a.options.clone(),
+    });
+    Err(Stop::Suspended(vec![Pending {
+        key: cx.key.to_string(),
+        prompt,
+        options: a.options.clone(),
+    }]))
+}
+
+fn native_outcome(n: NativeOutput) -> Outcome {
+    Outcome {
+        exit: n.exit.map(|x| Arc::from(x.as_str())),
+        patch: n.patch,
+        ..Outcome::of(Arc::new(n.output))
+    }
+}
+
+pub(crate) async fn code(cx: &Cx<'_>, spec: &CodeSpec) -> Exec {
+    let engine = &cx.run.engine;
+    let runner = engine
+        .code
+        .iter()
+        .find(|r| r.languages().iter().any(|l| l == &spec.language))
+        .ok_or_else(|| {
+            let available: Vec<String> = engine.code.iter().flat_map(|r| r.languages()).collect();
+            BlockError::new(
+                ErrorKind::Config,
+                format!(
+                    "no sandbox for `{}` code is configured in this engine (available: {})",
+                    spec.language,
+                    if available.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        available.join(", ")
+                    }
+                ),
+            )
+        })?;
+    let args = match &spec.args {
+        Some(t) => cx.value(&t.0, &cx.scope())?,
+        None => serde_json::json!({"input": *cx.input, "state": *cx.state}),
+    };
+    let output = runner
+        .run(CodeRequest {
+            language: &spec.language,
+            source: &spec.source,
+            entry: spec.entry.as_deref(),
+            args,
+            limits: &spec.limits,
+        })
+        .await?;
+    Ok(Outcome::of(Arc::new(output)))
+}
+
+fn native_call(cx: &Cx<'_>, config: Value) -> NativeCall {
+    NativeCall {
+        input: (*cx.input).clone(),
+        state: cx.state.clone(),
+        config,
+        path: cx.key.to_string(),
+        run_id: cx.run.id.clone(),
+    }
+}
+
+pub(crate) async fn handler(cx: &Cx<'_>, spec: &HandlerSpec) -> Exec {
+    let f = cx.run.engine.handlers.get(&spec.name).ok_or_else(|| {
+        BlockError::new(
+            ErrorKind::Config,
+            format!("no handler named `{}` is registered", spec.name),
+        )
+        .with_detail(serde_json::json!({"hint": "the host program registers handlers with EngineBuilder::handler"}))
+    })?;
+    let out = f.call(native_call(cx, spec.config.clone())).await?;
+    Ok(native_outcome(out))
+}
+
+pub(crate) async fn action(cx: &Cx<'_>, spec: &ActionSpec) -> Exec {
+    let engine = &cx.run.engine;
+    let f = engine.actions.get(&spec.uses).ok_or_else(|| {
+        let mut known: Vec<&str> = engine.actions.keys().map(String::as_str).collect();
+        known.sort_unstable();
+        BlockError::new(
+            ErrorKind::Config,
+            format!(
+                "no action named `{}` is available (available: {})",
+                spec.uses,
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        )
+    })?;
+    let params = match &spec.params {
+        Some(t) => cx.value(&t.0, &cx.scope())?,
+        None => Value::Object(Default::default()),
+    };
+    let out = f.call(native_call(cx, params)).await?;
+    Ok(native_outcome(out))
+}

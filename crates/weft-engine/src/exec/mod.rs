@@ -1,0 +1,273 @@
+//! Executes one block: shapes its input, applies its policies (budget, timeout, retry,
+//! rescue, assertions), dispatches on its kind, and writes its output into the state.
+
+mod composite;
+mod graph;
+mod leaf;
+mod llm;
+
+use crate::run::{Cx, Exec, Outcome, Recorded, Stop};
+use futures::future::BoxFuture;
+use rand::Rng;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use weft_core::event::EventKind;
+use weft_core::ir::{Block, BlockKind, Retry};
+use weft_core::ports::EntryKind;
+use weft_core::value::split_path;
+use weft_core::{BlockError, ErrorKind, Value};
+
+pub(crate) use composite::run_subflow;
+
+/// Runs `block` in `cx`. Boxed because blocks nest.
+pub(crate) fn exec<'a>(cx: Cx<'a>, block: &'a Block) -> BoxFuture<'a, Exec> {
+    Box::pin(exec_block(cx, block))
+}
+
+fn cancelled() -> BlockError {
+    BlockError::new(ErrorKind::Cancelled, "the run was cancelled")
+}
+
+async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
+    if cx.run.cancel.is_cancelled() {
+        return Err(Stop::Failed(cancelled().at(&cx.key)));
+    }
+    if let Some(t) = &block.data.input {
+        let v = cx.value(&t.0, &cx.scope()).map_err(|e| e.at(&cx.key))?;
+        cx.input = Arc::new(v);
+    }
+    if let Some(b) = &block.policy.budget {
+        cx.budgets = cx.budgets.push(block.id.as_deref().unwrap_or(&cx.key), b);
+    }
+    let started = Instant::now();
+    let emitter = &cx.run.emitter;
+    emitter.emit(|| EventKind::StepStarted {
+        path: cx.key.to_string(),
+        kind: block.kind_name().to_owned(),
+    });
+    let wall = block.policy.budget.as_ref().and_then(|b| b.wall_ms);
+    let result = match wall {
+        None => run_with_policy(&cx, block).await,
+        Some(ms) => {
+            match tokio::time::timeout(Duration::from_millis(ms), run_with_policy(&cx, block)).await
+            {
+                Ok(r) => r,
+                Err(_) => Err(Stop::Failed(
+                    BlockError::new(
+                        ErrorKind::Budget,
+                        format!("wall-time budget of {ms} ms exceeded"),
+                    )
+                    .with_detail(serde_json::json!({"budget": "wall_ms", "limit": ms}))
+                    .at(&cx.key),
+                )),
+            }
+        }
+    };
+    match result {
+        Ok(mut out) => {
+            write_state(&cx, block, &mut out).map_err(|e| e.at(&cx.key))?;
+            emitter.emit(|| EventKind::StepCompleted {
+                path: cx.key.to_string(),
+                kind: block.kind_name().to_owned(),
+                elapsed_us: started.elapsed().as_micros() as u64,
+                replayed: out.replayed,
+                exit: out.exit.as_deref().map(str::to_owned),
+            });
+            Ok(out)
+        }
+        Err(Stop::Failed(e)) => {
+            let e = e.at(&cx.key);
+            emitter.emit(|| EventKind::StepFailed {
+                path: cx.key.to_string(),
+                error: e.clone(),
+            });
+            Err(Stop::Failed(e))
+        }
+        Err(s) => Err(s),
+    }
+}
+
+/// `merge_output` and `set`: the block's declared state writes.
+fn write_state(cx: &Cx<'_>, block: &Block, out: &mut Outcome) -> Result<(), BlockError> {
+    if block.data.merge_output {
+        if !out.output.is_object() && !out.output.is_null() {
+            return Err(BlockError::new(
+                ErrorKind::Input,
+                format!(
+                    "merge_output needs an object output, but the block returned {}",
+                    kind_of(&out.output)
+                ),
+            ));
+        }
+        out.patch.merge_object(&out.output);
+    }
+    if !block.data.set.is_empty() {
+        let mut scope = cx.scope();
+        scope.bind("output", out.output.clone());
+        if let Some(x) = &out.exit {
+            scope.bind("exit", Arc::new(Value::String(x.to_string())));
+        }
+        for (path, t) in &block.data.set {
+            let v = cx.value(&t.0, &scope)?;
+            out.patch.set(split_path(path), v);
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn should_retry(retry: &Retry, e: &BlockError) -> bool {
+    if matches!(
+        e.kind,
+        ErrorKind::Cancelled | ErrorKind::Store | ErrorKind::Budget
+    ) {
+        return false;
+    }
+    if retry.on.is_empty() {
+        e.kind.is_transient() || e.kind == ErrorKind::Assertion
+    } else {
+        retry.on.contains(&e.kind)
+    }
+}
+
+/// The delay before attempt `attempt + 1`: exponential, capped, with jitter, and at
+/// least what the provider asked for in `retry_after_ms`.
+fn backoff(retry: &Retry, attempt: u32, e: &BlockError) -> Duration {
+    let exp = retry.multiplier.powi(attempt.saturating_sub(1) as i32);
+    let mut ms = (retry.backoff_ms as f64 * exp).min(retry.max_backoff_ms as f64);
+    if retry.jitter {
+        ms *= rand::rng().random_range(0.5..=1.0);
+    }
+    let asked = e
+        .detail
+        .get("retry_after_ms")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    Duration::from_millis((ms as u64).max(asked))
+}
+
+async fn run_with_policy(cx: &Cx<'_>, block: &Block) -> Exec {
+    let effectful = block.kind.is_effectful();
+    let mut error = match effectful.then(|| cx.run.recorded(&cx.key)).flatten() {
+        // A failure the journal holds is replayed as it was, without retrying.
+        Some(Recorded::Failure(e)) => e.clone(),
+        _ => match attempt_with_retries(cx, block).await {
+            Err(Stop::Failed(e)) => {
+                if effectful && !matches!(e.kind, ErrorKind::Cancelled | ErrorKind::Store) {
+                    let v = serde_json::to_value(&e).unwrap_or(Value::Null);
+                    cx.run.record(&cx.key, EntryKind::Failure, v).await;
+                }
+                e
+            }
+            other => return other,
+        },
+    };
+    error = error.at(&cx.key);
+    for (i, rescue) in block.policy.rescue.iter().enumerate() {
+        if rescue.when.is_empty() || rescue.when.contains(&error.kind) {
+            cx.run.emitter.emit(|| EventKind::StepRescued {
+                path: cx.key.to_string(),
+                error: error.clone(),
+            });
+            let err_value = Arc::new(serde_json::to_value(&error).unwrap_or(Value::Null));
+            let input = Arc::new(serde_json::json!({"error": *err_value, "input": *cx.input}));
+            let mut rc = cx.child(&format!("rescue{i}"), input, cx.state.clone());
+            rc.locals.bind("error", err_value);
+            return exec(rc, &rescue.then).await;
+        }
+    }
+    Err(Stop::Failed(error))
+}
+
+async fn attempt_with_retries(cx: &Cx<'_>, block: &Block) -> Exec {
+    let mut attempt = 1u32;
+    loop {
+        let result = attempt_once(cx, block).await;
+        let Some(retry) = &block.policy.retry else {
+            return result;
+        };
+        match result {
+            Err(Stop::Failed(e)) if attempt < retry.attempts && should_retry(retry, &e) => {
+                let delay = backoff(retry, attempt, &e);
+                cx.run.emitter.emit(|| EventKind::StepRetrying {
+                    path: cx.key.to_string(),
+                    attempt,
+                    delay_ms: delay.as_millis() as u64,
+                    error: e.clone(),
+                });
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = cx.run.cancel.cancelled() => return Err(Stop::Failed(cancelled())),
+                }
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+async fn attempt_once(cx: &Cx<'_>, block: &Block) -> Exec {
+    let run = dispatch(cx, block);
+    let out = match block.policy.timeout_ms {
+        None => run.await?,
+        Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), run).await {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(Stop::Failed(BlockError::new(
+                    ErrorKind::Timeout,
+                    format!("the block did not finish within {ms} ms"),
+                )));
+            }
+        },
+    };
+    if !block.policy.assert.is_empty() {
+        let mut scope = cx.scope();
+        scope.bind("output", out.output.clone());
+        for a in &block.policy.assert {
+            if !cx.truthy(&a.that.0, &scope)? {
+                let msg = a
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| format!("assertion `{}` is false", a.that.0));
+                return Err(Stop::Failed(BlockError::new(ErrorKind::Assertion, msg)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn dispatch(cx: &Cx<'_>, block: &Block) -> Exec {
+    match &block.kind {
+        BlockKind::Passthrough => Ok(Outcome::of(cx.input.clone())),
+        BlockKind::Transform(t) => leaf::transform(cx, t),
+        BlockKind::Approval(a) => leaf::approval(cx, a),
+        BlockKind::Llm(s) => leaf::journaled(cx, llm::run(cx, s)).await,
+        BlockKind::Code(s) => leaf::journaled(cx, leaf::code(cx, s)).await,
+        BlockKind::Handler(s) => leaf::journaled(cx, leaf::handler(cx, s)).await,
+        BlockKind::Action(s) => leaf::journaled(cx, leaf::action(cx, s)).await,
+        BlockKind::Sequence(steps) => composite::sequence(cx, steps).await,
+        BlockKind::Parallel(p) => composite::parallel(cx, p).await,
+        BlockKind::Map(m) => composite::map(cx, m).await,
+        BlockKind::Loop(l) => composite::run_loop(cx, l).await,
+        BlockKind::Branch(b) => composite::branch(cx, b).await,
+        BlockKind::Graph(g) => graph::run(cx, g).await,
+        BlockKind::SubFlow(s) => {
+            run_subflow(cx, &s.flow, cx.input.clone(), s.share_state, &s.flow).await
+        }
+    }
+}
+
+/// Applies a patch to a shared state (copy-on-write).
+pub(crate) fn apply_patch(state: &mut Arc<Value>, patch: &weft_core::Patch) {
+    composite::apply(state, patch);
+}

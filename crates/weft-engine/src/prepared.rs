@@ -1,0 +1,62 @@
+//! A flow made ready to run: validated, hashed, every expression compiled once.
+
+use std::sync::Arc;
+use weft_core::validate::{SiteKind, expression_sites, validate};
+use weft_core::{Diagnostic, Flow, Severity};
+use weft_expr::Exprs;
+
+/// A validated flow with its expressions compiled. Share it across runs.
+pub struct Prepared {
+    pub(crate) flow: Arc<Flow>,
+    pub(crate) exprs: Exprs,
+    pub(crate) hash: String,
+    pub(crate) ir_json: String,
+    pub(crate) warnings: Vec<Diagnostic>,
+}
+
+impl Prepared {
+    /// Validates `flow` and compiles its expressions. Returns every error found
+    /// (warnings do not stop a flow; they are kept in [`Prepared::warnings`]).
+    pub fn new(flow: Flow) -> Result<Prepared, Vec<Diagnostic>> {
+        let mut diags = validate(&flow);
+        let mut exprs = Exprs::new();
+        for site in expression_sites(&flow) {
+            if let Err(e) = exprs.add(site.source, site.kind == SiteKind::Expr) {
+                diags.push(
+                    Diagnostic::error(site.pointer, e.message)
+                        .hint("templates and conditions are Jinja2 expressions, e.g. `{{ input.name }}` or `state.count < 5`"),
+                );
+            }
+        }
+        let (errors, warnings): (Vec<_>, Vec<_>) = diags
+            .into_iter()
+            .partition(|d| d.severity == Severity::Error);
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let ir_json = serde_json::to_string(&flow).expect("the IR always serializes");
+        let hash = weft_core::hash::content_hash(ir_json.as_bytes());
+        Ok(Prepared {
+            flow: Arc::new(flow),
+            exprs,
+            hash,
+            ir_json,
+            warnings,
+        })
+    }
+
+    /// The flow.
+    pub fn flow(&self) -> &Flow {
+        &self.flow
+    }
+
+    /// The flow's content hash.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// Warnings found while preparing.
+    pub fn warnings(&self) -> &[Diagnostic] {
+        &self.warnings
+    }
+}

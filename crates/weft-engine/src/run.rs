@@ -1,0 +1,203 @@
+//! What one run shares across its blocks, and what one block invocation carries.
+
+use crate::Inner;
+use crate::budget::Budgets;
+use crate::events::Emitter;
+use crate::prepared::Prepared;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+use weft_core::ir::Flow;
+use weft_core::ports::{EntryKind, JournalEntry, Usage};
+use weft_core::{BlockError, ErrorKind, Patch, Value};
+use weft_expr::Scope;
+
+/// A journaled fact, ready for replay.
+#[derive(Debug, Clone)]
+pub(crate) enum Recorded {
+    Result(Value),
+    Answer(Value),
+    Failure(BlockError),
+}
+
+/// Cancels a run: set once, observed by every waiting leaf.
+#[derive(Default)]
+pub(crate) struct Cancel {
+    flag: AtomicBool,
+    notify: Notify,
+}
+
+impl Cancel {
+    pub(crate) fn cancel(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::Relaxed)
+    }
+
+    pub(crate) async fn cancelled(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Shared by every block of one run.
+pub(crate) struct RunCtx {
+    pub(crate) id: Arc<str>,
+    pub(crate) engine: Arc<Inner>,
+    pub(crate) prepared: Arc<Prepared>,
+    pub(crate) journal: HashMap<String, Recorded>,
+    pub(crate) emitter: Emitter,
+    pub(crate) cancel: Arc<Cancel>,
+    pub(crate) usage: Mutex<Usage>,
+    pub(crate) initial: Arc<Value>,
+    pub(crate) journal_error: Mutex<Option<BlockError>>,
+}
+
+impl RunCtx {
+    /// Looks up a journaled fact for `key`.
+    pub(crate) fn recorded(&self, key: &str) -> Option<&Recorded> {
+        if self.journal.is_empty() {
+            None
+        } else {
+            self.journal.get(key)
+        }
+    }
+
+    /// Appends to the journal. A store failure is remembered and fails the run at its end,
+    /// because a step whose result cannot be recorded must not be reported as durable.
+    pub(crate) async fn record(&self, key: &str, kind: EntryKind, value: Value) {
+        let entry = JournalEntry {
+            key: key.to_owned(),
+            kind,
+            value,
+        };
+        if let Err(e) = self.engine.store.append(&self.id, entry).await {
+            let mut slot = self.journal_error.lock().expect("journal error lock");
+            slot.get_or_insert_with(|| BlockError::new(ErrorKind::Store, e.0));
+        }
+    }
+}
+
+/// What a block produced.
+#[derive(Debug, Clone)]
+pub(crate) struct Outcome {
+    pub(crate) output: Arc<Value>,
+    pub(crate) exit: Option<Arc<str>>,
+    pub(crate) patch: Patch,
+    /// The result came from the journal.
+    pub(crate) replayed: bool,
+}
+
+impl Outcome {
+    pub(crate) fn of(output: Arc<Value>) -> Outcome {
+        Outcome {
+            output,
+            exit: None,
+            patch: Patch::default(),
+            replayed: false,
+        }
+    }
+}
+
+/// An approval the run waits for.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct Pending {
+    pub(crate) key: String,
+    pub(crate) prompt: String,
+    pub(crate) options: Vec<String>,
+}
+
+/// Why a block did not produce an outcome.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    Failed(BlockError),
+    Suspended(Vec<Pending>),
+}
+
+impl From<BlockError> for Stop {
+    fn from(e: BlockError) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
+pub(crate) type Exec = Result<Outcome, Stop>;
+
+/// One block invocation's context. Cloned (cheaply) for each child.
+#[derive(Clone)]
+pub(crate) struct Cx<'r> {
+    pub(crate) run: &'r RunCtx,
+    pub(crate) flow: &'r Flow,
+    /// The current flow's `vars`, as one shared value.
+    pub(crate) vars: Arc<Value>,
+    pub(crate) key: Arc<str>,
+    pub(crate) input: Arc<Value>,
+    pub(crate) state: Arc<Value>,
+    pub(crate) locals: Scope,
+    pub(crate) budgets: Budgets,
+    pub(crate) depth: u32,
+}
+
+impl<'r> Cx<'r> {
+    /// The child context reached by path segment `seg`.
+    pub(crate) fn child(&self, seg: &str, input: Arc<Value>, state: Arc<Value>) -> Cx<'r> {
+        let key: Arc<str> = if self.key.is_empty() {
+            Arc::from(seg)
+        } else {
+            Arc::from(format!("{}/{seg}", self.key))
+        };
+        Cx {
+            key,
+            input,
+            state,
+            ..self.clone()
+        }
+    }
+
+    /// The expression scope for this block, plus `extra` bindings.
+    pub(crate) fn scope(&self) -> Scope {
+        let mut s = Scope::new();
+        s.bind("input", self.input.clone())
+            .bind("state", self.state.clone())
+            .bind("initial", self.run.initial.clone())
+            .bind("vars", self.vars.clone())
+            .bind("secrets", self.run.engine.secrets.clone());
+        s.extend(&self.locals);
+        s
+    }
+
+    /// Evaluates a template to text.
+    pub(crate) fn render(&self, source: &str, scope: &Scope) -> Result<String, BlockError> {
+        self.run
+            .prepared
+            .exprs
+            .render(source, scope)
+            .map_err(|e| BlockError::new(ErrorKind::Expression, e.message))
+    }
+
+    /// Evaluates a value template.
+    pub(crate) fn value(&self, template: &Value, scope: &Scope) -> Result<Value, BlockError> {
+        self.run
+            .prepared
+            .exprs
+            .value_template(template, scope)
+            .map_err(|e| BlockError::new(ErrorKind::Expression, e.message))
+    }
+
+    /// Evaluates a condition.
+    pub(crate) fn truthy(&self, source: &str, scope: &Scope) -> Result<bool, BlockError> {
+        self.run
+            .prepared
+            .exprs
+            .truthy(source, scope)
+            .map_err(|e| BlockError::new(ErrorKind::Expression, e.message))
+    }
+}

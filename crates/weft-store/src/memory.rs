@@ -1,0 +1,137 @@
+//! An in-memory store: everything the SQLite store keeps, gone when the process ends.
+
+use async_trait::async_trait;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use weft_core::ports::{JournalEntry, RunRecord, Store, StoreError};
+
+/// Keeps flows, runs and journals in memory.
+#[derive(Default)]
+pub struct MemoryStore {
+    flows: Mutex<HashMap<String, String>>,
+    runs: Mutex<HashMap<String, RunRecord>>,
+    journals: Mutex<HashMap<String, Vec<JournalEntry>>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+}
+
+fn poisoned() -> StoreError {
+    StoreError("a memory store lock was poisoned".into())
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn put_flow(&self, hash: &str, ir_json: &str) -> Result<(), StoreError> {
+        self.flows
+            .lock()
+            .map_err(|_| poisoned())?
+            .entry(hash.to_owned())
+            .or_insert_with(|| ir_json.to_owned());
+        Ok(())
+    }
+
+    async fn get_flow(&self, hash: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .flows
+            .lock()
+            .map_err(|_| poisoned())?
+            .get(hash)
+            .cloned())
+    }
+
+    async fn create_run(&self, run: &RunRecord) -> Result<(), StoreError> {
+        let mut runs = self.runs.lock().map_err(|_| poisoned())?;
+        if runs.contains_key(&run.id) {
+            return Err(StoreError(format!(
+                "a run with id {} exists already",
+                run.id
+            )));
+        }
+        runs.insert(run.id.clone(), run.clone());
+        Ok(())
+    }
+
+    async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError> {
+        self.runs
+            .lock()
+            .map_err(|_| poisoned())?
+            .insert(run.id.clone(), run.clone());
+        Ok(())
+    }
+
+    async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let runs = self.runs.lock().map_err(|_| poisoned())?;
+        if let Some(r) = runs.get(id) {
+            return Ok(Some(r.clone()));
+        }
+        if id.len() < 4 {
+            return Ok(None);
+        }
+        let mut matches = runs.values().filter(|r| r.id.starts_with(id));
+        match (matches.next(), matches.next()) {
+            (Some(r), None) => Ok(Some(r.clone())),
+            (Some(_), Some(_)) => Err(StoreError(format!(
+                "the id prefix `{id}` matches several runs"
+            ))),
+            _ => Ok(None),
+        }
+    }
+
+    async fn list_runs(&self, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
+        let mut runs: Vec<RunRecord> = self
+            .runs
+            .lock()
+            .map_err(|_| poisoned())?
+            .values()
+            .cloned()
+            .collect();
+        runs.sort_by(|a, b| {
+            b.created_ms
+                .cmp(&a.created_ms)
+                .then_with(|| b.id.cmp(&a.id))
+        });
+        runs.truncate(limit);
+        Ok(runs)
+    }
+
+    async fn journal(&self, run_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        Ok(self
+            .journals
+            .lock()
+            .map_err(|_| poisoned())?
+            .get(run_id)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn append(&self, run_id: &str, entry: JournalEntry) -> Result<(), StoreError> {
+        self.journals
+            .lock()
+            .map_err(|_| poisoned())?
+            .entry(run_id.to_owned())
+            .or_default()
+            .push(entry);
+        Ok(())
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn forget(&self, run_id: &str, keys: &[String]) -> Result<(), StoreError> {
+        if let Some(j) = self
+            .journals
+            .lock()
+            .map_err(|_| poisoned())?
+            .get_mut(run_id)
+        {
+            j.retain(|e| !keys.contains(&e.key));
+        }
+        Ok(())
+    }
+}

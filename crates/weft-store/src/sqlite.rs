@@ -1,0 +1,530 @@
+//! The SQLite store: one database file in WAL mode, owned by one writer thread.
+//!
+//! Every request travels to that thread over a channel. Journal appends do not wait:
+//! the thread drains every append queued behind the first and commits them in one
+//! transaction (group commit), in order, so an entry is durable only after every entry
+//! appended before it. `flush` waits until the queue ahead of it is committed.
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+use tokio::sync::{mpsc, oneshot};
+use weft_core::ports::{EntryKind, JournalEntry, RunRecord, RunStatus, Store, StoreError, Usage};
+
+/// How hard a commit works to survive a crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Survives a killed process (`kill -9`); the last commits may be lost if the machine
+    /// loses power. SQLite's `synchronous=NORMAL` in WAL mode.
+    #[default]
+    Process,
+    /// Also survives power loss: every commit is synced to disk (`synchronous=FULL`).
+    Power,
+}
+
+/// Schema version written in the database; a newer one is refused.
+const SCHEMA_VERSION: i64 = 1;
+/// Appends committed together at most.
+const MAX_BATCH: usize = 4096;
+/// Requests waiting for the writer before senders wait too.
+const QUEUE: usize = 8192;
+
+type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
+
+enum Request {
+    Append(String, JournalEntry),
+    Flush(Reply<()>),
+    PutFlow(String, String, Reply<()>),
+    GetFlow(String, Reply<Option<String>>),
+    CreateRun(Box<RunRecord>, Reply<()>),
+    UpdateRun(Box<RunRecord>, Reply<()>),
+    GetRun(String, Reply<Option<RunRecord>>),
+    ListRuns(usize, Reply<Vec<RunRecord>>),
+    Journal(String, Reply<Vec<JournalEntry>>),
+    Forget(String, Vec<String>, Reply<()>),
+}
+
+/// A durable store in one SQLite file.
+pub struct SqliteStore {
+    tx: mpsc::Sender<Request>,
+    path: PathBuf,
+}
+
+fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError(format!("{context}: {e}"))
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path` and checks it is a Weft database.
+    pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<SqliteStore, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| err(&format!("cannot create the directory {}", dir.display()), e))?;
+        }
+        let conn = open_connection(&path, durability).map_err(|e| {
+            StoreError(format!(
+                "{} is not a usable Weft database ({e}); move it aside or choose another with --db or WEFT_DB",
+                path.display()
+            ))
+        })?;
+        let (tx, rx) = mpsc::channel(QUEUE);
+        std::thread::Builder::new()
+            .name("weft-sqlite".into())
+            .spawn(move || writer(conn, rx))
+            .map_err(|e| err("cannot start the database thread", e))?;
+        Ok(SqliteStore { tx, path })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Request) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(make(reply))
+            .await
+            .map_err(|_| StoreError("the database thread has stopped".into()))?;
+        answer
+            .await
+            .map_err(|_| StoreError("the database thread has stopped".into()))?
+    }
+}
+
+fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(
+        None,
+        "synchronous",
+        match durability {
+            Durability::Process => "NORMAL",
+            Durability::Power => "FULL",
+        },
+    )?;
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+         CREATE TABLE IF NOT EXISTS flows (hash TEXT PRIMARY KEY, ir TEXT NOT NULL);
+         CREATE TABLE IF NOT EXISTS runs (
+             id TEXT PRIMARY KEY, flow_hash TEXT NOT NULL, flow_name TEXT NOT NULL,
+             source TEXT, source_hash TEXT, dialect TEXT, input TEXT NOT NULL,
+             status TEXT NOT NULL, output TEXT, state TEXT, error TEXT, waiting TEXT,
+             usage TEXT NOT NULL, owner TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
+         CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_ms DESC);
+         CREATE TABLE IF NOT EXISTS journal (
+             seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
+             key TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL);
+         CREATE INDEX IF NOT EXISTS journal_by_run ON journal (run_id, seq);",
+    )?;
+    let version: Option<String> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    match version.map(|v| v.parse::<i64>()) {
+        None => {
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema', ?1)",
+                params![SCHEMA_VERSION.to_string()],
+            )?;
+        }
+        Some(Ok(v)) if v <= SCHEMA_VERSION => {}
+        Some(_) => {
+            return Err(rusqlite::Error::InvalidParameterName(
+                "the database was written by a newer Weft".into(),
+            ));
+        }
+    }
+    Ok(conn)
+}
+
+fn writer(mut conn: Connection, mut rx: mpsc::Receiver<Request>) {
+    let mut failed: Option<StoreError> = None;
+    while let Some(first) = rx.blocking_recv() {
+        let mut next = Some(first);
+        while let Some(req) = next.take() {
+            match req {
+                Request::Append(run, entry) => {
+                    let mut batch = vec![(run, entry)];
+                    while batch.len() < MAX_BATCH {
+                        match rx.try_recv() {
+                            Ok(Request::Append(r, e)) => batch.push((r, e)),
+                            Ok(other) => {
+                                next = Some(other);
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    if let Err(e) = append_batch(&mut conn, &batch) {
+                        failed.get_or_insert(e);
+                    }
+                }
+                Request::Flush(reply) => {
+                    let _ = reply.send(match failed.take() {
+                        Some(e) => Err(e),
+                        None => Ok(()),
+                    });
+                }
+                other => serve(&conn, other),
+            }
+        }
+    }
+}
+
+fn append_batch(conn: &mut Connection, batch: &[(String, JournalEntry)]) -> Result<(), StoreError> {
+    let tx = conn.transaction().map_err(|e| err("journal", e))?;
+    {
+        let mut stmt = tx
+            .prepare_cached(
+                "INSERT INTO journal (run_id, key, kind, value) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .map_err(|e| err("journal", e))?;
+        for (run, e) in batch {
+            stmt.execute(params![run, e.key, e.kind.as_str(), e.value.to_string()])
+                .map_err(|e| err("journal", e))?;
+        }
+    }
+    tx.commit().map_err(|e| err("journal commit", e))
+}
+
+fn json_col(v: &Option<serde_json::Value>) -> Option<String> {
+    v.as_ref().map(|v| v.to_string())
+}
+
+fn parse_col(s: Option<String>) -> rusqlite::Result<Option<serde_json::Value>> {
+    s.map(|s| {
+        serde_json::from_str(&s).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+        })
+    })
+    .transpose()
+}
+
+const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms";
+
+fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+    let status: String = r.get(7)?;
+    let usage: String = r.get(12)?;
+    Ok(RunRecord {
+        id: r.get(0)?,
+        flow_hash: r.get(1)?,
+        flow_name: r.get(2)?,
+        source: r.get(3)?,
+        source_hash: r.get(4)?,
+        dialect: r.get(5)?,
+        input: parse_col(r.get(6)?)?.unwrap_or(serde_json::Value::Null),
+        status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
+        output: parse_col(r.get(8)?)?,
+        state: parse_col(r.get(9)?)?,
+        error: parse_col(r.get(10)?)?,
+        waiting: parse_col(r.get(11)?)?,
+        usage: serde_json::from_str::<Usage>(&usage).unwrap_or_default(),
+        owner: r.get(13)?,
+        created_ms: r.get(14)?,
+        updated_ms: r.get(15)?,
+    })
+}
+
+fn write_run(conn: &Connection, run: &RunRecord, insert: bool) -> Result<(), StoreError> {
+    let sql = if insert {
+        format!(
+            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+        )
+    } else {
+        format!(
+            "INSERT OR REPLACE INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+        )
+    };
+    conn.prepare_cached(&sql)
+        .and_then(|mut s| {
+            s.execute(params![
+                run.id,
+                run.flow_hash,
+                run.flow_name,
+                run.source,
+                run.source_hash,
+                run.dialect,
+                run.input.to_string(),
+                run.status.as_str(),
+                json_col(&run.output),
+                json_col(&run.state),
+                json_col(&run.error),
+                json_col(&run.waiting),
+                serde_json::to_string(&run.usage).unwrap_or_default(),
+                run.owner,
+                run.created_ms,
+                run.updated_ms,
+            ])
+        })
+        .map(|_| ())
+        .map_err(|e| err("runs", e))
+}
+
+fn get_run(conn: &Connection, id: &str) -> Result<Option<RunRecord>, StoreError> {
+    let exact = conn
+        .query_row(
+            &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
+            params![id],
+            run_from_row,
+        )
+        .optional()
+        .map_err(|e| err("runs", e))?;
+    if exact.is_some() || id.len() < 4 {
+        return Ok(exact);
+    }
+    let pattern = format!("{}%", id.replace(['%', '_'], ""));
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE id LIKE ?1 LIMIT 2"
+        ))
+        .map_err(|e| err("runs", e))?;
+    let found: Vec<RunRecord> = stmt
+        .query_map(params![pattern], run_from_row)
+        .and_then(|rows| rows.collect())
+        .map_err(|e| err("runs", e))?;
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.into_iter().next()),
+        _ => Err(StoreError(format!(
+            "the id prefix `{id}` matches several runs; give more of it"
+        ))),
+    }
+}
+
+fn serve(conn: &Connection, req: Request) {
+    match req {
+        Request::PutFlow(hash, ir, reply) => {
+            let r = conn
+                .execute(
+                    "INSERT OR IGNORE INTO flows (hash, ir) VALUES (?1, ?2)",
+                    params![hash, ir],
+                )
+                .map(|_| ())
+                .map_err(|e| err("flows", e));
+            let _ = reply.send(r);
+        }
+        Request::GetFlow(hash, reply) => {
+            let r = conn
+                .query_row("SELECT ir FROM flows WHERE hash = ?1", params![hash], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .map_err(|e| err("flows", e));
+            let _ = reply.send(r);
+        }
+        Request::CreateRun(run, reply) => {
+            let _ = reply.send(write_run(conn, &run, true));
+        }
+        Request::UpdateRun(run, reply) => {
+            let _ = reply.send(write_run(conn, &run, false));
+        }
+        Request::GetRun(id, reply) => {
+            let _ = reply.send(get_run(conn, &id));
+        }
+        Request::ListRuns(limit, reply) => {
+            let r = conn
+                .prepare(&format!(
+                    "SELECT {RUN_COLUMNS} FROM runs ORDER BY created_ms DESC, id DESC LIMIT ?1"
+                ))
+                .and_then(|mut s| {
+                    s.query_map(params![limit as i64], run_from_row)?
+                        .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(|e| err("runs", e));
+            let _ = reply.send(r);
+        }
+        Request::Journal(run, reply) => {
+            let r = conn
+                .prepare_cached(
+                    "SELECT key, kind, value FROM journal WHERE run_id = ?1 ORDER BY seq",
+                )
+                .and_then(|mut s| {
+                    s.query_map(params![run], |r| {
+                        let kind: String = r.get(1)?;
+                        let value: String = r.get(2)?;
+                        Ok((r.get::<_, String>(0)?, kind, value))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(|e| err("journal", e))
+                .and_then(|rows| {
+                    rows.into_iter()
+                        .map(|(key, kind, value)| {
+                            Ok(JournalEntry {
+                                key,
+                                kind: EntryKind::parse(&kind).ok_or_else(|| {
+                                    StoreError(format!("unknown journal entry kind `{kind}`"))
+                                })?,
+                                value: serde_json::from_str(&value)
+                                    .map_err(|e| err("journal entry", e))?,
+                            })
+                        })
+                        .collect()
+                });
+            let _ = reply.send(r);
+        }
+        Request::Forget(run, keys, reply) => {
+            let r = (|| {
+                let mut stmt =
+                    conn.prepare_cached("DELETE FROM journal WHERE run_id = ?1 AND key = ?2")?;
+                for k in &keys {
+                    stmt.execute(params![run, k])?;
+                }
+                Ok::<(), rusqlite::Error>(())
+            })()
+            .map_err(|e| err("journal", e));
+            let _ = reply.send(r);
+        }
+        Request::Append(..) | Request::Flush(_) => unreachable!("handled by the writer loop"),
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn put_flow(&self, hash: &str, ir_json: &str) -> Result<(), StoreError> {
+        self.ask(|r| Request::PutFlow(hash.to_owned(), ir_json.to_owned(), r))
+            .await
+    }
+    async fn get_flow(&self, hash: &str) -> Result<Option<String>, StoreError> {
+        self.ask(|r| Request::GetFlow(hash.to_owned(), r)).await
+    }
+    async fn create_run(&self, run: &RunRecord) -> Result<(), StoreError> {
+        self.ask(|r| Request::CreateRun(Box::new(run.clone()), r))
+            .await
+    }
+    async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError> {
+        self.ask(|r| Request::UpdateRun(Box::new(run.clone()), r))
+            .await
+    }
+    async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        self.ask(|r| Request::GetRun(id.to_owned(), r)).await
+    }
+    async fn list_runs(&self, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
+        self.ask(|r| Request::ListRuns(limit, r)).await
+    }
+    async fn journal(&self, run_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        self.ask(|r| Request::Journal(run_id.to_owned(), r)).await
+    }
+    async fn append(&self, run_id: &str, entry: JournalEntry) -> Result<(), StoreError> {
+        self.tx
+            .send(Request::Append(run_id.to_owned(), entry))
+            .await
+            .map_err(|_| StoreError("the database thread has stopped".into()))
+    }
+    async fn flush(&self) -> Result<(), StoreError> {
+        self.ask(Request::Flush).await
+    }
+    async fn forget(&self, run_id: &str, keys: &[String]) -> Result<(), StoreError> {
+        self.ask(|r| Request::Forget(run_id.to_owned(), keys.to_vec(), r))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(id: &str) -> RunRecord {
+        RunRecord {
+            id: id.into(),
+            flow_hash: "h".into(),
+            flow_name: "f".into(),
+            source: None,
+            source_hash: None,
+            dialect: None,
+            input: json!({"a": 1}),
+            status: RunStatus::Running,
+            output: None,
+            state: None,
+            error: None,
+            waiting: None,
+            usage: Usage::default(),
+            owner: None,
+            created_ms: 1,
+            updated_ms: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn journal_survives_reopening_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        {
+            let s = SqliteStore::open(&path, Durability::Process).unwrap();
+            s.create_run(&run("r1")).await.unwrap();
+            for i in 0..100 {
+                let e = JournalEntry {
+                    key: format!("k{i}"),
+                    kind: EntryKind::Result,
+                    value: json!(i),
+                };
+                s.append("r1", e).await.unwrap();
+            }
+            s.flush().await.unwrap();
+        }
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        let j = s.journal("r1").await.unwrap();
+        assert_eq!(j.len(), 100);
+        assert!(j.iter().enumerate().all(|(i, e)| e.value == json!(i)));
+        assert_eq!(
+            s.get_run("r1").await.unwrap().unwrap().input,
+            json!({"a": 1})
+        );
+        s.forget("r1", &["k3".into()]).await.unwrap();
+        assert_eq!(s.journal("r1").await.unwrap().len(), 99);
+    }
+
+    #[tokio::test]
+    async fn runs_are_found_by_unique_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SqliteStore::open(dir.path().join("w.db"), Durability::Process).unwrap();
+        s.create_run(&run("abcd1111")).await.unwrap();
+        s.create_run(&run("abcd2222")).await.unwrap();
+        assert_eq!(s.get_run("abcd1").await.unwrap().unwrap().id, "abcd1111");
+        assert!(s.get_run("abcd").await.is_err());
+        assert!(s.get_run("zzzz").await.unwrap().is_none());
+        assert!(s.create_run(&run("abcd1111")).await.is_err());
+    }
+
+    #[test]
+    fn a_damaged_file_is_refused_with_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.db");
+        std::fs::write(&path, b"this is not a database, just some text padding it out ...............................................................................").unwrap();
+        let e = SqliteStore::open(&path, Durability::Process).err().unwrap();
+        assert!(e.0.contains("not a usable Weft database"), "{}", e.0);
+    }
+
+    #[tokio::test]
+    async fn a_truncated_database_is_refused_or_reports_errors_without_panicking() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        {
+            let s = SqliteStore::open(&path, Durability::Process).unwrap();
+            for i in 0..200 {
+                s.create_run(&run(&format!("run{i:04}"))).await.unwrap();
+            }
+            s.flush().await.unwrap();
+        }
+        // Checkpoint the WAL into the main file, then cut the file in half.
+        let c = Connection::open(&path).unwrap();
+        c.pragma_update(None, "wal_checkpoint", "TRUNCATE").unwrap();
+        drop(c);
+        let len = std::fs::metadata(&path).unwrap().len();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(len / 2).unwrap();
+        drop(f);
+        match SqliteStore::open(&path, Durability::Process) {
+            Err(e) => assert!(e.0.contains("not a usable Weft database"), "{}", e.0),
+            Ok(s) => {
+                let r = s.list_runs(1000).await;
+                assert!(r.is_err() || r.unwrap().len() < 200);
+            }
+        }
+    }
+}
