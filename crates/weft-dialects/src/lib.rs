@@ -1,1 +1,179 @@
-//! placeholder
+//! # weft-dialects
+//!
+//! Owns the front-end formats that compile to the core IR: file loading, dialect
+//! detection, source maps (document pointer -> line:column), located diagnostics, and
+//! Weft's own native YAML/JSON format with its JSON Schema. The seed dialects (`tea`,
+//! `blocks`, `souls`, `graph`) plug into [`load_str`] through the same machinery.
+//!
+//! Must not depend on the engine: it produces a [`Flow`] and diagnostics, nothing runs.
+
+pub mod native;
+pub mod source_map;
+
+use std::path::Path;
+use weft_core::{Diagnostic, Flow};
+
+pub use source_map::SourceMap;
+
+/// Dialects Weft knows by name, in detection order.
+pub const DIALECTS: &[&str] = &["native"];
+
+/// Dialects the specs describe that this build cannot compile yet.
+pub const PLANNED: &[&str] = &["tea", "blocks", "souls", "graph"];
+
+/// A flow loaded from a file.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The compiled flow.
+    pub flow: Flow,
+    /// The dialect it was written in.
+    pub dialect: &'static str,
+    /// Content hash of the file's text.
+    pub source_hash: String,
+    /// Warnings found while loading.
+    pub warnings: Vec<Diagnostic>,
+    /// Locates pointers into the IR, when the IR mirrors the file (native format).
+    pub source_map: Option<SourceMap>,
+}
+
+/// Why a file could not be loaded: every problem found, located.
+#[derive(Debug)]
+pub struct LoadError {
+    /// The file, as given.
+    pub file: String,
+    /// The problems.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl LoadError {
+    fn one(file: &str, d: Diagnostic) -> LoadError {
+        LoadError {
+            file: file.to_owned(),
+            diagnostics: vec![d],
+        }
+    }
+
+    /// Every diagnostic as `file:line:col: error: message` lines with hints.
+    pub fn render(&self) -> String {
+        self.diagnostics
+            .iter()
+            .map(|d| d.render(&self.file))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render())
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Reads and compiles the flow in `path`. `dialect` overrides detection.
+pub fn load_file(path: &Path, dialect: Option<&str>) -> Result<Loaded, LoadError> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| {
+        LoadError::one(
+            &file,
+            Diagnostic::error("", format!("cannot read the file: {e}"))
+                .hint("check the path; flows are YAML or JSON files"),
+        )
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        LoadError::one(
+            &file,
+            Diagnostic::error("", format!("the file is not UTF-8 text: {e}")),
+        )
+    })?;
+    load_str(&text, &file, path.parent(), dialect)
+}
+
+/// Compiles the flow in `text`; `file` names it in diagnostics and `base_dir` resolves
+/// files it refers to.
+pub fn load_str(
+    text: &str,
+    file: &str,
+    base_dir: Option<&Path>,
+    dialect: Option<&str>,
+) -> Result<Loaded, LoadError> {
+    let (value, map) = source_map::parse(text).map_err(|d| LoadError::one(file, d))?;
+    let dialect = match dialect {
+        Some(d) => resolve_dialect_name(d).map_err(|d| LoadError::one(file, d))?,
+        None => detect(&value).map_err(|d| LoadError::one(file, map.locate(d)))?,
+    };
+    let source_hash = weft_core::hash::content_hash(text.as_bytes());
+    match dialect {
+        "native" => native::compile(value, &map, base_dir)
+            .map(|(flow, warnings)| Loaded {
+                flow,
+                dialect,
+                source_hash,
+                warnings,
+                source_map: Some(map),
+            })
+            .map_err(|diagnostics| LoadError {
+                file: file.to_owned(),
+                diagnostics,
+            }),
+        other => unreachable!("dialect `{other}` is listed but not wired"),
+    }
+}
+
+fn resolve_dialect_name(name: &str) -> Result<&'static str, Diagnostic> {
+    if let Some(d) = DIALECTS.iter().find(|d| **d == name) {
+        return Ok(d);
+    }
+    if PLANNED.contains(&name) {
+        return Err(Diagnostic::error(
+            "",
+            format!("the `{name}` dialect is not implemented in this build yet"),
+        )
+        .hint(format!("this build reads: {}", DIALECTS.join(", "))));
+    }
+    let all: Vec<&str> = DIALECTS.iter().chain(PLANNED).copied().collect();
+    let d = Diagnostic::error("", format!("unknown dialect `{name}`"));
+    Err(
+        match weft_core::error::did_you_mean(name, all.iter().copied()) {
+            Some(s) => d.hint(format!("did you mean `{s}`?")),
+            None => d.hint(format!("dialects: {}", all.join(", "))),
+        },
+    )
+}
+
+/// Tells which dialect a parsed document is written in.
+pub fn detect(doc: &serde_json::Value) -> Result<&'static str, Diagnostic> {
+    let Some(obj) = doc.as_object() else {
+        return Err(Diagnostic::error(
+            "",
+            "a flow file holds an object (a YAML mapping) at its top",
+        )
+        .hint("start the file with `weft: 1` and `name:` for Weft's native format"));
+    };
+    if obj.contains_key("weft") || (obj.contains_key("root") && obj.contains_key("name")) {
+        return Ok("native");
+    }
+    let guess = if obj.contains_key("nodes")
+        && (obj.contains_key("connections") || obj.contains_key("edges"))
+        && doc["nodes"]
+            .as_array()
+            .is_some_and(|n| n.iter().any(|n| n.get("data").is_some()))
+    {
+        Some("graph")
+    } else if obj.contains_key("nodes") {
+        Some("tea")
+    } else if obj.contains_key("blocks") && obj.contains_key("workflow") {
+        Some("souls")
+    } else if obj.contains_key("root") {
+        Some("blocks")
+    } else {
+        None
+    };
+    Err(match guess {
+        Some(g) => Diagnostic::error("", format!("this looks like a `{g}` flow, and the `{g}` dialect is not implemented in this build yet"))
+            .hint(format!("this build reads: {}", DIALECTS.join(", "))),
+        None => Diagnostic::error("", "cannot tell which dialect this file is written in")
+            .hint("Weft's native format starts with `weft: 1`; or name the dialect with --dialect"),
+    })
+}

@@ -1,0 +1,287 @@
+//! Parses YAML (and JSON, which YAML reads too) into a JSON value plus a map from
+//! document pointers (`/root/sequence/2/llm`) to the line and column they start at, so
+//! that any later stage can locate what it complains about.
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use serde_saphyr::Spanned;
+use std::collections::HashMap;
+use std::fmt;
+use weft_core::validate::child_pointer;
+use weft_core::{Diagnostic, Loc};
+
+/// Pointer -> position, for values and for the keys that name them.
+#[derive(Debug, Default, Clone)]
+pub struct SourceMap {
+    values: HashMap<String, Loc>,
+    keys: HashMap<String, Loc>,
+}
+
+impl SourceMap {
+    /// Where the value at `pointer` starts (for a mapping entry, where its key starts),
+    /// falling back to the nearest enclosing value.
+    pub fn loc(&self, pointer: &str) -> Option<Loc> {
+        let mut p = pointer;
+        loop {
+            if let Some(l) = self.keys.get(p).or_else(|| self.values.get(p)) {
+                return Some(*l);
+            }
+            match p.rfind('/') {
+                Some(i) => p = &p[..i],
+                None => return self.values.get("").copied(),
+            }
+        }
+    }
+
+    /// Fills in the diagnostic's location from its pointer, unless it has one.
+    pub fn locate(&self, mut d: Diagnostic) -> Diagnostic {
+        if d.loc.is_none() {
+            d.loc = self.loc(&d.pointer);
+        }
+        d
+    }
+}
+
+enum Node {
+    Null,
+    Bool(bool),
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Str(String),
+    Seq(Vec<Spanned<Node>>),
+    Map(Vec<(Spanned<Key>, Spanned<Node>)>),
+}
+
+struct Key(String);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a scalar mapping key")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                Ok(Key(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key, E> {
+                Ok(Key(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Key, E> {
+                Ok(Key("null".into()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Node, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Node;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any YAML value")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
+                Ok(Node::Null)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Node, E> {
+                Ok(Node::Null)
+            }
+            fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Node, D2::Error> {
+                Node::deserialize(d)
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
+                Ok(Node::Bool(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
+                Ok(Node::I64(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
+                Ok(Node::U64(v))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
+                Ok(Node::F64(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
+                Ok(Node::Str(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
+                Ok(Node::Str(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Node, A::Error> {
+                let mut out = Vec::new();
+                while let Some(x) = a.next_element::<Spanned<Node>>()? {
+                    out.push(x);
+                }
+                Ok(Node::Seq(out))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Node, A::Error> {
+                let mut out: Vec<(Spanned<Key>, Spanned<Node>)> = Vec::new();
+                while let Some(k) = a.next_key::<Spanned<Key>>()? {
+                    let v = a.next_value::<Spanned<Node>>()?;
+                    if out.iter().any(|(ek, _)| ek.value.0 == k.value.0) {
+                        return Err(de::Error::custom(format!(
+                            "duplicate key `{}` at line {}",
+                            k.value.0,
+                            k.referenced.line()
+                        )));
+                    }
+                    out.push((k, v));
+                }
+                Ok(Node::Map(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn loc_of<T>(s: &Spanned<T>) -> Loc {
+    Loc {
+        line: s.referenced.line() as u32,
+        col: s.referenced.column() as u32,
+    }
+}
+
+fn build(node: Spanned<Node>, pointer: String, map: &mut SourceMap) -> Value {
+    map.values.insert(pointer.clone(), loc_of(&node));
+    match node.value {
+        Node::Null => Value::Null,
+        Node::Bool(b) => Value::Bool(b),
+        Node::I64(i) => Value::from(i),
+        Node::U64(u) => Value::from(u),
+        Node::F64(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        Node::Str(s) => Value::String(s),
+        Node::Seq(items) => Value::Array(
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, x)| build(x, format!("{pointer}/{i}"), map))
+                .collect(),
+        ),
+        Node::Map(entries) => {
+            let mut obj = serde_json::Map::with_capacity(entries.len());
+            for (k, v) in entries {
+                let child = child_pointer(&pointer, &k.value.0);
+                map.keys.insert(child.clone(), loc_of(&k));
+                let value = build(v, child, map);
+                obj.insert(k.value.0, value);
+            }
+            Value::Object(obj)
+        }
+    }
+}
+
+/// The parser's message without the position (diagnostics carry it) or API advice.
+fn clean_yaml_message(msg: &str) -> String {
+    let mut m = msg.trim_start_matches("error: ");
+    if let Some(rest) = m.strip_prefix("line ")
+        && let Some(i) = rest.find(": ")
+    {
+        m = &rest[i + 2..];
+    }
+    let m = m.split(", set DuplicateKeyPolicy").next().unwrap_or(m);
+    m.to_owned()
+}
+
+/// Parses `text` into a value and its source map, or a located syntax error.
+pub fn parse(text: &str) -> Result<(Value, SourceMap), Diagnostic> {
+    if text.trim().is_empty() {
+        return Err(Diagnostic::error("", "the file is empty")
+            .hint("a flow starts with `weft: 1` and `name:`"));
+    }
+    match serde_saphyr::from_str::<Spanned<Node>>(text) {
+        Ok(root) => {
+            let mut map = SourceMap::default();
+            let value = build(root, String::new(), &mut map);
+            Ok((value, map))
+        }
+        Err(e) => {
+            // JSON that YAML rejects (tabs, for one) still deserves JSON's own verdict.
+            if text.trim_start().starts_with(['{', '[']) {
+                match serde_json::from_str::<Value>(text) {
+                    Ok(v) => return Ok((v, SourceMap::default())),
+                    Err(je) => {
+                        return Err(Diagnostic {
+                            loc: Some(Loc {
+                                line: je.line() as u32,
+                                col: je.column() as u32,
+                            }),
+                            ..Diagnostic::error("", format!("invalid JSON: {je}"))
+                        });
+                    }
+                }
+            }
+            let loc = e.location().map(|l| Loc {
+                line: l.line() as u32,
+                col: l.column() as u32,
+            });
+            let msg = e.to_string();
+            let first_line = clean_yaml_message(msg.lines().next().unwrap_or("invalid YAML"));
+            Err(Diagnostic {
+                loc,
+                ..Diagnostic::error("", format!("invalid YAML: {first_line}"))
+                    .hint("check indentation and quoting around this position")
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointers_map_to_lines_and_columns() {
+        let text = "name: x\nroot:\n  sequence:\n    - passthrough: {}\n    - id: b\n      llm: {prompt: hi}\n";
+        let (v, map) = parse(text).unwrap();
+        assert_eq!(v["root"]["sequence"][1]["id"], "b");
+        assert_eq!(
+            map.loc("/root/sequence/1/llm"),
+            Some(Loc { line: 6, col: 7 })
+        );
+        assert_eq!(map.loc("/root/sequence/0"), Some(Loc { line: 4, col: 7 }));
+        // An unknown deeper pointer falls back to the nearest known one.
+        assert_eq!(
+            map.loc("/root/sequence/1/llm/nope/3"),
+            Some(Loc { line: 6, col: 7 })
+        );
+    }
+
+    #[test]
+    fn syntax_errors_are_located() {
+        let d = parse("name: x\nroot:\n  - a\n b: [\n").unwrap_err();
+        assert!(d.loc.is_some(), "{d:?}");
+        assert!(d.message.starts_with("invalid YAML"));
+    }
+
+    #[test]
+    fn duplicate_keys_are_errors() {
+        let d = parse("name: x\nname: y\n").unwrap_err();
+        assert_eq!(d.message, "invalid YAML: duplicate mapping key: name");
+        assert_eq!(d.loc.map(|l| l.line), Some(2));
+    }
+
+    #[test]
+    fn json_is_read_too() {
+        let (v, map) =
+            parse("{\n  \"name\": \"x\",\n  \"root\": {\"passthrough\": {}}\n}").unwrap();
+        assert_eq!(v["name"], "x");
+        assert!(map.loc("/root").is_some());
+    }
+}

@@ -1,0 +1,254 @@
+//! A deterministic model for offline runs and tests: rules, tried in order, match the
+//! last message and say what to answer — text, JSON, tool calls, or an error.
+//!
+//! ```yaml
+//! models:
+//!   fake:
+//!     provider: scripted
+//!     rules:
+//!       - when: "capital of France"   # substring of the last message
+//!         reply: "Paris."
+//!       - role: tool                  # the last message is a tool result
+//!         reply: "The tool said: {last}"
+//!       - regex: "(?i)weather in (\\w+)"
+//!         tool_calls: [{name: weather, arguments: {city: "Oslo"}}]
+//!       - reply: "I don't know."      # no matcher: always matches
+//! ```
+
+use async_trait::async_trait;
+use regex::Regex;
+use serde::Deserialize;
+use std::time::Duration;
+use weft_core::ir::ModelDef;
+use weft_core::ports::{DeltaSink, Model, ModelRequest, ModelResponse, ToolCall, Usage};
+use weft_core::{BlockError, ErrorKind, Value};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleDef {
+    #[serde(default)]
+    when: Option<String>,
+    #[serde(default)]
+    regex: Option<String>,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    reply: Option<String>,
+    #[serde(default)]
+    json: Option<Value>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCallDef>,
+    #[serde(default)]
+    error: Option<ErrorDef>,
+    #[serde(default)]
+    delay_ms: u64,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolCallDef {
+    name: String,
+    #[serde(default)]
+    arguments: Value,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ErrorDef {
+    kind: String,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    retry_after_ms: Option<u64>,
+}
+
+struct Rule {
+    def: RuleDef,
+    regex: Option<Regex>,
+}
+
+/// The scripted model.
+pub struct Scripted {
+    rules: Vec<Rule>,
+}
+
+fn config(msg: String) -> BlockError {
+    BlockError::new(ErrorKind::Config, msg)
+}
+
+impl Scripted {
+    /// Builds the model from a flow's alias (`rules:` list).
+    pub fn from_def(def: &ModelDef) -> Result<Scripted, BlockError> {
+        let rules = def
+            .options
+            .get("rules")
+            .ok_or_else(|| config("a scripted model needs `rules`".into()))?;
+        for key in def.options.keys() {
+            if key != "rules" {
+                return Err(config(format!(
+                    "a scripted model takes only `rules`, not `{key}`"
+                )));
+            }
+        }
+        Scripted::from_rules(rules)
+    }
+
+    /// Builds the model from a JSON list of rules.
+    pub fn from_rules(rules: &Value) -> Result<Scripted, BlockError> {
+        let defs: Vec<RuleDef> = serde_json::from_value(rules.clone())
+            .map_err(|e| config(format!("invalid scripted rules: {e}")))?;
+        let rules = defs
+            .into_iter()
+            .enumerate()
+            .map(|(i, def)| {
+                let regex = def
+                    .regex
+                    .as_deref()
+                    .map(Regex::new)
+                    .transpose()
+                    .map_err(|e| config(format!("scripted rule {i}: invalid regex: {e}")))?;
+                let answers = usize::from(def.reply.is_some())
+                    + usize::from(def.json.is_some())
+                    + usize::from(!def.tool_calls.is_empty())
+                    + usize::from(def.error.is_some());
+                if answers != 1 {
+                    return Err(config(format!(
+                        "scripted rule {i} must say exactly one of reply, json, tool_calls, error"
+                    )));
+                }
+                Ok(Rule { def, regex })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Scripted { rules })
+    }
+}
+
+fn estimate(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(4).max(1)
+}
+
+#[async_trait]
+impl Model for Scripted {
+    async fn complete(
+        &self,
+        req: &ModelRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ModelResponse, BlockError> {
+        let last = req
+            .messages
+            .last()
+            .map(|m| (m.role.as_str(), m.content.as_str()))
+            .unwrap_or(("user", ""));
+        let rule = self
+            .rules
+            .iter()
+            .find(|r| {
+                r.def.role.as_deref().is_none_or(|role| role == last.0)
+                    && r.def.when.as_deref().is_none_or(|w| last.1.contains(w))
+                    && r.regex.as_ref().is_none_or(|re| re.is_match(last.1))
+            })
+            .ok_or_else(|| {
+                BlockError::new(
+                    ErrorKind::Model,
+                    format!(
+                        "no scripted rule matches the message {:?}",
+                        last.1.chars().take(80).collect::<String>()
+                    ),
+                )
+            })?;
+        let def = &rule.def;
+        if def.delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(def.delay_ms)).await;
+        }
+        if let Some(e) = &def.error {
+            let mut err = BlockError::new(ErrorKind::parse(&e.kind), e.message.clone());
+            if let Some(ms) = e.retry_after_ms {
+                err = err.with_detail(serde_json::json!({"retry_after_ms": ms}));
+            }
+            return Err(err);
+        }
+        let content = match (&def.reply, &def.json) {
+            (Some(r), _) => r.replace("{last}", last.1),
+            (None, Some(j)) => j.to_string(),
+            _ => String::new(),
+        };
+        let mut first = true;
+        for word in content.split_inclusive(' ') {
+            if first || !word.is_empty() {
+                on_delta(word);
+                first = false;
+            }
+        }
+        let tool_calls = def
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ToolCall {
+                id: format!("call_{i}"),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            })
+            .collect();
+        let prompt: u64 = req.messages.iter().map(|m| estimate(&m.content)).sum();
+        let usage = def.usage.unwrap_or(Usage {
+            input_tokens: prompt,
+            output_tokens: estimate(&content),
+            cost_usd: 0.0,
+        });
+        Ok(ModelResponse {
+            content,
+            tool_calls,
+            usage,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use weft_core::ports::Message;
+
+    fn req(text: &str) -> ModelRequest {
+        ModelRequest {
+            messages: vec![Message::new("user", text)],
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn first_matching_rule_answers_and_streams() {
+        let m = Scripted::from_rules(&json!([
+            {"when": "France", "reply": "Paris is the capital."},
+            {"reply": "I don't know."}
+        ]))
+        .unwrap();
+        let seen = std::sync::Mutex::new(String::new());
+        let sink = |d: &str| seen.lock().unwrap().push_str(d);
+        let r = m.complete(&req("capital of France?"), &sink).await.unwrap();
+        assert_eq!(r.content, "Paris is the capital.");
+        assert_eq!(*seen.lock().unwrap(), "Paris is the capital.");
+        let r = m
+            .complete(&req("capital of Peru?"), &|_: &str| {})
+            .await
+            .unwrap();
+        assert_eq!(r.content, "I don't know.");
+    }
+
+    #[tokio::test]
+    async fn errors_carry_kind_and_retry_after() {
+        let m = Scripted::from_rules(&json!([{"error": {"kind": "rate_limit", "message": "slow down", "retry_after_ms": 20}}])).unwrap();
+        let e = m.complete(&req("hi"), &|_: &str| {}).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::RateLimit);
+        assert_eq!(e.detail["retry_after_ms"], 20);
+    }
+
+    #[test]
+    fn rules_must_say_one_thing() {
+        assert!(Scripted::from_rules(&json!([{"when": "x"}])).is_err());
+        assert!(Scripted::from_rules(&json!([{"reply": "a", "json": {}}])).is_err());
+        assert!(Scripted::from_rules(&json!([{"rely": "a"}])).is_err());
+    }
+}
