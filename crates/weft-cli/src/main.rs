@@ -1,1 +1,40 @@
-fn main() {}
+//! The `weft` command-line tool: run, validate, draw and convert flows, and manage runs.
+//!
+//! Its interface is a contract scripts rely on. Exit codes: 0 completed, 1 the run failed
+//! (or was cancelled), 2 invalid flow or usage, 3 paused waiting for input.
+
+mod cli;
+mod commands;
+mod draw;
+mod progress;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Exit codes scripts can rely on.
+pub mod exit {
+    /// The run completed (or the command succeeded).
+    pub const OK: u8 = 0;
+    /// The run failed or was cancelled.
+    pub const FAILED: u8 = 1;
+    /// The flow or the command line is invalid, or the database is unusable.
+    pub const INVALID: u8 = 2;
+    /// The run is paused, waiting for an approval.
+    pub const PAUSED: u8 = 3;
+}
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::INVALID);
+        }
+    };
+    let code = runtime.block_on(commands::dispatch(args));
+    ExitCode::from(code)
+}

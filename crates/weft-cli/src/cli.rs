@@ -1,0 +1,177 @@
+//! The command line, as clap parses it.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Weft runs AI-agent workflows: durable, resumable, in one binary.
+#[derive(Parser, Debug)]
+#[command(name = "weft", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where runs are stored.
+#[derive(Args, Debug, Clone)]
+pub struct DbArgs {
+    /// The run database (default: $WEFT_DB, else ~/.local/share/weft/weft.db).
+    #[arg(long, value_name = "PATH", global = true)]
+    pub db: Option<PathBuf>,
+}
+
+/// How a run reports.
+#[derive(Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Print one JSON object {run_id, status, output, state, error} instead of the output.
+    #[arg(long)]
+    pub json: bool,
+    /// Write every event as JSON lines to this file.
+    #[arg(long, value_name = "PATH")]
+    pub events: Option<PathBuf>,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// The model for llm blocks that name none (default: $WEFT_MODEL).
+    #[arg(long, value_name = "ID", env = "WEFT_MODEL")]
+    pub model: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a flow and print its output as JSON.
+    Run {
+        /// The flow file (YAML or JSON).
+        flow: PathBuf,
+        /// The input, as JSON (default: the flow's own `input`).
+        #[arg(long, value_name = "JSON", conflicts_with = "input_file")]
+        input: Option<String>,
+        /// Read the input from a JSON or YAML file.
+        #[arg(long, value_name = "PATH")]
+        input_file: Option<PathBuf>,
+        /// The flow's dialect (default: detected from the content).
+        #[arg(long, value_name = "NAME")]
+        dialect: Option<String>,
+        #[command(flatten)]
+        db: DbArgs,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Check flows and print each problem as file:line:col with a hint.
+    Validate {
+        /// Flow files.
+        #[arg(required = true)]
+        flows: Vec<PathBuf>,
+        /// The flows' dialect (default: detected).
+        #[arg(long, value_name = "NAME")]
+        dialect: Option<String>,
+    },
+    /// Draw a flow as a Mermaid or Graphviz diagram.
+    Graph {
+        /// The flow file.
+        flow: PathBuf,
+        /// The diagram language.
+        #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
+        format: GraphFormat,
+        /// The flow's dialect (default: detected).
+        #[arg(long, value_name = "NAME")]
+        dialect: Option<String>,
+    },
+    /// Convert a flow to Weft's native YAML.
+    Convert {
+        /// The flow file.
+        flow: PathBuf,
+        /// The target format.
+        #[arg(long, value_enum, default_value_t = Target::Native)]
+        to: Target,
+        /// The flow's dialect (default: detected).
+        #[arg(long, value_name = "NAME")]
+        dialect: Option<String>,
+        /// Write here instead of stdout.
+        #[arg(long, short, value_name = "PATH")]
+        output: Option<PathBuf>,
+    },
+    /// Inspect and steer runs.
+    Runs {
+        #[command(subcommand)]
+        command: RunsCommand,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Answer a paused run's approval (approve by default) and continue it.
+    Approve {
+        /// The run id (a unique prefix will do).
+        id: String,
+        /// Reject instead of approving.
+        #[arg(long)]
+        reject: bool,
+        /// A note for the record.
+        #[arg(long, default_value = "")]
+        note: String,
+        /// Which approval, when the run waits for several.
+        #[arg(long, value_name = "KEY")]
+        step: Option<String>,
+        #[command(flatten)]
+        db: DbArgs,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Print the JSON Schema of the native format (for editor completion).
+    Schema,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RunsCommand {
+    /// The newest runs.
+    List {
+        /// How many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// As JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One run, with its journal.
+    Show {
+        /// The run id (a unique prefix will do).
+        id: String,
+    },
+    /// Continue a paused run, or one whose process died.
+    Resume {
+        /// The run id.
+        id: String,
+        /// The answer for the approval the run waits for (JSON, or a bare decision).
+        #[arg(long, value_name = "JSON")]
+        input: Option<String>,
+        /// Resume even though the recorded owner process seems alive.
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Run a failed run again from its failing steps, reusing completed ones.
+    Retry {
+        /// The run id.
+        id: String,
+        /// Accept that the flow file changed since the run started, and use the new one.
+        #[arg(long)]
+        allow_changed: bool,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Cancel a running or paused run.
+    Cancel {
+        /// The run id.
+        id: String,
+    },
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphFormat {
+    Mermaid,
+    Dot,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Native,
+}

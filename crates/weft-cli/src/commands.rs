@@ -1,0 +1,517 @@
+//! What each command does.
+
+use crate::cli::{Cli, Command, DbArgs, GraphFormat, OutputArgs, RunsCommand};
+use crate::exit;
+use crate::progress::Progress;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use weft_core::ports::{RunStatus, Store};
+use weft_core::{Diagnostic, Severity};
+use weft_dialects::{LoadError, Loaded};
+use weft_engine::{Engine, EngineError, JsonlSink, Prepared, RunOptions, RunResult};
+use weft_store::{Durability, SqliteStore};
+
+/// A command's failure: what to print and the exit code.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    fn invalid(message: impl Into<String>) -> Failure {
+        Failure {
+            code: exit::INVALID,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<EngineError> for Failure {
+    fn from(e: EngineError) -> Failure {
+        Failure::invalid(format!("error: {e}"))
+    }
+}
+
+pub async fn dispatch(cli: Cli) -> u8 {
+    let result = match cli.command {
+        Command::Run {
+            flow,
+            input,
+            input_file,
+            dialect,
+            db,
+            out,
+        } => run(&flow, input, input_file, dialect, &db, &out).await,
+        Command::Validate { flows, dialect } => Ok(validate(&flows, dialect.as_deref())),
+        Command::Graph {
+            flow,
+            format,
+            dialect,
+        } => graph(&flow, format, dialect.as_deref()),
+        Command::Convert {
+            flow,
+            to: _,
+            dialect,
+            output,
+        } => convert(&flow, dialect.as_deref(), output.as_deref()),
+        Command::Runs { command, db } => runs(command, &db).await,
+        Command::Approve {
+            id,
+            reject,
+            note,
+            step,
+            db,
+            out,
+        } => {
+            let answer =
+                json!({"decision": if reject { "reject" } else { "approve" }, "note": note});
+            approve(&id, step.as_deref(), answer, &db, &out).await
+        }
+        Command::Schema => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&weft_dialects::native::json_schema())
+                    .unwrap_or_default()
+            );
+            Ok(exit::OK)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(f) => {
+            eprintln!("{}", f.message);
+            f.code
+        }
+    }
+}
+
+fn db_path(db: &DbArgs) -> PathBuf {
+    if let Some(p) = &db.db {
+        return p.clone();
+    }
+    if let Some(p) = std::env::var_os("WEFT_DB").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("weft").join("weft.db")
+}
+
+fn open_store(db: &DbArgs) -> Result<Arc<SqliteStore>, Failure> {
+    let path = db_path(db);
+    let durability = match std::env::var("WEFT_DURABILITY").as_deref() {
+        Ok("power") => Durability::Power,
+        _ => Durability::Process,
+    };
+    SqliteStore::open(&path, durability)
+        .map(Arc::new)
+        .map_err(|e| Failure::invalid(format!("error: {}", e.0)))
+}
+
+fn engine(
+    store: Arc<SqliteStore>,
+    out: &OutputArgs,
+    progress: Option<Arc<Progress>>,
+) -> Result<Engine, Failure> {
+    let mut b = Engine::builder(store).models(Arc::new(weft_llm::Router::new()));
+    if let Some(m) = &out.model {
+        b = b.default_model(m.clone());
+    }
+    if let Some(p) = progress {
+        b = b.sink(p);
+    }
+    if let Some(path) = &out.events {
+        let file = std::fs::File::create(path).map_err(|e| {
+            Failure::invalid(format!(
+                "error: cannot write events to {}: {e}",
+                path.display()
+            ))
+        })?;
+        b = b.sink(Arc::new(JsonlSink::new(Box::new(std::io::BufWriter::new(
+            file,
+        )))));
+    }
+    Ok(b.build())
+}
+
+fn load(flow: &Path, dialect: Option<&str>) -> Result<Loaded, LoadError> {
+    weft_dialects::load_file(flow, dialect)
+}
+
+/// Loads and prepares a flow; diagnostics are rendered against the file.
+fn load_prepared(flow: &Path, dialect: Option<&str>) -> Result<(Loaded, Arc<Prepared>), Failure> {
+    let loaded = load(flow, dialect).map_err(|e| Failure::invalid(e.render()))?;
+    let prepared = Prepared::new(loaded.flow.clone()).map_err(|diags| {
+        Failure::invalid(render_diags(&flow.display().to_string(), &loaded, diags))
+    })?;
+    Ok((loaded, Arc::new(prepared)))
+}
+
+fn render_diags(file: &str, loaded: &Loaded, diags: Vec<Diagnostic>) -> String {
+    diags
+        .into_iter()
+        .map(|d| match &loaded.source_map {
+            Some(m) => m.locate(d),
+            None => d,
+        })
+        .map(|d| d.render(file))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn parse_input(text: &str, what: &str) -> Result<Value, Failure> {
+    serde_json::from_str(text).map_err(|e| {
+        Failure::invalid(format!(
+            "error: {what} is not valid JSON: {e}\n  hint: quote it for the shell, e.g. --input '{{\"name\": \"Ada\"}}'"
+        ))
+    })
+}
+
+async fn run(
+    flow: &Path,
+    input: Option<String>,
+    input_file: Option<PathBuf>,
+    dialect: Option<String>,
+    db: &DbArgs,
+    out: &OutputArgs,
+) -> Result<u8, Failure> {
+    let (loaded, prepared) = load_prepared(flow, dialect.as_deref())?;
+    for w in &loaded.warnings {
+        eprintln!("{}", w.render(&flow.display().to_string()));
+    }
+    let input = match (input, input_file) {
+        (Some(text), _) => Some(parse_input(&text, "--input")?),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                Failure::invalid(format!("error: cannot read {}: {e}", path.display()))
+            })?;
+            let (v, _) = weft_dialects::source_map::parse(&text)
+                .map_err(|d| Failure::invalid(d.render(&path.display().to_string())))?;
+            Some(v)
+        }
+        (None, None) => None,
+    };
+    let store = open_store(db)?;
+    let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
+    let engine = engine(store, out, progress.clone())?;
+    let opts = RunOptions {
+        source: Some(
+            std::fs::canonicalize(flow)
+                .unwrap_or_else(|_| flow.to_path_buf())
+                .display()
+                .to_string(),
+        ),
+        source_hash: Some(loaded.source_hash.clone()),
+        dialect: Some(loaded.dialect.to_owned()),
+        run_id: None,
+    };
+    let result = engine.start(prepared, input, opts).await?;
+    if let Some(p) = progress {
+        p.finish();
+    }
+    Ok(report(&result, out.json))
+}
+
+/// Prints a run's result and returns its exit code.
+fn report(r: &RunResult, as_json: bool) -> u8 {
+    if as_json {
+        let mut obj = json!({
+            "run_id": r.run_id,
+            "status": r.status.as_str(),
+            "output": r.output,
+            "state": r.state,
+            "error": r.error,
+        });
+        if !r.waiting.is_empty() {
+            obj["waiting"] = Value::Array(r.waiting.clone());
+        }
+        println!("{}", serde_json::to_string_pretty(&obj).unwrap_or_default());
+    } else {
+        match r.status {
+            RunStatus::Completed => {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(r.output.as_ref().unwrap_or(&Value::Null))
+                        .unwrap_or_default()
+                );
+            }
+            RunStatus::Failed | RunStatus::Cancelled => {
+                if let Some(e) = &r.error {
+                    eprintln!("error: run {} {}: {e}", r.run_id, r.status.as_str());
+                } else {
+                    eprintln!("run {} {}", r.run_id, r.status.as_str());
+                }
+                eprintln!(
+                    "  hint: inspect it with `weft runs show {}`; retry it from the failing step with `weft runs retry {}`",
+                    r.run_id, r.run_id
+                );
+            }
+            RunStatus::Paused => {
+                for w in &r.waiting {
+                    eprintln!(
+                        "run {} paused at {}: {}",
+                        r.run_id,
+                        w["key"].as_str().unwrap_or(""),
+                        w["prompt"].as_str().unwrap_or("")
+                    );
+                }
+                eprintln!(
+                    "  answer with `weft approve {}` (or `--reject --note TEXT`)",
+                    r.run_id
+                );
+            }
+            RunStatus::Running => {}
+        }
+    }
+    match r.status {
+        RunStatus::Completed => exit::OK,
+        RunStatus::Paused => exit::PAUSED,
+        RunStatus::Failed | RunStatus::Cancelled | RunStatus::Running => exit::FAILED,
+    }
+}
+
+fn validate(flows: &[PathBuf], dialect: Option<&str>) -> u8 {
+    let mut code = exit::OK;
+    for flow in flows {
+        let file = flow.display().to_string();
+        match load(flow, dialect) {
+            Err(e) => {
+                println!("{}", e.render());
+                code = exit::INVALID;
+            }
+            Ok(loaded) => match Prepared::new(loaded.flow.clone()) {
+                Err(diags) => {
+                    println!("{}", render_diags(&file, &loaded, diags));
+                    code = exit::INVALID;
+                }
+                Ok(p) => {
+                    let warnings: Vec<Diagnostic> = loaded
+                        .warnings
+                        .iter()
+                        .chain(p.warnings())
+                        .cloned()
+                        .collect();
+                    for w in warnings.iter().filter(|d| d.severity == Severity::Warning) {
+                        println!("{}", w.render(&file));
+                    }
+                    eprintln!(
+                        "{file}: ok ({} flow `{}`)",
+                        loaded.dialect, loaded.flow.name
+                    );
+                }
+            },
+        }
+    }
+    code
+}
+
+fn graph(flow: &Path, format: GraphFormat, dialect: Option<&str>) -> Result<u8, Failure> {
+    let loaded = load(flow, dialect).map_err(|e| Failure::invalid(e.render()))?;
+    let diagram = crate::draw::Diagram::of(&loaded.flow);
+    print!(
+        "{}",
+        match format {
+            GraphFormat::Mermaid => diagram.mermaid(),
+            GraphFormat::Dot => diagram.dot(),
+        }
+    );
+    Ok(exit::OK)
+}
+
+fn convert(flow: &Path, dialect: Option<&str>, output: Option<&Path>) -> Result<u8, Failure> {
+    let loaded = load(flow, dialect).map_err(|e| Failure::invalid(e.render()))?;
+    let yaml = weft_dialects::native::to_yaml(&loaded.flow);
+    match output {
+        Some(path) => std::fs::write(path, yaml).map_err(|e| {
+            Failure::invalid(format!("error: cannot write {}: {e}", path.display()))
+        })?,
+        None => print!("{yaml}"),
+    }
+    Ok(exit::OK)
+}
+
+/// A resume answer: JSON as given, or a bare word as the decision.
+fn normalize_answer(text: &str) -> Value {
+    let v: Value = serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()));
+    match v {
+        Value::String(d) => json!({"decision": d, "note": ""}),
+        Value::Object(mut o) => {
+            o.entry("note").or_insert(Value::String(String::new()));
+            Value::Object(o)
+        }
+        other => json!({"decision": other.to_string(), "note": ""}),
+    }
+}
+
+async fn approve(
+    id: &str,
+    step: Option<&str>,
+    answer: Value,
+    db: &DbArgs,
+    out: &OutputArgs,
+) -> Result<u8, Failure> {
+    let store = open_store(db)?;
+    let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
+    let engine = engine(store, out, progress.clone())?;
+    let result = engine.answer(id, step, answer).await?;
+    if let Some(p) = progress {
+        p.finish();
+    }
+    Ok(report(&result, out.json))
+}
+
+async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
+    let store = open_store(db)?;
+    match command {
+        RunsCommand::List { limit, json } => {
+            let list = store
+                .list_runs(limit)
+                .await
+                .map_err(|e| Failure::invalid(format!("error: {}", e.0)))?;
+            for r in list {
+                if json {
+                    println!(
+                        "{}",
+                        json!({"run_id": r.id, "flow": r.flow_name, "status": r.status.as_str(), "created_ms": r.created_ms, "updated_ms": r.updated_ms})
+                    );
+                } else {
+                    println!(
+                        "{}  {:<9}  {}  {}",
+                        r.id,
+                        r.status.as_str(),
+                        format_ms(r.created_ms),
+                        r.flow_name
+                    );
+                }
+            }
+            Ok(exit::OK)
+        }
+        RunsCommand::Show { id } => {
+            let r = store
+                .get_run(&id)
+                .await
+                .map_err(|e| Failure::invalid(format!("error: {}", e.0)))?
+                .ok_or_else(|| Failure::invalid(format!("error: no run with id `{id}`")))?;
+            let journal = store
+                .journal(&r.id)
+                .await
+                .map_err(|e| Failure::invalid(format!("error: {}", e.0)))?;
+            let steps: Vec<Value> = journal
+                .iter()
+                .map(|e| json!({"key": e.key, "kind": e.kind.as_str(), "value": e.value}))
+                .collect();
+            let shown = json!({
+                "run_id": r.id,
+                "flow": r.flow_name,
+                "flow_hash": r.flow_hash,
+                "source": r.source,
+                "dialect": r.dialect,
+                "status": r.status.as_str(),
+                "input": r.input,
+                "output": r.output,
+                "state": r.state,
+                "error": r.error,
+                "waiting": r.waiting,
+                "usage": r.usage,
+                "created_ms": r.created_ms,
+                "updated_ms": r.updated_ms,
+                "journal": steps,
+            });
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&shown).unwrap_or_default()
+            );
+            Ok(exit::OK)
+        }
+        RunsCommand::Resume {
+            id,
+            input,
+            force,
+            out,
+        } => {
+            let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
+            let engine = engine(store, &out, progress.clone())?;
+            let result = match input {
+                Some(text) => engine.answer(&id, None, normalize_answer(&text)).await?,
+                None => engine.resume(&id, force).await?,
+            };
+            if let Some(p) = progress {
+                p.finish();
+            }
+            Ok(report(&result, out.json))
+        }
+        RunsCommand::Retry {
+            id,
+            allow_changed,
+            out,
+        } => {
+            let rec = store
+                .get_run(&id)
+                .await
+                .map_err(|e| Failure::invalid(format!("error: {}", e.0)))?
+                .ok_or_else(|| Failure::invalid(format!("error: no run with id `{id}`")))?;
+            let mut changed_flow = None;
+            if let Some(src) = rec.source.as_deref().map(Path::new).filter(|p| p.exists()) {
+                let now = std::fs::read(src)
+                    .map(|b| weft_core::hash::content_hash(&b))
+                    .ok();
+                if now.is_some() && now != rec.source_hash {
+                    if !allow_changed {
+                        return Err(Failure::invalid(format!(
+                            "error: {} changed since run {} started\n  hint: pass --allow-changed to retry with the new version (journaled steps whose keys still exist are reused)",
+                            src.display(),
+                            rec.id
+                        )));
+                    }
+                    let (_, prepared) = load_prepared(src, rec.dialect.as_deref())?;
+                    changed_flow = Some(prepared);
+                }
+            }
+            let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
+            let engine = engine(store, &out, progress.clone())?;
+            let result = engine.retry(&rec.id, changed_flow).await?;
+            if let Some(p) = progress {
+                p.finish();
+            }
+            Ok(report(&result, out.json))
+        }
+        RunsCommand::Cancel { id } => {
+            let engine = Engine::builder(store).build();
+            let r = engine.cancel(&id).await?;
+            eprintln!("run {} cancelled", r.id);
+            Ok(exit::OK)
+        }
+    }
+}
+
+fn format_ms(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_format_in_utc() {
+        assert_eq!(format_ms(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_ms(1_795_392_000_000), "2026-11-22T00:00:00Z");
+    }
+
+    #[test]
+    fn bare_words_become_decisions() {
+        assert_eq!(
+            normalize_answer("approve"),
+            json!({"decision": "approve", "note": ""})
+        );
+        assert_eq!(
+            normalize_answer(r#"{"decision": "reject", "note": "no"}"#),
+            json!({"decision": "reject", "note": "no"})
+        );
+    }
+}
