@@ -34,6 +34,10 @@ pub struct OutputArgs {
     /// The model for llm blocks that name none (default: $WEFT_MODEL).
     #[arg(long, value_name = "ID", env = "WEFT_MODEL")]
     pub model: Option<String>,
+    /// The only directory file actions may read and write (default: $WEFT_FILES, else
+    /// the current directory).
+    #[arg(long, value_name = "DIR", env = "WEFT_FILES")]
+    pub files: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -118,6 +118,10 @@ fn engine(
     progress: Option<Arc<Progress>>,
 ) -> Result<Engine, Failure> {
     let mut b = Engine::builder(store).models(Arc::new(weft_llm::Router::new()));
+    let files = out.files.clone().unwrap_or_else(|| PathBuf::from("."));
+    for (name, action) in weft_actions::builtins(files) {
+        b = b.action(name, action);
+    }
     if let Some(m) = &out.model {
         b = b.default_model(m.clone());
     }

@@ -1,0 +1,71 @@
+//! # weft-actions
+//!
+//! Owns Weft's built-in `action` blocks, each a `Native` behind `weft-core`'s port:
+//! `file.read`, `file.write`, `file.append` (confined to one directory), `json.parse`
+//! and `time.sleep`. The network actions (`http.get`, `http.post`) and the model actions
+//! (`llm.call`, ...) join this set with the dialect and model work.
+//!
+//! Must not depend on the engine or any dialect.
+
+mod files;
+
+use async_trait::async_trait;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use weft_core::ports::{Native, NativeCall, NativeOutput};
+use weft_core::{BlockError, ErrorKind, Value};
+
+pub use files::FileRoot;
+
+fn param<'a>(call: &'a NativeCall, name: &str) -> Result<&'a Value, BlockError> {
+    call.config.get(name).ok_or_else(|| {
+        BlockError::new(ErrorKind::Input, format!("the action needs `with: {{{name}: ...}}`"))
+    })
+}
+
+fn str_param<'a>(call: &'a NativeCall, name: &str) -> Result<&'a str, BlockError> {
+    param(call, name)?
+        .as_str()
+        .ok_or_else(|| BlockError::new(ErrorKind::Input, format!("the action's `{name}` must be a string")))
+}
+
+/// `json.parse`: parses `with.text` as JSON.
+struct JsonParse;
+
+#[async_trait]
+impl Native for JsonParse {
+    async fn call(&self, call: NativeCall) -> Result<NativeOutput, BlockError> {
+        let text = str_param(&call, "text")?;
+        serde_json::from_str::<Value>(text)
+            .map(NativeOutput::from)
+            .map_err(|e| BlockError::new(ErrorKind::Action, format!("json.parse: {e}")))
+    }
+}
+
+/// `time.sleep`: waits `with.ms` milliseconds (at most an hour), then passes its input on.
+struct Sleep;
+
+#[async_trait]
+impl Native for Sleep {
+    async fn call(&self, call: NativeCall) -> Result<NativeOutput, BlockError> {
+        let ms = param(&call, "ms")?
+            .as_u64()
+            .filter(|ms| *ms <= 3_600_000)
+            .ok_or_else(|| BlockError::new(ErrorKind::Input, "time.sleep's `ms` must be a whole number up to 3600000"))?;
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        Ok(NativeOutput::from(call.input))
+    }
+}
+
+/// Every built-in action, by name. File actions are confined to `files`.
+pub fn builtins(files: PathBuf) -> Vec<(&'static str, Arc<dyn Native>)> {
+    let root = Arc::new(FileRoot::new(files));
+    vec![
+        ("file.read", Arc::new(files::Read(root.clone())) as Arc<dyn Native>),
+        ("file.write", Arc::new(files::Write { root: root.clone(), append: false })),
+        ("file.append", Arc::new(files::Write { root, append: true })),
+        ("json.parse", Arc::new(JsonParse)),
+        ("time.sleep", Arc::new(Sleep)),
+    ]
+}
