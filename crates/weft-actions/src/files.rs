@@ -16,7 +16,10 @@ pub struct FileRoot {
 }
 
 fn refused(path: &str, why: &str) -> BlockError {
-    BlockError::new(ErrorKind::Action, format!("the path `{path}` is refused: {why}"))
+    BlockError::new(
+        ErrorKind::Action,
+        format!("the path `{path}` is refused: {why}"),
+    )
 }
 
 impl FileRoot {
@@ -34,14 +37,22 @@ impl FileRoot {
         for c in p.components() {
             match c {
                 Component::Normal(_) | Component::CurDir => {}
-                Component::ParentDir => return Err(refused(rel, "`..` leaves the files directory")),
+                Component::ParentDir => {
+                    return Err(refused(rel, "`..` leaves the files directory"));
+                }
                 Component::RootDir | Component::Prefix(_) => {
                     return Err(refused(rel, "paths are relative to the files directory"));
                 }
             }
         }
         let root = self.dir.canonicalize().map_err(|e| {
-            BlockError::new(ErrorKind::Config, format!("the files directory {} is unusable: {e}", self.dir.display()))
+            BlockError::new(
+                ErrorKind::Config,
+                format!(
+                    "the files directory {} is unusable: {e}",
+                    self.dir.display()
+                ),
+            )
         })?;
         let full = root.join(p);
         // The deepest existing ancestor, with links resolved, must still be inside.
@@ -49,7 +60,10 @@ impl FileRoot {
         loop {
             if let Ok(real) = probe.canonicalize() {
                 if !real.starts_with(&root) {
-                    return Err(refused(rel, "a symbolic link leads out of the files directory"));
+                    return Err(refused(
+                        rel,
+                        "a symbolic link leads out of the files directory",
+                    ));
                 }
                 break;
             }
@@ -91,9 +105,15 @@ impl Native for Write {
         let content = match call.config.get("content") {
             Some(Value::String(s)) => s.clone(),
             Some(other) => other.to_string(),
-            None => return Err(BlockError::new(ErrorKind::Input, "the action needs `with: {content: ...}`")),
+            None => {
+                return Err(BlockError::new(
+                    ErrorKind::Input,
+                    "the action needs `with: {content: ...}`",
+                ));
+            }
         };
-        let fail = |e: std::io::Error| BlockError::new(ErrorKind::Action, format!("writing {rel}: {e}"));
+        let fail =
+            |e: std::io::Error| BlockError::new(ErrorKind::Action, format!("writing {rel}: {e}"));
         if let Some(dir) = path.parent() {
             tokio::fs::create_dir_all(dir).await.map_err(fail)?;
         }
@@ -107,7 +127,9 @@ impl Native for Write {
             .map_err(fail)?;
         f.write_all(content.as_bytes()).await.map_err(fail)?;
         f.flush().await.map_err(fail)?;
-        Ok(NativeOutput::from(serde_json::json!({"path": rel, "bytes": content.len()})))
+        Ok(NativeOutput::from(
+            serde_json::json!({"path": rel, "bytes": content.len()}),
+        ))
     }
 }
 

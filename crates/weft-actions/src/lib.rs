@@ -20,14 +20,20 @@ pub use files::FileRoot;
 
 fn param<'a>(call: &'a NativeCall, name: &str) -> Result<&'a Value, BlockError> {
     call.config.get(name).ok_or_else(|| {
-        BlockError::new(ErrorKind::Input, format!("the action needs `with: {{{name}: ...}}`"))
+        BlockError::new(
+            ErrorKind::Input,
+            format!("the action needs `with: {{{name}: ...}}`"),
+        )
     })
 }
 
 fn str_param<'a>(call: &'a NativeCall, name: &str) -> Result<&'a str, BlockError> {
-    param(call, name)?
-        .as_str()
-        .ok_or_else(|| BlockError::new(ErrorKind::Input, format!("the action's `{name}` must be a string")))
+    param(call, name)?.as_str().ok_or_else(|| {
+        BlockError::new(
+            ErrorKind::Input,
+            format!("the action's `{name}` must be a string"),
+        )
+    })
 }
 
 /// `json.parse`: parses `with.text` as JSON.
@@ -52,7 +58,12 @@ impl Native for Sleep {
         let ms = param(&call, "ms")?
             .as_u64()
             .filter(|ms| *ms <= 3_600_000)
-            .ok_or_else(|| BlockError::new(ErrorKind::Input, "time.sleep's `ms` must be a whole number up to 3600000"))?;
+            .ok_or_else(|| {
+                BlockError::new(
+                    ErrorKind::Input,
+                    "time.sleep's `ms` must be a whole number up to 3600000",
+                )
+            })?;
         tokio::time::sleep(Duration::from_millis(ms)).await;
         Ok(NativeOutput::from(call.input))
     }
@@ -62,8 +73,17 @@ impl Native for Sleep {
 pub fn builtins(files: PathBuf) -> Vec<(&'static str, Arc<dyn Native>)> {
     let root = Arc::new(FileRoot::new(files));
     vec![
-        ("file.read", Arc::new(files::Read(root.clone())) as Arc<dyn Native>),
-        ("file.write", Arc::new(files::Write { root: root.clone(), append: false })),
+        (
+            "file.read",
+            Arc::new(files::Read(root.clone())) as Arc<dyn Native>,
+        ),
+        (
+            "file.write",
+            Arc::new(files::Write {
+                root: root.clone(),
+                append: false,
+            }),
+        ),
         ("file.append", Arc::new(files::Write { root, append: true })),
         ("json.parse", Arc::new(JsonParse)),
         ("time.sleep", Arc::new(Sleep)),

@@ -205,7 +205,11 @@ pub fn parse(text: &str) -> Result<(Value, SourceMap), Diagnostic> {
         return Err(Diagnostic::error("", "the file is empty")
             .hint("a flow starts with `weft: 1` and `name:`"));
     }
-    match serde_saphyr::from_str::<Spanned<Node>>(text) {
+    // YAML 1.2 booleans only: under YAML 1.1 a key such as `n`, `y`, `on` or `no` would
+    // silently become a boolean (the "Norway problem").
+    let mut options = serde_saphyr::Options::default();
+    options.strict_booleans = true;
+    match serde_saphyr::from_str_with_options::<Spanned<Node>>(text, options) {
         Ok(root) => {
             let mut map = SourceMap::default();
             let value = build(root, String::new(), &mut map);
@@ -275,6 +279,15 @@ mod tests {
         let d = parse("name: x\nname: y\n").unwrap_err();
         assert_eq!(d.message, "invalid YAML: duplicate mapping key: name");
         assert_eq!(d.loc.map(|l| l.line), Some(2));
+    }
+
+    #[test]
+    fn yaml_1_1_booleans_stay_strings() {
+        let (v, _) = parse("n: 0\ny: yes\non: off\nt: true\n").unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"n": 0, "y": "yes", "on": "off", "t": true})
+        );
     }
 
     #[test]

@@ -1,0 +1,714 @@
+//! The engine's behaviour, end to end, on real stores.
+
+mod support;
+
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use support::*;
+use weft_core::event::{EventKind, LoopExit};
+use weft_core::ports::RunStatus;
+use weft_core::{BlockError, ErrorKind};
+use weft_engine::RunOptions;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_branches_really_run_concurrently() {
+    // Three branches wait on one barrier of three: only concurrent execution gets past it.
+    let barrier = Arc::new(tokio::sync::Barrier::new(3));
+    let b = barrier.clone();
+    let h = harness(
+        memory(),
+        vec![(
+            "meet",
+            native(move |c| {
+                let b = b.clone();
+                async move {
+                    b.wait().await;
+                    ok(json!(c.config["who"]))
+                }
+            }),
+        )],
+    );
+    let f = flow(
+        "weft: 1\nname: p\nroot:\n  parallel:\n    branches:\n      a: {handler: {name: meet, config: {who: a}}}\n      b: {handler: {name: meet, config: {who: b}}}\n      c: {handler: {name: meet, config: {who: c}}}\n",
+    );
+    let r = tokio::time::timeout(
+        Duration::from_secs(10),
+        h.engine.start(f, None, RunOptions::default()),
+    )
+    .await
+    .expect("branches deadlocked: they did not run concurrently")
+    .unwrap();
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(r.output.unwrap(), json!({"a": "a", "b": "b", "c": "c"}));
+}
+
+#[tokio::test]
+async fn map_respects_max_concurrency_and_keeps_item_order() {
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (f2, p2) = (in_flight.clone(), peak.clone());
+    let h = harness(
+        memory(),
+        vec![(
+            "work",
+            native(move |c| {
+                let (f, p) = (f2.clone(), p2.clone());
+                async move {
+                    let now = f.fetch_add(1, Ordering::SeqCst) + 1;
+                    p.fetch_max(now, Ordering::SeqCst);
+                    // Later items finish first, so completion order is the reverse of item order.
+                    let n = c.input.as_u64().unwrap();
+                    tokio::time::sleep(Duration::from_millis(40 - n * 5)).await;
+                    f.fetch_sub(1, Ordering::SeqCst);
+                    ok(json!(n * 10))
+                }
+            }),
+        )],
+    );
+    let f = flow(
+        "weft: 1\nname: m\ninput: {xs: [1, 2, 3, 4, 5, 6]}\nroot:\n  map:\n    items: \"{{ input.xs }}\"\n    max_concurrency: 2\n    body: {handler: {name: work}}\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.output.unwrap(), json!([10, 20, 30, 40, 50, 60]));
+    assert!(
+        peak.load(Ordering::SeqCst) <= 2,
+        "peak {}",
+        peak.load(Ordering::SeqCst)
+    );
+}
+
+#[tokio::test]
+async fn parallel_outputs_and_state_writes_merge_in_declaration_order() {
+    let h = harness(
+        memory(),
+        vec![(
+            "slow",
+            native(|c| async move {
+                tokio::time::sleep(Duration::from_millis(c.config["ms"].as_u64().unwrap())).await;
+                ok(c.config["v"].clone())
+            }),
+        )],
+    );
+    // `first` finishes last; its write still comes first, so `last` is written by `third`.
+    let f = flow(
+        "weft: 1\nname: o\nroot:\n  parallel:\n    branches:\n      first: {handler: {name: slow, config: {ms: 60, v: 1}}, set: {last: '{{ output }}'}}\n      second: {handler: {name: slow, config: {ms: 30, v: 2}}, set: {last: '{{ output }}'}}\n      third: {handler: {name: slow, config: {ms: 1, v: 3}}, set: {last: '{{ output }}'}}\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    let out = r.output.unwrap();
+    let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["first", "second", "third"]);
+    assert_eq!(r.state["last"], 3);
+}
+
+#[tokio::test]
+async fn fail_fast_cancels_the_other_branches() {
+    let finished = Arc::new(AtomicUsize::new(0));
+    let fin = finished.clone();
+    let h = harness(
+        memory(),
+        vec![
+            (
+                "boom",
+                native(|_| async { Err(BlockError::new(ErrorKind::Handler, "boom")) }),
+            ),
+            (
+                "slow",
+                native(move |_| {
+                    let fin = fin.clone();
+                    async move {
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                        fin.fetch_add(1, Ordering::SeqCst);
+                        ok(json!(null))
+                    }
+                }),
+            ),
+        ],
+    );
+    let f = flow(
+        "weft: 1\nname: ff\nroot:\n  parallel:\n    fail_fast: true\n    branches:\n      a: {handler: {name: slow}}\n      b: {handler: {name: boom}}\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(r.error.unwrap().message, "boom");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        0,
+        "the slow branch was not cancelled"
+    );
+}
+
+#[tokio::test]
+async fn collected_failures_stay_in_the_results() {
+    let h = harness(
+        memory(),
+        vec![(
+            "odd_fails",
+            native(|c| async move {
+                let n = c.input.as_i64().unwrap();
+                if n % 2 == 1 {
+                    Err(BlockError::new(ErrorKind::Handler, format!("{n} is odd")))
+                } else {
+                    ok(json!(n))
+                }
+            }),
+        )],
+    );
+    let f = flow(
+        "weft: 1\nname: c\nroot:\n  map:\n    items: '{{ [1, 2, 3] }}'\n    on_error: collect\n    body: {handler: {name: odd_fails}}\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    let out = r.output.unwrap();
+    assert_eq!(out[1], 2);
+    assert_eq!(out[0]["error"]["message"], "1 is odd");
+    assert_eq!(out[2]["error"]["kind"], "handler");
+}
+
+#[tokio::test]
+async fn retries_back_off_until_success() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c2 = calls.clone();
+    let h = harness(
+        memory(),
+        vec![(
+            "flaky",
+            native(move |_| {
+                let c = c2.clone();
+                async move {
+                    if c.fetch_add(1, Ordering::SeqCst) < 2 {
+                        Err(BlockError::new(ErrorKind::RateLimit, "slow down"))
+                    } else {
+                        ok(json!("done"))
+                    }
+                }
+            }),
+        )],
+    );
+    let f = flow(
+        "weft: 1\nname: r\nroot: {handler: {name: flaky}, retry: {attempts: 3, backoff_ms: 1}}\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.output.unwrap(), "done");
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    let retries = h
+        .kinds()
+        .into_iter()
+        .filter(|k| matches!(k, EventKind::StepRetrying { .. }))
+        .count();
+    assert_eq!(retries, 2);
+
+    calls.store(0, Ordering::SeqCst);
+    let f = flow(
+        "weft: 1\nname: r2\nroot: {handler: {name: flaky}, retry: {attempts: 2, backoff_ms: 1}}\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(r.error.unwrap().kind, ErrorKind::RateLimit);
+}
+
+#[tokio::test]
+async fn timeouts_fail_with_their_kind_and_rescue_matches_kinds() {
+    let h = harness(
+        memory(),
+        vec![(
+            "hang",
+            native(|_| async {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                ok(json!(null))
+            }),
+        )],
+    );
+    let f = flow("weft: 1\nname: t\nroot: {handler: {name: hang}, timeout_ms: 30}\n");
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    let e = r.error.unwrap();
+    assert_eq!(e.kind, ErrorKind::Timeout);
+    assert_eq!(e.path, "root");
+
+    let f = flow(
+        "weft: 1\nname: t2\nroot:\n  handler: {name: hang}\n  timeout_ms: 30\n  rescue:\n    - when: [rate_limit]\n      then: {transform: {output: wrong}}\n    - when: [timeout]\n      then: {transform: {output: '{{ error.kind }} handled for {{ input.input.q }}'}}\ninput: {q: x}\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.output.unwrap(), "timeout handled for x");
+}
+
+#[tokio::test]
+async fn assertions_fail_blocks_and_can_be_retried() {
+    let h = harness(memory(), vec![]);
+    let f = flow(
+        "weft: 1\nname: a\ninput: {n: 3}\nroot:\n  transform: {output: '{{ input.n }}'}\n  assert:\n    - that: output > 5\n      message: n is too small\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    let e = r.error.unwrap();
+    assert_eq!(
+        (e.kind, e.message.as_str()),
+        (ErrorKind::Assertion, "n is too small")
+    );
+}
+
+#[tokio::test]
+async fn while_loops_end_on_their_condition_like_the_tea_counter_example() {
+    let h = harness(memory(), vec![]);
+    let f = flow(
+        "weft: 1\nname: counter\nstate: {count: 0, sum: 0}\nroot:\n  loop:\n    while: state.count < 5\n    max_iterations: 10\n    body:\n      transform:\n        output: {count: '{{ state.count + 1 }}', sum: '{{ state.sum + state.count + 1 }}'}\n      merge_output: true\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.state, json!({"count": 5, "sum": 15}));
+    let end = h.kinds().into_iter().find_map(|k| match k {
+        EventKind::LoopEnded {
+            iterations, reason, ..
+        } => Some((iterations, reason)),
+        _ => None,
+    });
+    assert_eq!(end, Some((5, LoopExit::ConditionFalse)));
+}
+
+#[tokio::test]
+async fn loops_stop_at_their_bound() {
+    let h = harness(memory(), vec![]);
+    let f = flow(
+        "weft: 1\nname: l\nroot:\n  loop: {while: 'true', max_iterations: 3, body: {transform: {output: '{{ input + 1 }}'}}}\ninput: 0\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.output.unwrap(), 3);
+    assert!(h.kinds().iter().any(|k| matches!(
+        k,
+        EventKind::LoopEnded {
+            reason: LoopExit::MaxIterationsReached,
+            iterations: 3,
+            ..
+        }
+    )));
+
+    let f = flow(
+        "weft: 1\nname: l2\nroot:\n  loop: {until: 'output > 100', max_iterations: 3, fail_at_max: true, body: {transform: {output: '{{ input + 1 }}'}}}\ninput: 0\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.error.unwrap().kind, ErrorKind::Limit);
+}
+
+#[tokio::test]
+async fn graphs_fan_out_join_and_merge_state_in_branch_order() {
+    let h = harness(memory(), vec![]);
+    let f = flow(
+        r#"weft: 1
+name: g
+root:
+  graph:
+    entry: start
+    nodes:
+      start: {transform: {output: 1}}
+      left: {transform: {output: '{{ input + 10 }}'}, set: {seen.left: '{{ output }}', who: left}}
+      right: {transform: {output: '{{ input + 20 }}'}, set: {seen.right: '{{ output }}', who: right}}
+      join: {transform: {output: '{{ input | map(attribute="output") | list }}'}}
+    edges:
+      - {from: start, to: left, parallel: true}
+      - {from: start, to: right, parallel: true}
+      - {from: left, to: join}
+      - {from: right, to: join}
+      - {from: join, to: end}
+    joins: [join]
+"#,
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.output.unwrap(), json!([11, 21]));
+    assert_eq!(
+        r.state,
+        json!({"seen": {"left": 11, "right": 21}, "who": "right"})
+    );
+}
+
+#[tokio::test]
+async fn graph_cycles_are_bounded_and_error_routes_catch_failures() {
+    let h = harness(
+        memory(),
+        vec![(
+            "fail",
+            native(|_| async { Err(BlockError::new(ErrorKind::Handler, "nope")) }),
+        )],
+    );
+    let f = flow(
+        "weft: 1\nname: c\nroot:\n  graph:\n    entry: a\n    max_steps: 50\n    nodes: {a: {passthrough: {}}, b: {passthrough: {}}}\n    edges: [{from: a, to: b}, {from: b, to: a}]\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    let e = r.error.unwrap();
+    assert_eq!(e.kind, ErrorKind::Limit);
+    assert!(e.message.contains("more than 50"), "{}", e.message);
+
+    let f = flow(
+        "weft: 1\nname: e\nroot:\n  graph:\n    entry: risky\n    nodes:\n      risky: {handler: {name: fail}}\n      recover: {transform: {output: 'recovered from {{ input.error.message }}'}}\n    on_error: {risky: recover}\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.output.unwrap(), "recovered from nope");
+}
+
+#[tokio::test]
+async fn a_loop_through_a_graph_follows_conditions_and_counts_visits() {
+    let h = harness(memory(), vec![]);
+    let f = flow(
+        "weft: 1\nname: cyc\nstate: {n: 0}\nroot:\n  graph:\n    entry: inc\n    nodes:\n      inc: {transform: {output: '{{ state.n + 1 }}'}, set: {n: '{{ output }}'}}\n    edges:\n      - {from: inc, to: inc, when: 'state.n < 4'}\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.output, Some(json!(4)), "{:?}", r.error);
+    let paths: Vec<String> = h
+        .kinds()
+        .into_iter()
+        .filter_map(|k| match k {
+            EventKind::StepCompleted { path, kind, .. } if kind == "transform" => Some(path),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        paths,
+        ["root/inc", "root/inc@1", "root/inc@2", "root/inc@3"]
+    );
+}
+
+fn counting(
+    name: &'static str,
+    count: Arc<AtomicUsize>,
+) -> (&'static str, Arc<dyn weft_core::ports::Native>) {
+    (
+        name,
+        native(move |c| {
+            let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+            async move { ok(json!({"calls": n, "input": c.input})) }
+        }),
+    )
+}
+
+#[tokio::test]
+async fn approvals_pause_durably_and_resume_in_a_new_engine_without_rerunning_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let before = Arc::new(AtomicUsize::new(0));
+    let after = Arc::new(AtomicUsize::new(0));
+    let yaml = "weft: 1\nname: ap\nroot:\n  sequence:\n    - {id: prepare, handler: {name: before}}\n    - {id: review, approval: {prompt: 'Ship {{ input.calls }}?'}}\n    - id: route\n      branch:\n        cases:\n          - {when: \"input.decision == 'approve'\", then: {id: ship, handler: {name: after}}}\n        otherwise: {transform: {output: rejected}}\n";
+    let run_id = {
+        let store =
+            Arc::new(weft_store::SqliteStore::open(&db, weft_store::Durability::Process).unwrap());
+        let h = harness(
+            store,
+            vec![
+                counting("before", before.clone()),
+                counting("after", after.clone()),
+            ],
+        );
+        let r = h
+            .engine
+            .start(flow(yaml), None, RunOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(r.status, RunStatus::Paused);
+        assert_eq!(r.waiting[0]["key"], "root/review");
+        assert_eq!(r.waiting[0]["prompt"], "Ship 1?");
+        r.run_id
+    };
+    // A new engine over the same file stands in for a second process.
+    let store =
+        Arc::new(weft_store::SqliteStore::open(&db, weft_store::Durability::Process).unwrap());
+    let h = harness(
+        store,
+        vec![
+            counting("before", before.clone()),
+            counting("after", after.clone()),
+        ],
+    );
+    let bad = h
+        .engine
+        .answer(&run_id, None, json!({"decision": "maybe"}))
+        .await;
+    assert!(bad.unwrap_err().to_string().contains("not a decision"));
+    let r = h
+        .engine
+        .answer(&run_id, None, json!({"decision": "approve", "note": "ok"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(r.output.unwrap()["calls"], 1);
+    assert_eq!(
+        before.load(Ordering::SeqCst),
+        1,
+        "the step before the approval ran again"
+    );
+    assert_eq!(after.load(Ordering::SeqCst), 1);
+    assert!(h.kinds().iter().any(|k| matches!(k, EventKind::StepCompleted { path, replayed: true, .. } if path == "root/prepare")));
+}
+
+#[tokio::test]
+async fn a_failed_run_retries_from_its_failing_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        weft_store::SqliteStore::open(dir.path().join("r.db"), weft_store::Durability::Process)
+            .unwrap(),
+    );
+    let first = Arc::new(AtomicUsize::new(0));
+    let broken = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let br = broken.clone();
+    let h = harness(
+        store,
+        vec![
+            counting("first", first.clone()),
+            (
+                "second",
+                native(move |_| {
+                    let br = br.clone();
+                    async move {
+                        if br.load(Ordering::SeqCst) {
+                            Err(BlockError::new(ErrorKind::Handler, "the service is down"))
+                        } else {
+                            ok(json!("second done"))
+                        }
+                    }
+                }),
+            ),
+        ],
+    );
+    let f = flow(
+        "weft: 1\nname: rt\nroot:\n  sequence:\n    - {id: a, handler: {name: first}}\n    - {id: b, handler: {name: second}}\n",
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(r.error.as_ref().unwrap().path, "root/b");
+    broken.store(false, Ordering::SeqCst);
+    let r = h.engine.retry(&r.run_id, None).await.unwrap();
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(r.output.unwrap(), "second done");
+    assert_eq!(
+        first.load(Ordering::SeqCst),
+        1,
+        "the completed step ran again"
+    );
+    assert!(
+        h.engine.retry(&r.run_id, None).await.is_err(),
+        "a completed run is not retried"
+    );
+}
+
+#[tokio::test]
+async fn budgets_stop_before_the_call_that_would_exceed_them() {
+    let h = harness(memory(), vec![]);
+    let f = flow(
+        r#"weft: 1
+name: b
+models:
+  m: {provider: scripted, rules: [{reply: "fine", usage: {input_tokens: 50, output_tokens: 10}}]}
+root:
+  id: writer
+  budget: {tokens: 100}
+  sequence:
+    - {id: one, llm: {model: m, prompt: hi, max_tokens: 50}}
+    - {id: two, llm: {model: m, prompt: hi, max_tokens: 50}}
+"#,
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    let e = r.error.unwrap();
+    assert_eq!(e.kind, ErrorKind::Budget);
+    assert_eq!(e.path, "writer/two");
+    assert!(e.message.contains("block `writer`"), "{}", e.message);
+    let calls = h
+        .kinds()
+        .into_iter()
+        .filter(|k| matches!(k, EventKind::LlmCall { .. }))
+        .count();
+    assert_eq!(calls, 1, "the second call was made");
+}
+
+#[tokio::test]
+async fn structured_output_is_repaired_after_invalid_json() {
+    let h = harness(memory(), vec![]);
+    let f = flow(
+        r#"weft: 1
+name: s
+models:
+  m:
+    provider: scripted
+    rules:
+      - {when: "was not valid", json: {city: Paris, population: 2100000}}
+      - {reply: "Sure! The city is Paris."}
+root:
+  llm:
+    model: m
+    prompt: Give me a city as JSON.
+    output_schema: {type: object, required: [city, population], properties: {city: {type: string}, population: {type: integer}}}
+"#,
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        r.output.unwrap(),
+        json!({"city": "Paris", "population": 2100000})
+    );
+    let calls = h
+        .kinds()
+        .into_iter()
+        .filter(|k| matches!(k, EventKind::LlmCall { .. }))
+        .count();
+    assert_eq!(calls, 2);
+}
+
+#[tokio::test]
+async fn the_model_calls_a_subflow_as_a_tool() {
+    let h = harness(memory(), vec![]);
+    let f = flow(
+        r#"weft: 1
+name: tools
+models:
+  m:
+    provider: scripted
+    rules:
+      - {role: tool, reply: "Forecast: {last}"}
+      - {when: weather, tool_calls: [{name: weather, arguments: {city: Oslo}}]}
+flows:
+  weather:
+    name: weather
+    root: {transform: {output: '{{ input.city }} is sunny'}}
+root:
+  llm:
+    model: m
+    prompt: What is the weather in Oslo?
+    tools: [{name: weather, description: Looks up the weather, flow: weather, parameters: {type: object, properties: {city: {type: string}}}}]
+"#,
+    );
+    let r = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.output.unwrap(), "Forecast: Oslo is sunny");
+    assert!(
+        h.kinds()
+            .iter()
+            .any(|k| matches!(k, EventKind::ToolCalled { tool, .. } if tool == "weather"))
+    );
+}
+
+#[tokio::test]
+async fn expression_errors_are_reported_when_preparing() {
+    let loaded = weft_dialects::load_str("weft: 1\nname: x\nroot: {loop: {while: 'state.n <', max_iterations: 2, body: {passthrough: {}}}}\n", "x.yaml", None, None).unwrap();
+    let d = weft_engine::Prepared::new(loaded.flow).err().unwrap();
+    assert_eq!(d[0].pointer, "/root/loop/while");
+    assert_eq!(
+        loaded
+            .source_map
+            .unwrap()
+            .locate(d[0].clone())
+            .loc
+            .unwrap()
+            .line,
+        3
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_running_run_stops_it() {
+    let store = memory();
+    let h = harness(
+        store.clone(),
+        vec![(
+            "hang",
+            native(|_| async {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                ok(json!(null))
+            }),
+        )],
+    );
+    let f = flow("weft: 1\nname: c\nroot: {handler: {name: hang}}\n");
+    let engine = h.engine.clone();
+    let run = tokio::spawn(async move {
+        engine
+            .start(
+                f,
+                None,
+                RunOptions {
+                    run_id: Some("cancel-me".into()),
+                    ..Default::default()
+                },
+            )
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    h.engine.cancel("cancel-me").await.unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(5), run)
+        .await
+        .expect("not cancelled")
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Cancelled);
+}
