@@ -504,7 +504,7 @@ mod tests {
     #[test]
     fn dates_format_in_utc() {
         assert_eq!(format_ms(0), "1970-01-01T00:00:00Z");
-        assert_eq!(format_ms(1_795_392_000_000), "2026-11-22T00:00:00Z");
+        assert_eq!(format_ms(1_795_305_600_000), "2026-11-22T00:00:00Z");
     }
 
     #[test]

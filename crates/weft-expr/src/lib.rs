@@ -128,6 +128,12 @@ fn configured_env() -> Environment<'static> {
     env.set_undefined_behavior(UndefinedBehavior::Lenient);
     env.set_fuel(Some(FUEL));
     env.set_recursion_limit(64);
+    // Jinja2 drops one trailing newline; a flow writing `"line\n"` to a file means it.
+    let syntax = minijinja::syntax::SyntaxConfig::builder()
+        .keep_trailing_newline(true)
+        .build()
+        .expect("the default delimiters are valid");
+    env.set_syntax(syntax);
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     functions::register(&mut env);
     env

@@ -104,3 +104,10 @@ fn lookups_do_not_copy_large_state() {
     let e = compiled(&[(c, true)]);
     assert!(e.truthy(c, &scope(json!({"rows": big}))).unwrap());
 }
+
+#[test]
+fn trailing_newlines_are_kept() {
+    let t = "step {{ state.n }}\n";
+    let e = compiled(&[(t, false)]);
+    assert_eq!(e.render(t, &scope(json!({"n": 1}))).unwrap(), "step 1\n");
+}

@@ -1,0 +1,391 @@
+//! The `weft` binary as scripts use it: real processes, a real SQLite file, exit codes.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_weft"));
+        c.env("WEFT_DB", self.path("runs.db"))
+            .env("WEFT_FILES", self.dir.path())
+            .env_remove("WEFT_MODEL")
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn weft(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("weft was killed by a signal")
+}
+
+fn stdout_json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn every_example_runs_offline() {
+    let env = Env::new();
+    for (file, expected_code) in [
+        ("hello.yaml", 0),
+        ("fan-out.yaml", 0),
+        ("refine-loop.yaml", 0),
+        ("support-graph.yaml", 0),
+        ("release-approval.yaml", 3),
+    ] {
+        let o = env.weft(&["run", &example(file), "--json", "-q"]);
+        assert_eq!(code(&o), expected_code, "{file}: {}", stderr(&o));
+        let v = stdout_json(&o);
+        assert!(v["run_id"].is_string());
+    }
+}
+
+#[test]
+fn json_output_has_the_documented_shape() {
+    let env = Env::new();
+    let o = env.weft(&[
+        "run",
+        &example("hello.yaml"),
+        "--json",
+        "-q",
+        "--input",
+        r#"{"name": "Grace"}"#,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = stdout_json(&o);
+    for key in ["run_id", "status", "output", "state", "error"] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["output"]["for"], "Grace");
+}
+
+#[test]
+fn an_approval_pauses_one_process_and_another_continues_it() {
+    let env = Env::new();
+    let o = env.weft(&["run", &example("release-approval.yaml"), "--json", "-q"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(v["status"], "paused");
+    let id = v["run_id"].as_str().unwrap().to_owned();
+    let shown = stdout_json(&env.weft(&["runs", "show", &id]));
+    assert_eq!(shown["status"], "paused");
+
+    let o = env.weft(&["approve", &id, "--json", "-q"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(v["output"]["released"], true);
+
+    let o = env.weft(&["run", &example("release-approval.yaml"), "--json", "-q"]);
+    let id = stdout_json(&o)["run_id"].as_str().unwrap().to_owned();
+    let o = env.weft(&[
+        "approve",
+        &id[..24],
+        "--reject",
+        "--note",
+        "tests are red",
+        "--json",
+        "-q",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(v["output"]["released"], false);
+    assert_eq!(v["output"]["why"], "tests are red");
+
+    // A finished run has nothing to approve.
+    let o = env.weft(&["approve", &id]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("not paused"), "{}", stderr(&o));
+}
+
+const SLOW_APPEND: &str = r#"weft: 1
+name: slow-append
+root:
+  loop:
+    max_iterations: 5
+    body:
+      sequence:
+        - id: write
+          action: {uses: file.append, with: {path: log.txt, content: "step {{ iteration }}\n"}}
+        - id: wait
+          action: {uses: time.sleep, with: {ms: 400}}
+"#;
+
+#[test]
+fn kill_9_then_resume_finishes_without_repeating_a_step() {
+    let env = Env::new();
+    let flow = env.write("slow.yaml", SLOW_APPEND);
+    let log = env.path("log.txt");
+    let mut child = env
+        .cmd()
+        .args(["run", flow.to_str().unwrap(), "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let lines = std::fs::read_to_string(&log)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if lines >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the run never wrote two lines");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SIGKILL: no chance to clean up, exactly like a crash.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let list = env.weft(&["runs", "list", "--json"]);
+    let run: Value = serde_json::from_str(
+        String::from_utf8_lossy(&list.stdout)
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["status"], "running");
+    let id = run["run_id"].as_str().unwrap();
+
+    let o = env.weft(&["runs", "resume", id, "-q"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text, "step 0\nstep 1\nstep 2\nstep 3\nstep 4\n");
+}
+
+const RETRYABLE: &str = r#"weft: 1
+name: retryable
+root:
+  sequence:
+    - id: record
+      action: {uses: file.append, with: {path: out.txt, content: "recorded\n"}}
+    - id: read
+      action: {uses: file.read, with: {path: needed.txt}}
+"#;
+
+#[test]
+fn a_failed_run_is_retried_from_its_failing_step_and_changed_flows_are_refused() {
+    let env = Env::new();
+    let flow = env.write("retry.yaml", RETRYABLE);
+    let o = env.weft(&["run", flow.to_str().unwrap(), "--json", "-q"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(v["error"]["path"], "root/read");
+    let id = v["run_id"].as_str().unwrap().to_owned();
+
+    env.write("needed.txt", "now it exists");
+    let o = env.weft(&["runs", "retry", &id, "--json", "-q"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout_json(&o)["output"], "now it exists");
+    assert_eq!(
+        std::fs::read_to_string(env.path("out.txt")).unwrap(),
+        "recorded\n"
+    );
+
+    // A second failed run, then the flow file changes: retry refuses unless told.
+    std::fs::remove_file(env.path("needed.txt")).unwrap();
+    let o = env.weft(&["run", flow.to_str().unwrap(), "--json", "-q"]);
+    let id = stdout_json(&o)["run_id"].as_str().unwrap().to_owned();
+    env.write(
+        "retry.yaml",
+        &RETRYABLE.replace("path: needed.txt", "path: other.txt"),
+    );
+    env.write("other.txt", "from the new flow");
+    let o = env.weft(&["runs", "retry", &id, "-q"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--allow-changed"), "{}", stderr(&o));
+    let o = env.weft(&["runs", "retry", &id, "--allow-changed", "--json", "-q"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout_json(&o)["output"], "from the new flow");
+    assert_eq!(
+        std::fs::read_to_string(env.path("out.txt")).unwrap(),
+        "recorded\nrecorded\n"
+    );
+}
+
+#[test]
+fn bad_input_gets_located_errors_and_exit_2_never_a_panic() {
+    let env = Env::new();
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "syntax.yaml",
+            "weft: 1\nname: x\nroot: {sequence: [\n",
+            "syntax.yaml:",
+        ),
+        (
+            "kind.yaml",
+            "weft: 1\nname: x\nroot:\n  sequence:\n    - lmm: {prompt: hi}\n",
+            "kind.yaml:5:7: error: unknown key `lmm`",
+        ),
+        (
+            "type.yaml",
+            "weft: 1\nname: x\nroot:\n  loop: {max_iterations: many, body: {passthrough: {}}}\n",
+            "kind.yaml:",
+        ),
+        (
+            "ref.yaml",
+            "weft: 1\nname: x\nroot: {graph: {entry: a, nodes: {a: {passthrough: {}}}, edges: [{from: a, to: b}]}}\n",
+            "unknown node `b`",
+        ),
+        (
+            "expr.yaml",
+            "weft: 1\nname: x\nroot: {branch: {cases: [{when: 'x ==', then: {passthrough: {}}}]}}\n",
+            "expr.yaml:3:",
+        ),
+        ("empty.yaml", "", "the file is empty"),
+        ("list.yaml", "- 1\n- 2\n", "an object"),
+        (
+            "unknown.yaml",
+            "hello: world\n",
+            "cannot tell which dialect",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let f = env.write(name, text);
+        let o = env.weft(&["run", f.to_str().unwrap(), "-q"]);
+        assert_eq!(code(&o), 2, "{name}: {}", stderr(&o));
+        let err = stderr(&o);
+        let expected = if *name == "type.yaml" {
+            "type.yaml:4:"
+        } else {
+            expected
+        };
+        assert!(
+            err.contains(expected),
+            "{name}: expected `{expected}` in:\n{err}"
+        );
+        assert!(!err.contains("panicked"), "{name} panicked: {err}");
+        let o = env.weft(&["validate", f.to_str().unwrap()]);
+        assert_eq!(code(&o), 2, "validate {name}");
+    }
+    let o = env.weft(&["run", "/nonexistent/flow.yaml"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("cannot read the file"));
+    let o = env.weft(&["run", &example("hello.yaml"), "--input", "{not json"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--input is not valid JSON"));
+    let o = env.weft(&["run", &example("hello.yaml"), "--dialect", "teaa"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("did you mean `tea`?"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_damaged_database_is_a_clear_error() {
+    let env = Env::new();
+    std::fs::write(env.path("runs.db"), vec![7u8; 8192]).unwrap();
+    let o = env.weft(&["run", &example("hello.yaml"), "-q"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("not a usable Weft database"),
+        "{}",
+        stderr(&o)
+    );
+    let o = env.weft(&["runs", "list"]);
+    assert_eq!(code(&o), 2);
+}
+
+#[test]
+fn validate_graph_and_convert_agree_with_run() {
+    let env = Env::new();
+    let o = env.weft(&["validate", &example("hello.yaml"), &example("fan-out.yaml")]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for format in ["mermaid", "dot"] {
+        let o = env.weft(&["graph", &example("support-graph.yaml"), "--format", format]);
+        assert_eq!(code(&o), 0);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains("billing"), "{text}");
+    }
+    // Converting to native and running the result gives the same output.
+    for file in [
+        "hello.yaml",
+        "fan-out.yaml",
+        "refine-loop.yaml",
+        "support-graph.yaml",
+    ] {
+        let converted = env.path(&format!("converted-{file}"));
+        let o = env.weft(&[
+            "convert",
+            &example(file),
+            "--to",
+            "native",
+            "-o",
+            converted.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&o), 0);
+        let a = stdout_json(&env.weft(&["run", &example(file), "--json", "-q"]));
+        let b = stdout_json(&env.weft(&["run", converted.to_str().unwrap(), "--json", "-q"]));
+        assert_eq!(a["output"], b["output"], "{file}");
+        assert_eq!(a["state"], b["state"], "{file}");
+    }
+}
+
+#[test]
+fn events_are_written_as_json_lines() {
+    let env = Env::new();
+    let events = env.path("events.jsonl");
+    let o = env.weft(&[
+        "run",
+        &example("fan-out.yaml"),
+        "-q",
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = std::fs::read_to_string(&events).unwrap();
+    let types: Vec<String> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(types.first().map(String::as_str), Some("run_started"));
+    assert_eq!(types.last().map(String::as_str), Some("run_completed"));
+    assert!(types.iter().any(|t| t == "branch_started"));
+}
