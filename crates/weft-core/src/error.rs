@@ -44,7 +44,7 @@ pub enum ErrorKind {
     /// The journal or store failed.
     Store,
     /// Any other kind, named by a handler or dialect.
-    Other(String),
+    Other(Box<str>),
 }
 
 impl ErrorKind {
@@ -87,7 +87,7 @@ impl ErrorKind {
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, k)| k.clone())
-            .unwrap_or_else(|| ErrorKind::Other(name.to_owned()))
+            .unwrap_or_else(|| ErrorKind::Other(name.into()))
     }
 
     /// Kinds worth retrying by default: transient failures, not mistakes in the flow.
@@ -153,9 +153,10 @@ pub struct BlockError {
     /// The path of the block that failed (empty until the engine fills it in).
     #[serde(default)]
     pub path: String,
-    /// Extra machine-readable detail (HTTP status, retry-after, ...).
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub detail: serde_json::Value,
+    /// Extra machine-readable detail (HTTP status, retry-after, ...). Boxed to keep the
+    /// error small: it travels in every `Result` of the engine's hot path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<Box<serde_json::Value>>,
 }
 
 impl BlockError {
@@ -165,7 +166,7 @@ impl BlockError {
             kind,
             message: message.into(),
             path: String::new(),
-            detail: serde_json::Value::Null,
+            detail: None,
         }
     }
 
@@ -179,8 +180,13 @@ impl BlockError {
 
     /// Attaches machine-readable detail.
     pub fn with_detail(mut self, detail: serde_json::Value) -> Self {
-        self.detail = detail;
+        self.detail = Some(Box::new(detail));
         self
+    }
+
+    /// One field of the detail, if present.
+    pub fn detail_field(&self, name: &str) -> Option<&serde_json::Value> {
+        self.detail.as_deref().and_then(|d| d.get(name))
     }
 }
 

@@ -242,7 +242,7 @@ mod tests {
         let m = Scripted::from_rules(&json!([{"error": {"kind": "rate_limit", "message": "slow down", "retry_after_ms": 20}}])).unwrap();
         let e = m.complete(&req("hi"), &|_: &str| {}).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::RateLimit);
-        assert_eq!(e.detail["retry_after_ms"], 20);
+        assert_eq!(e.detail_field("retry_after_ms"), Some(&json!(20)));
     }
 
     #[test]

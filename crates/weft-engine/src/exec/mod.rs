@@ -149,8 +149,7 @@ fn backoff(retry: &Retry, attempt: u32, e: &BlockError) -> Duration {
         ms *= rand::rng().random_range(0.5..=1.0);
     }
     let asked = e
-        .detail
-        .get("retry_after_ms")
+        .detail_field("retry_after_ms")
         .and_then(Value::as_u64)
         .unwrap_or(0);
     Duration::from_millis((ms as u64).max(asked))
