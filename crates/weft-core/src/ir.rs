@@ -180,43 +180,6 @@ impl Block {
         self
     }
 
-    /// Direct children, in order, with the path segment each is reached by.
-    pub fn children(&self) -> Vec<(String, &Block)> {
-        let mut out = Vec::new();
-        match &self.kind {
-            BlockKind::Sequence(steps) => {
-                for (i, b) in steps.iter().enumerate() {
-                    out.push((i.to_string(), b));
-                }
-            }
-            BlockKind::Parallel(p) => {
-                for (n, b) in &p.branches {
-                    out.push((n.clone(), b));
-                }
-            }
-            BlockKind::Map(m) => out.push(("body".into(), &*m.body)),
-            BlockKind::Loop(l) => out.push(("body".into(), &*l.body)),
-            BlockKind::Branch(b) => {
-                for (i, c) in b.cases.iter().enumerate() {
-                    out.push((format!("case{i}"), &c.then));
-                }
-                if let Some(o) = &b.otherwise {
-                    out.push(("otherwise".into(), o));
-                }
-            }
-            BlockKind::Graph(g) => {
-                for (n, b) in &g.nodes {
-                    out.push((n.clone(), b));
-                }
-            }
-            _ => {}
-        }
-        for (i, r) in self.policy.rescue.iter().enumerate() {
-            out.push((format!("rescue{i}"), &r.then));
-        }
-        out
-    }
-
     /// The kind's name as written in files.
     pub fn kind_name(&self) -> &'static str {
         self.kind.name()

@@ -303,6 +303,36 @@ pub struct RunRecord {
     pub updated_ms: i64,
 }
 
+impl RunRecord {
+    /// A new run of flow `flow_hash` (named `flow_name`) with `input`, running since `now_ms`.
+    pub fn new(
+        id: String,
+        flow_hash: String,
+        flow_name: String,
+        input: Value,
+        now_ms: i64,
+    ) -> RunRecord {
+        RunRecord {
+            id,
+            flow_hash,
+            flow_name,
+            source: None,
+            source_hash: None,
+            dialect: None,
+            input,
+            status: RunStatus::Running,
+            output: None,
+            state: None,
+            error: None,
+            waiting: None,
+            usage: Usage::default(),
+            owner: None,
+            created_ms: now_ms,
+            updated_ms: now_ms,
+        }
+    }
+}
+
 /// What a journal entry records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -457,6 +457,15 @@ fn check_block(b: &Block, ptr: &str, subflows: &[&str], diags: &mut Vec<Diagnost
                     "item_var and index_var must differ",
                 ));
             }
+            if !m.items.0.is_string() && !m.items.0.is_array() {
+                diags.push(
+                    Diagnostic::error(
+                        format!("{ptr}/map/items"),
+                        "map items must be a list, or a template that yields one",
+                    )
+                    .hint("e.g. `items: \"{{ input.urls }}\"`"),
+                );
+            }
         }
         BlockKind::Loop(l) => {
             if l.max_iterations == 0 {
@@ -709,6 +718,14 @@ mod tests {
             json!({"name": "t", "root": {"loop": {"body": {"passthrough": {}}}}}),
         );
         assert!(missing.unwrap_err().to_string().contains("max_iterations"));
+    }
+
+    #[test]
+    fn map_items_must_be_able_to_be_a_list() {
+        let f = flow(json!({"map": {"items": 3, "body": {"passthrough": {}}}}));
+        assert!(validate(&f).iter().any(|d| d.pointer == "/root/map/items"));
+        let f = flow(json!({"map": {"items": "{{ input }}", "body": {"passthrough": {}}}}));
+        assert!(validate(&f).is_empty());
     }
 
     #[test]

@@ -122,24 +122,17 @@ impl Engine {
         let input = input
             .or_else(|| prepared.flow.input.clone())
             .unwrap_or_else(|| Value::Object(Default::default()));
-        let rec = RunRecord {
-            id: opts.run_id.unwrap_or_else(new_run_id),
-            flow_hash: prepared.hash.clone(),
-            flow_name: prepared.flow.name.clone(),
-            source: opts.source,
-            source_hash: opts.source_hash,
-            dialect: opts.dialect,
+        let mut rec = RunRecord::new(
+            opts.run_id.unwrap_or_else(new_run_id),
+            prepared.hash.clone(),
+            prepared.flow.name.clone(),
             input,
-            status: RunStatus::Running,
-            output: None,
-            state: None,
-            error: None,
-            waiting: None,
-            usage: Usage::default(),
-            owner: Some(self.inner.owner.clone()),
-            created_ms: now,
-            updated_ms: now,
-        };
+            now,
+        );
+        rec.source = opts.source;
+        rec.source_hash = opts.source_hash;
+        rec.dialect = opts.dialect;
+        rec.owner = Some(self.inner.owner.clone());
         store.create_run(&rec).await?;
         self.drive(rec, prepared, Vec::new(), false).await
     }

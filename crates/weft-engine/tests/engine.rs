@@ -70,11 +70,7 @@ async fn map_respects_max_concurrency_and_keeps_item_order() {
     let f = flow(
         "weft: 1\nname: m\ninput: {xs: [1, 2, 3, 4, 5, 6]}\nroot:\n  map:\n    items: \"{{ input.xs }}\"\n    max_concurrency: 2\n    body: {handler: {name: work}}\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(r.output.unwrap(), json!([10, 20, 30, 40, 50, 60]));
     assert!(
         peak.load(Ordering::SeqCst) <= 2,
@@ -99,11 +95,7 @@ async fn parallel_outputs_and_state_writes_merge_in_declaration_order() {
     let f = flow(
         "weft: 1\nname: o\nroot:\n  parallel:\n    branches:\n      first: {handler: {name: slow, config: {ms: 60, v: 1}}, set: {last: '{{ output }}'}}\n      second: {handler: {name: slow, config: {ms: 30, v: 2}}, set: {last: '{{ output }}'}}\n      third: {handler: {name: slow, config: {ms: 1, v: 3}}, set: {last: '{{ output }}'}}\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     let out = r.output.unwrap();
     let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["first", "second", "third"]);
@@ -137,11 +129,7 @@ async fn fail_fast_cancels_the_other_branches() {
     let f = flow(
         "weft: 1\nname: ff\nroot:\n  parallel:\n    fail_fast: true\n    branches:\n      a: {handler: {name: slow}}\n      b: {handler: {name: boom}}\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(r.status, RunStatus::Failed);
     assert_eq!(r.error.unwrap().message, "boom");
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -171,11 +159,7 @@ async fn collected_failures_stay_in_the_results() {
     let f = flow(
         "weft: 1\nname: c\nroot:\n  map:\n    items: '{{ [1, 2, 3] }}'\n    on_error: collect\n    body: {handler: {name: odd_fails}}\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     let out = r.output.unwrap();
     assert_eq!(out[1], 2);
     assert_eq!(out[0]["error"]["message"], "1 is odd");
@@ -205,11 +189,7 @@ async fn retries_back_off_until_success() {
     let f = flow(
         "weft: 1\nname: r\nroot: {handler: {name: flaky}, retry: {attempts: 3, backoff_ms: 1}}\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(r.output.unwrap(), "done");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     let retries = h
@@ -223,11 +203,7 @@ async fn retries_back_off_until_success() {
     let f = flow(
         "weft: 1\nname: r2\nroot: {handler: {name: flaky}, retry: {attempts: 2, backoff_ms: 1}}\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(r.status, RunStatus::Failed);
     assert_eq!(r.error.unwrap().kind, ErrorKind::RateLimit);
 }
@@ -245,11 +221,7 @@ async fn timeouts_fail_with_their_kind_and_rescue_matches_kinds() {
         )],
     );
     let f = flow("weft: 1\nname: t\nroot: {handler: {name: hang}, timeout_ms: 30}\n");
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     let e = r.error.unwrap();
     assert_eq!(e.kind, ErrorKind::Timeout);
     assert_eq!(e.path, "root");
@@ -257,11 +229,7 @@ async fn timeouts_fail_with_their_kind_and_rescue_matches_kinds() {
     let f = flow(
         "weft: 1\nname: t2\nroot:\n  handler: {name: hang}\n  timeout_ms: 30\n  rescue:\n    - when: [rate_limit]\n      then: {transform: {output: wrong}}\n    - when: [timeout]\n      then: {transform: {output: '{{ error.kind }} handled for {{ input.input.q }}'}}\ninput: {q: x}\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(r.output.unwrap(), "timeout handled for x");
 }
 
@@ -271,11 +239,7 @@ async fn assertions_fail_blocks_and_can_be_retried() {
     let f = flow(
         "weft: 1\nname: a\ninput: {n: 3}\nroot:\n  transform: {output: '{{ input.n }}'}\n  assert:\n    - that: output > 5\n      message: n is too small\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     let e = r.error.unwrap();
     assert_eq!(
         (e.kind, e.message.as_str()),
@@ -289,11 +253,7 @@ async fn while_loops_end_on_their_condition_like_the_tea_counter_example() {
     let f = flow(
         "weft: 1\nname: counter\nstate: {count: 0, sum: 0}\nroot:\n  loop:\n    while: state.count < 5\n    max_iterations: 10\n    body:\n      transform:\n        output: {count: '{{ state.count + 1 }}', sum: '{{ state.sum + state.count + 1 }}'}\n      merge_output: true\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(r.state, json!({"count": 5, "sum": 15}));
     let end = h.kinds().into_iter().find_map(|k| match k {
         EventKind::LoopEnded {
@@ -310,11 +270,7 @@ async fn loops_stop_at_their_bound() {
     let f = flow(
         "weft: 1\nname: l\nroot:\n  loop: {while: 'true', max_iterations: 3, body: {transform: {output: '{{ input + 1 }}'}}}\ninput: 0\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(r.output.unwrap(), 3);
     assert!(h.kinds().iter().any(|k| matches!(
         k,
@@ -328,11 +284,7 @@ async fn loops_stop_at_their_bound() {
     let f = flow(
         "weft: 1\nname: l2\nroot:\n  loop: {until: 'output > 100', max_iterations: 3, fail_at_max: true, body: {transform: {output: '{{ input + 1 }}'}}}\ninput: 0\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(r.error.unwrap().kind, ErrorKind::Limit);
 }
 
@@ -359,11 +311,7 @@ root:
     joins: [join]
 "#,
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(r.output.unwrap(), json!([11, 21]));
     assert_eq!(
         r.state,
@@ -383,11 +331,7 @@ async fn graph_cycles_are_bounded_and_error_routes_catch_failures() {
     let f = flow(
         "weft: 1\nname: c\nroot:\n  graph:\n    entry: a\n    max_steps: 50\n    nodes: {a: {passthrough: {}}, b: {passthrough: {}}}\n    edges: [{from: a, to: b}, {from: b, to: a}]\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     let e = r.error.unwrap();
     assert_eq!(e.kind, ErrorKind::Limit);
     assert!(e.message.contains("more than 50"), "{}", e.message);
@@ -395,11 +339,7 @@ async fn graph_cycles_are_bounded_and_error_routes_catch_failures() {
     let f = flow(
         "weft: 1\nname: e\nroot:\n  graph:\n    entry: risky\n    nodes:\n      risky: {handler: {name: fail}}\n      recover: {transform: {output: 'recovered from {{ input.error.message }}'}}\n    on_error: {risky: recover}\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(r.output.unwrap(), "recovered from nope");
 }
 
@@ -409,11 +349,7 @@ async fn a_loop_through_a_graph_follows_conditions_and_counts_visits() {
     let f = flow(
         "weft: 1\nname: cyc\nstate: {n: 0}\nroot:\n  graph:\n    entry: inc\n    nodes:\n      inc: {transform: {output: '{{ state.n + 1 }}'}, set: {n: '{{ output }}'}}\n    edges:\n      - {from: inc, to: inc, when: 'state.n < 4'}\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(r.output, Some(json!(4)), "{:?}", r.error);
     let paths: Vec<String> = h
         .kinds()
@@ -532,11 +468,7 @@ async fn a_failed_run_retries_from_its_failing_step() {
     let f = flow(
         "weft: 1\nname: rt\nroot:\n  sequence:\n    - {id: a, handler: {name: first}}\n    - {id: b, handler: {name: second}}\n",
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(r.status, RunStatus::Failed);
     assert_eq!(r.error.as_ref().unwrap().path, "root/b");
     broken.store(false, Ordering::SeqCst);
@@ -570,11 +502,7 @@ root:
     - {id: two, llm: {model: m, prompt: hi, max_tokens: 50}}
 "#,
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     let e = r.error.unwrap();
     assert_eq!(e.kind, ErrorKind::Budget);
     assert_eq!(e.path, "writer/two");
@@ -606,11 +534,7 @@ root:
     output_schema: {type: object, required: [city, population], properties: {city: {type: string}, population: {type: integer}}}
 "#,
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(
         r.output.unwrap(),
         json!({"city": "Paris", "population": 2100000})
@@ -646,11 +570,7 @@ root:
     tools: [{name: weather, description: Looks up the weather, flow: weather, parameters: {type: object, properties: {city: {type: string}}}}]
 "#,
     );
-    let r = h
-        .engine
-        .start(f, None, RunOptions::default())
-        .await
-        .unwrap();
+    let r = h.run(f).await;
     assert_eq!(r.output.unwrap(), "Forecast: Oslo is sunny");
     assert!(
         h.kinds()

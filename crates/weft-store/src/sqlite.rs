@@ -430,24 +430,7 @@ mod tests {
     use serde_json::json;
 
     fn run(id: &str) -> RunRecord {
-        RunRecord {
-            id: id.into(),
-            flow_hash: "h".into(),
-            flow_name: "f".into(),
-            source: None,
-            source_hash: None,
-            dialect: None,
-            input: json!({"a": 1}),
-            status: RunStatus::Running,
-            output: None,
-            state: None,
-            error: None,
-            waiting: None,
-            usage: Usage::default(),
-            owner: None,
-            created_ms: 1,
-            updated_ms: 1,
-        }
+        RunRecord::new(id.into(), "h".into(), "f".into(), json!({"a": 1}), 1)
     }
 
     #[tokio::test]

@@ -44,7 +44,6 @@ pub(crate) async fn sequence(cx: &Cx<'_>, steps: &[Block]) -> Exec {
 struct Settled {
     outputs: Vec<Value>,
     patch: Patch,
-    failed: usize,
 }
 
 async fn run_concurrently<'a>(
@@ -108,8 +107,8 @@ async fn run_concurrently<'a>(
     let mut settled = Settled {
         outputs: Vec::with_capacity(n),
         patch: Patch::default(),
-        failed: 0,
     };
+    let (mut succeeded, mut failed) = (0, 0);
     let mut pending: Vec<Pending> = Vec::new();
     let mut first_error: Option<BlockError> = None;
     for r in results
@@ -118,13 +117,14 @@ async fn run_concurrently<'a>(
     {
         match r {
             Ok(out) => {
+                succeeded += 1;
                 if !isolate {
                     settled.patch.extend(out.patch);
                 }
                 settled.outputs.push(Arc::unwrap_or_clone(out.output));
             }
             Err(Stop::Failed(e)) => {
-                settled.failed += 1;
+                failed += 1;
                 settled.outputs.push(serde_json::json!({"error": e}));
                 first_error.get_or_insert(e);
             }
@@ -137,8 +137,8 @@ async fn run_concurrently<'a>(
     emitter.emit(|| EventKind::FanOutEnded {
         path: path.clone(),
         total: n,
-        succeeded: n - settled.failed - usize::from(!pending.is_empty()).min(n),
-        failed: settled.failed,
+        succeeded,
+        failed,
     });
     if on_error == OnError::Fail
         && let Some(e) = first_error

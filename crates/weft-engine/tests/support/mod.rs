@@ -62,6 +62,14 @@ pub fn memory() -> Arc<dyn Store> {
 }
 
 impl Harness {
+    /// Starts a run of `flow` with its default input and waits for where it stands.
+    pub async fn run(&self, flow: Arc<Prepared>) -> weft_engine::RunResult {
+        self.engine
+            .start(flow, None, weft_engine::RunOptions::default())
+            .await
+            .expect("the engine could not drive the run")
+    }
+
     pub fn kinds(&self) -> Vec<EventKind> {
         self.events
             .events()
