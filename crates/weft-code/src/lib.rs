@@ -1,0 +1,134 @@
+//! # weft-code
+//!
+//! Owns the sandboxes behind `weft-core`'s `CodeRunner` port:
+//!
+//! - **Python** runs in [monty](https://crates.io/crates/monty), a Python interpreter
+//!   written in Rust with no host access, inside a pool of pre-started worker processes
+//!   (the `weft` binary started as `weft sandbox-worker`). A stack overflow or an
+//!   allocation failure inside the interpreter ends a worker, never Weft.
+//! - **Lua** 5.4 runs in process through mlua, which cannot crash its host; its limits
+//!   are enforced by the VM.
+//!
+//! Every execution is bounded in wall time, memory, recursion depth and result size; a
+//! limit ends the block with a clean error (kind `timeout`, or `code` with the limit in
+//! its detail). Must not depend on the engine or any dialect.
+
+mod lua;
+mod pool;
+pub mod protocol;
+mod python;
+mod worker;
+
+use async_trait::async_trait;
+use protocol::{Failure, FailureKind, Request};
+use serde_json::Value;
+use std::sync::Arc;
+use weft_core::ports::{CodeRequest, CodeRunner};
+use weft_core::{BlockError, ErrorKind};
+
+pub use lua::LuaPool;
+pub use pool::{Pool, WorkerCommand};
+pub use worker::worker_main;
+
+/// Refuses a result whose JSON is longer than `limit` bytes, without building it whole.
+pub(crate) fn check_output(v: Value, limit: u64) -> Result<Value, Failure> {
+    struct Bounded {
+        len: u64,
+        limit: u64,
+    }
+    impl std::io::Write for Bounded {
+        fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+            self.len += data.len() as u64;
+            if self.len > self.limit {
+                return Err(std::io::Error::other("output limit"));
+            }
+            Ok(data.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    match serde_json::to_writer(Bounded { len: 0, limit }, &v) {
+        Ok(()) => Ok(v),
+        Err(_) => Err(Failure::new(
+            FailureKind::Output,
+            format!("the result is larger than the output limit of {limit} bytes"),
+        )),
+    }
+}
+
+/// The sandboxes, as one `CodeRunner`.
+pub struct Sandboxes {
+    lua: Arc<LuaPool>,
+    python: Arc<Pool>,
+}
+
+impl Sandboxes {
+    /// Python runs in up to `python_workers` processes started with `worker`.
+    pub fn new(worker: WorkerCommand, python_workers: usize) -> Sandboxes {
+        Sandboxes {
+            lua: Arc::new(LuaPool::default()),
+            python: Pool::new(worker, python_workers),
+        }
+    }
+}
+
+#[async_trait]
+impl CodeRunner for Sandboxes {
+    fn languages(&self) -> Vec<String> {
+        vec!["python".into(), "lua".into()]
+    }
+
+    fn check(&self, language: &str, source: &str) -> Result<(), BlockError> {
+        match language {
+            "lua" => self.lua.check(source).map_err(BlockError::from),
+            // Python is parsed in a worker process when it first runs there: parsing
+            // hostile source in Weft's own process is exactly what the workers avoid.
+            "python" => Ok(()),
+            other => Err(BlockError::new(
+                ErrorKind::Config,
+                format!("no sandbox runs `{other}`"),
+            )),
+        }
+    }
+
+    async fn run(&self, req: CodeRequest<'_>) -> Result<Value, BlockError> {
+        match req.language {
+            "lua" => {
+                let lua = self.lua.clone();
+                let (source, entry, args, limits) = (
+                    req.source.to_owned(),
+                    req.entry.map(str::to_owned),
+                    req.args,
+                    req.limits.clone(),
+                );
+                // Lua runs on a blocking thread so a busy script never stalls the runtime.
+                tokio::task::spawn_blocking(move || {
+                    lua.run(&source, entry.as_deref(), &args, &limits)
+                        .and_then(|v| check_output(v, limits.output_bytes))
+                })
+                .await
+                .map_err(|e| {
+                    BlockError::new(ErrorKind::Code, format!("the Lua sandbox failed: {e}"))
+                })?
+                .map_err(BlockError::from)
+            }
+            "python" => self
+                .python
+                .call(Request {
+                    id: 0,
+                    language: "python".into(),
+                    source: req.source.to_owned(),
+                    entry: req.entry.map(str::to_owned),
+                    args: req.args,
+                    limits: req.limits.clone(),
+                })
+                .await
+                .map_err(BlockError::from),
+            other => Err(BlockError::new(
+                ErrorKind::Config,
+                format!("no sandbox runs `{other}`"),
+            )),
+        }
+    }
+}

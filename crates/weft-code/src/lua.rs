@@ -1,0 +1,195 @@
+//! Lua 5.4 through mlua, in process: Lua cannot crash its host, and every limit is
+//! enforced by the VM itself (an instruction hook on every thread for time, the
+//! allocator for memory, Lua's own stack limits for recursion).
+//!
+//! The sandbox has no `io`, `os`, `package`, `require`, `debug`, `load`, `loadfile`,
+//! `dofile`, `string.dump`, `collectgarbage`, `rawset` or metatable access to strings.
+//! Each call gets a fresh global table; the libraries are shared through read-only
+//! proxies, so one call cannot change what the next one sees.
+
+use crate::protocol::{Failure, FailureKind};
+use mlua::{HookTriggers, Lua, LuaOptions, LuaSerdeExt, StdLib, Table, VmState};
+use serde_json::Value;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use weft_core::ir::CodeLimits;
+
+/// Instructions between two checks of the deadline.
+const CHECK_EVERY: u32 = 1000;
+
+/// Lua states, reused across calls (one per concurrent call at most).
+#[derive(Default)]
+pub struct LuaPool {
+    idle: Mutex<Vec<(Lua, Table)>>,
+}
+
+const PRELUDE: &str = r#"
+local blocked = { "load", "loadfile", "dofile", "require", "collectgarbage", "rawset", "print" }
+for _, name in ipairs(blocked) do _G[name] = nil end
+string.dump = nil
+getmetatable("").__metatable = false
+local function readonly(t, name)
+  return setmetatable({}, {
+    __index = t,
+    __newindex = function() error(name .. " is read-only in the sandbox", 2) end,
+    __metatable = false,
+  })
+end
+local safe = {}
+for k, v in pairs(_G) do
+  if type(v) == "table" and k ~= "_G" then safe[k] = readonly(v, k) else safe[k] = v end
+end
+safe._G = nil
+safe.print = function() end
+return readonly(safe, "the global library")
+"#;
+
+fn new_state() -> mlua::Result<(Lua, Table)> {
+    let lua = Lua::new_with(
+        StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8 | StdLib::COROUTINE,
+        LuaOptions::default(),
+    )?;
+    let library: Table = lua.load(PRELUDE).set_name("=weft-prelude").eval()?;
+    Ok((lua, library))
+}
+
+fn failure(e: &mlua::Error) -> Failure {
+    let text = match e {
+        mlua::Error::CallbackError { cause, .. } => return failure(cause),
+        other => other.to_string(),
+    };
+    let kind = if text.contains("time limit") {
+        FailureKind::Timeout
+    } else if text.contains("not enough memory") || matches!(e, mlua::Error::MemoryError(_)) {
+        FailureKind::Memory
+    } else if text.contains("stack overflow") || text.contains("recursion limit") {
+        FailureKind::Recursion
+    } else {
+        FailureKind::Code
+    };
+    // mlua says `syntax error: [string "block"]:2: unexpected symbol`; say `line 2: ...`.
+    let first = text.lines().next().unwrap_or("Lua error");
+    let (message, line) = match first.split_once("[string \"block\"]:") {
+        Some((before, after)) => match after.split_once(':') {
+            Some((n, rest)) if n.parse::<u32>().is_ok() => {
+                (format!("{before}line {n}:{rest}"), n.parse().ok())
+            }
+            _ => (first.to_owned(), None),
+        },
+        None => (first.to_owned(), None),
+    };
+    Failure {
+        kind,
+        message,
+        line,
+    }
+}
+
+impl LuaPool {
+    /// Runs `source` with `args`: as a chunk with `args`' keys as globals (its `return`
+    /// value is the result), or, with `entry`, calls that function with `args`.
+    pub fn run(
+        &self,
+        source: &str,
+        entry: Option<&str>,
+        args: &Value,
+        limits: &CodeLimits,
+    ) -> Result<Value, Failure> {
+        let taken = self.idle.lock().expect("lua pool lock").pop();
+        let (lua, library) = match taken {
+            Some(s) => s,
+            None => new_state().map_err(|e| failure(&e))?,
+        };
+        let result = call(&lua, &library, source, entry, args, limits);
+        // A state whose call failed may hold a half-built environment; it is cheap to replace.
+        if result.is_ok() {
+            lua.remove_global_hook();
+            let _ = lua.set_memory_limit(0);
+            self.idle
+                .lock()
+                .expect("lua pool lock")
+                .push((lua, library));
+        }
+        result
+    }
+
+    /// Compiles `source` without running it.
+    pub fn check(&self, source: &str) -> Result<(), Failure> {
+        let (lua, _) = new_state().map_err(|e| failure(&e))?;
+        lua.load(source)
+            .set_name("block")
+            .into_function()
+            .map(|_| ())
+            .map_err(|e| failure(&e))
+    }
+}
+
+fn call(
+    lua: &Lua,
+    library: &Table,
+    source: &str,
+    entry: Option<&str>,
+    args: &Value,
+    limits: &CodeLimits,
+) -> Result<Value, Failure> {
+    let fail = |e: mlua::Error| failure(&e);
+    let deadline = Instant::now() + Duration::from_millis(limits.time_ms);
+    let max_depth = limits.max_depth as usize;
+    lua.set_global_hook(
+        HookTriggers::new().every_nth_instruction(CHECK_EVERY),
+        move |lua, _| {
+            if Instant::now() > deadline {
+                return Err(mlua::Error::runtime("time limit exceeded"));
+            }
+            // Each call costs at least one instruction, so a runaway recursion is caught
+            // within CHECK_EVERY levels of the limit.
+            if lua.inspect_stack(max_depth, |_| ()).is_some() {
+                return Err(mlua::Error::runtime(format!(
+                    "recursion limit exceeded (max_depth {max_depth})"
+                )));
+            }
+            Ok(VmState::Continue)
+        },
+    )
+    .map_err(fail)?;
+    lua.set_memory_limit(lua.used_memory() + limits.memory_bytes as usize)
+        .map_err(fail)?;
+
+    let env = lua.create_table().map_err(fail)?;
+    let meta = lua.create_table().map_err(fail)?;
+    meta.set("__index", library.clone()).map_err(fail)?;
+    env.set_metatable(Some(meta)).map_err(fail)?;
+    let to_lua = |v: &Value| lua.to_value(v);
+    if let (None, Value::Object(m)) = (entry, args) {
+        for (k, v) in m {
+            env.set(k.as_str(), to_lua(v).map_err(fail)?)
+                .map_err(fail)?;
+        }
+    }
+    let chunk = lua
+        .load(source)
+        .set_name("block")
+        .set_environment(env.clone())
+        .into_function()
+        .map_err(fail)?;
+    let out: mlua::Value = match entry {
+        None => chunk.call(()).map_err(fail)?,
+        Some(name) => {
+            chunk.call::<()>(()).map_err(fail)?;
+            let f: mlua::Function = env.get(name).map_err(|_| {
+                Failure::new(
+                    FailureKind::Code,
+                    format!("the code defines no function `{name}`"),
+                )
+            })?;
+            f.call(to_lua(args).map_err(fail)?).map_err(fail)?
+        }
+    };
+    let value: Value = lua.from_value(out).map_err(|e| {
+        Failure::new(
+            FailureKind::Code,
+            format!("the result cannot be converted to JSON: {e}"),
+        )
+    })?;
+    Ok(value)
+}

@@ -1,0 +1,180 @@
+//! A pool of pre-started sandbox worker processes. Each call borrows an idle worker,
+//! sends one request and waits for the answer under a deadline. A worker that misses its
+//! deadline is killed; one that dies is reported with the cause it printed (out of
+//! memory, stack overflow) and replaced on the next call. Weft itself never runs the
+//! interpreter, so nothing the code does can take it down.
+
+use crate::protocol::{Failure, FailureKind, Request, Response};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::Semaphore;
+
+/// How to start a worker process.
+#[derive(Debug, Clone)]
+pub struct WorkerCommand {
+    /// The program (the `weft` binary).
+    pub program: PathBuf,
+    /// Its arguments (`["sandbox-worker"]`).
+    pub args: Vec<String>,
+}
+
+/// Extra time past the code's own limit before the worker is killed.
+const GRACE: Duration = Duration::from_millis(500);
+
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+/// Worker processes shared by every run in the process.
+pub struct Pool {
+    command: WorkerCommand,
+    idle: Mutex<Vec<Worker>>,
+    slots: Semaphore,
+    next_id: AtomicU64,
+}
+
+impl Pool {
+    /// A pool of at most `size` workers started with `command` (started on first use).
+    pub fn new(command: WorkerCommand, size: usize) -> Arc<Pool> {
+        Arc::new(Pool {
+            command,
+            idle: Mutex::new(Vec::new()),
+            slots: Semaphore::new(size.max(1)),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    fn spawn(&self) -> Result<Worker, Failure> {
+        let mut child = Command::new(&self.command.program)
+            .args(&self.command.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env_clear()
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                Failure::new(
+                    FailureKind::Crash,
+                    format!(
+                        "cannot start the sandbox worker {}: {e}",
+                        self.command.program.display()
+                    ),
+                )
+            })?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| Failure::new(FailureKind::Crash, "no worker stdin"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| Failure::new(FailureKind::Crash, "no worker stdout"))?;
+        Ok(Worker {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+        })
+    }
+
+    /// Runs `req` in a worker.
+    pub async fn call(&self, mut req: Request) -> Result<serde_json::Value, Failure> {
+        let _slot = self
+            .slots
+            .acquire()
+            .await
+            .map_err(|_| Failure::new(FailureKind::Crash, "the sandbox pool is closed"))?;
+        let reused = self.idle.lock().expect("pool lock").pop();
+        let mut worker = match reused {
+            Some(w) => w,
+            None => self.spawn()?,
+        };
+        req.id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let deadline = Duration::from_millis(req.limits.time_ms) + GRACE;
+        let exchange = async {
+            let mut line = serde_json::to_string(&req).map_err(std::io::Error::other)?;
+            line.push('\n');
+            worker.stdin.write_all(line.as_bytes()).await?;
+            worker.stdin.flush().await?;
+            let mut answer = String::new();
+            if worker.stdout.read_line(&mut answer).await? == 0 {
+                return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+            }
+            serde_json::from_str::<Response>(&answer).map_err(std::io::Error::other)
+        };
+        match tokio::time::timeout(deadline, exchange).await {
+            Ok(Ok(resp)) if resp.id == req.id => {
+                self.idle.lock().expect("pool lock").push(worker);
+                resp.result
+            }
+            Ok(Ok(_)) => Err(Failure::new(
+                FailureKind::Crash,
+                "the sandbox worker answered out of turn",
+            )),
+            Ok(Err(_)) => Err(died(worker).await),
+            Err(_) => {
+                let _ = worker.child.kill().await;
+                Err(Failure::new(
+                    FailureKind::Timeout,
+                    format!(
+                        "the code did not finish within its time limit of {} ms",
+                        req.limits.time_ms
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// Why a worker died, from its exit status and the last thing it printed.
+async fn died(mut worker: Worker) -> Failure {
+    let status = tokio::time::timeout(Duration::from_secs(2), worker.child.wait()).await;
+    let mut said = String::new();
+    if let Some(mut err) = worker.child.stderr.take() {
+        let mut buf = vec![0u8; 64 * 1024];
+        if let Ok(Ok(n)) =
+            tokio::time::timeout(Duration::from_millis(200), err.read(&mut buf)).await
+        {
+            said = String::from_utf8_lossy(&buf[..n]).into_owned();
+        }
+    }
+    let _ = worker.child.kill().await;
+    let how = match status {
+        Ok(Ok(s)) => s.to_string(),
+        _ => "it stopped answering".to_owned(),
+    };
+    if said.contains("memory allocation")
+        || said.contains("out of memory")
+        || said.contains("capacity overflow")
+    {
+        Failure::new(
+            FailureKind::Memory,
+            "the code exceeded its memory limit (the sandbox process ran out of memory)",
+        )
+    } else if said.contains("overflowed its stack") || said.contains("stack overflow") {
+        Failure::new(
+            FailureKind::Recursion,
+            "the code nested too deeply (the sandbox process overflowed its stack)",
+        )
+    } else {
+        let said = said.lines().last().unwrap_or("").trim();
+        Failure::new(
+            FailureKind::Crash,
+            format!(
+                "the sandbox process died ({how}){}",
+                if said.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {said}")
+                }
+            ),
+        )
+    }
+}

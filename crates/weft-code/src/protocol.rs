@@ -1,0 +1,105 @@
+//! What the engine and a sandbox worker process say to each other: one JSON object per
+//! line each way.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use weft_core::ir::CodeLimits;
+use weft_core::{BlockError, ErrorKind};
+
+/// One execution of a code block.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    /// Correlates the answer.
+    pub id: u64,
+    /// The language (`python`).
+    pub language: String,
+    /// The source.
+    pub source: String,
+    /// A function to call with `args` as keyword arguments; or none to run the source as
+    /// a script with `args`' keys as variables.
+    pub entry: Option<String>,
+    /// Arguments (an object).
+    pub args: Value,
+    /// Limits.
+    pub limits: CodeLimits,
+}
+
+/// Which limit or failure ended an execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The code raised an exception (or failed to compile).
+    Code,
+    /// The time limit.
+    Timeout,
+    /// The memory limit.
+    Memory,
+    /// The recursion limit.
+    Recursion,
+    /// The result was larger than the output limit.
+    Output,
+    /// The sandbox process died.
+    Crash,
+}
+
+/// Why an execution produced no value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// Which limit or failure.
+    pub kind: FailureKind,
+    /// What happened, for a person (the exception and its line).
+    pub message: String,
+    /// The line in the block's source, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+impl Failure {
+    /// A failure of `kind`.
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Failure {
+        Failure {
+            kind,
+            message: message.into(),
+            line: None,
+        }
+    }
+}
+
+impl From<Failure> for BlockError {
+    fn from(f: Failure) -> BlockError {
+        let kind = match f.kind {
+            FailureKind::Timeout => ErrorKind::Timeout,
+            _ => ErrorKind::Code,
+        };
+        let limit = match f.kind {
+            FailureKind::Code => None,
+            FailureKind::Timeout => Some("time"),
+            FailureKind::Memory => Some("memory"),
+            FailureKind::Recursion => Some("recursion"),
+            FailureKind::Output => Some("output"),
+            FailureKind::Crash => Some("crash"),
+        };
+        let mut detail = serde_json::Map::new();
+        if let Some(l) = limit {
+            detail.insert("limit".into(), Value::String(l.into()));
+        }
+        if let Some(line) = f.line {
+            detail.insert("line".into(), Value::from(line));
+        }
+        let e = BlockError::new(kind, f.message);
+        if detail.is_empty() {
+            e
+        } else {
+            e.with_detail(Value::Object(detail))
+        }
+    }
+}
+
+/// The worker's answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Response {
+    /// The request's id.
+    pub id: u64,
+    /// The value, or why there is none.
+    pub result: Result<Value, Failure>,
+}

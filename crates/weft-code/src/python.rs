@@ -1,0 +1,234 @@
+//! Python through monty: compiles a code block once, runs it with monty's own time and
+//! recursion limits, refuses every call that would reach the host (files, `os`,
+//! external functions, unknown names), and converts values to and from JSON.
+//!
+//! This runs inside a sandbox worker process (see [`crate::pool`]): an abort inside the
+//! interpreter (stack overflow, allocation failure) ends that worker, never Weft.
+
+use monty::{MontyRun, RunProgress};
+use monty_types::{
+    CompileOptions, MontyException, MontyObject, PrintWriter, ResourceLimits, ResourceTracker,
+};
+use serde_json::{Map, Number, Value};
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::protocol::{Failure, FailureKind, Request};
+
+/// The name the arguments travel under into the wrapper call.
+const ARGS: &str = "__weft_args";
+
+/// Compiled code blocks, by the text that was compiled.
+#[derive(Default)]
+pub struct Compiled {
+    cache: HashMap<String, MontyRun>,
+}
+
+fn to_monty(v: &Value) -> MontyObject {
+    match v {
+        Value::Null => MontyObject::None,
+        Value::Bool(b) => MontyObject::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => MontyObject::Int(i),
+            None => MontyObject::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => MontyObject::String(s.clone()),
+        Value::Array(a) => MontyObject::List(a.iter().map(to_monty).collect()),
+        Value::Object(m) => MontyObject::dict(
+            m.iter()
+                .map(|(k, v)| (MontyObject::String(k.clone()), to_monty(v)))
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
+fn from_monty(o: MontyObject) -> Result<Value, Failure> {
+    Ok(match o {
+        MontyObject::None => Value::Null,
+        MontyObject::Bool(b) => Value::Bool(b),
+        MontyObject::Int(i) => Value::from(i),
+        MontyObject::BigInt(b) => Value::String(b.to_string()),
+        MontyObject::Float(f) => Number::from_f64(f).map_or(Value::Null, Value::Number),
+        MontyObject::String(s) => Value::String(s),
+        MontyObject::List(items)
+        | MontyObject::Tuple(items)
+        | MontyObject::Set(items)
+        | MontyObject::FrozenSet(items) => Value::Array(
+            items
+                .into_iter()
+                .map(from_monty)
+                .collect::<Result<_, _>>()?,
+        ),
+        MontyObject::NamedTuple {
+            field_names,
+            values,
+            ..
+        } => Value::Object(
+            field_names
+                .into_iter()
+                .zip(values)
+                .map(|(k, v)| Ok((k, from_monty(v)?)))
+                .collect::<Result<Map<_, _>, Failure>>()?,
+        ),
+        MontyObject::Dict(pairs) => {
+            let mut m = Map::new();
+            for (k, v) in pairs {
+                let key = match k {
+                    MontyObject::String(s) => s,
+                    MontyObject::Int(i) => i.to_string(),
+                    MontyObject::Bool(b) => {
+                        if b {
+                            "true".into()
+                        } else {
+                            "false".into()
+                        }
+                    }
+                    other => {
+                        return Err(Failure::new(
+                            FailureKind::Code,
+                            format!(
+                                "a returned dict has a {} key; JSON keys are strings",
+                                other.type_name()
+                            ),
+                        ));
+                    }
+                };
+                m.insert(key, from_monty(v)?);
+            }
+            Value::Object(m)
+        }
+        other => Value::String(other.py_repr()),
+    })
+}
+
+fn failure_of(e: &MontyException) -> Failure {
+    let name = e.exc_type().to_string();
+    let line = e.traceback().last().map(|f| f.start.line);
+    let text = e.message().unwrap_or_default();
+    let kind = if text.contains("time limit exceeded") {
+        FailureKind::Timeout
+    } else if name == "MemoryError" || text.contains("memory limit") {
+        FailureKind::Memory
+    } else if name == "RecursionError" {
+        FailureKind::Recursion
+    } else {
+        FailureKind::Code
+    };
+    let mut message = if text.is_empty() {
+        name.clone()
+    } else {
+        format!("{name}: {text}")
+    };
+    if let Some(l) = line {
+        message = format!("{message} (line {l})");
+    }
+    Failure {
+        kind,
+        message,
+        line,
+    }
+}
+
+/// The code that runs: the block's source, then a call of its entry with the arguments.
+fn program(req: &Request) -> String {
+    match &req.entry {
+        Some(entry) => format!("{}\n{entry}(**{ARGS})\n", req.source),
+        None => req.source.clone(),
+    }
+}
+
+fn input_names(req: &Request) -> Vec<String> {
+    match (&req.entry, &req.args) {
+        (Some(_), _) => vec![ARGS.to_owned()],
+        (None, Value::Object(m)) => m.keys().cloned().collect(),
+        (None, _) => Vec::new(),
+    }
+}
+
+fn inputs(req: &Request) -> Vec<MontyObject> {
+    match (&req.entry, &req.args) {
+        (Some(_), args) => vec![to_monty(args)],
+        (None, Value::Object(m)) => m.values().map(to_monty).collect(),
+        (None, _) => Vec::new(),
+    }
+}
+
+impl Compiled {
+    fn get(&mut self, req: &Request) -> Result<&MontyRun, Failure> {
+        let key = format!("{}\u{0}{}", program(req), input_names(req).join(","));
+        if !self.cache.contains_key(&key) {
+            let run = MontyRun::new(
+                program(req),
+                "block.py",
+                input_names(req),
+                CompileOptions::default(),
+            )
+            .map_err(|e| failure_of(&e))?;
+            // A long-lived worker must not grow without bound.
+            if self.cache.len() >= 512 {
+                self.cache.clear();
+            }
+            self.cache.insert(key.clone(), run);
+        }
+        Ok(&self.cache[&key])
+    }
+
+    /// Runs the request to completion, refusing every host call.
+    pub fn run(&mut self, req: &Request) -> Result<Value, Failure> {
+        let limits = ResourceLimits {
+            max_duration: Some(Duration::from_millis(req.limits.time_ms)),
+            max_recursion_depth: req.limits.max_depth as usize,
+            ..ResourceLimits::default()
+        };
+        let runner = self.get(req)?.clone();
+        let mut progress = runner
+            .start(
+                inputs(req),
+                ResourceTracker::new(limits),
+                PrintWriter::Disabled,
+            )
+            .map_err(|e| failure_of(&e))?;
+        loop {
+            let refused = |what: String| {
+                MontyException::new(
+                    monty_types::ExcType::PermissionError,
+                    Some(format!("{what} is not available in the sandbox")),
+                )
+            };
+            progress = match progress {
+                RunProgress::Complete(value) => return from_monty(value),
+                RunProgress::OsCall(call) => {
+                    let what = format!("{:?}", call.function_call);
+                    let what = what
+                        .split(['(', ' ', '{'])
+                        .next()
+                        .unwrap_or("an OS call")
+                        .to_owned();
+                    call.abort(
+                        refused(format!("the operating-system call `{what}`")),
+                        PrintWriter::Disabled,
+                    )
+                }
+                RunProgress::FunctionCall(call) => {
+                    let name = call.function_name.clone();
+                    call.abort(refused(format!("`{name}`")), PrintWriter::Disabled)
+                }
+                RunProgress::NameLookup(lookup) => {
+                    let name = lookup.name.clone();
+                    lookup.abort(
+                        MontyException::new(
+                            monty_types::ExcType::NameError,
+                            Some(format!("name '{name}' is not defined")),
+                        ),
+                        PrintWriter::Disabled,
+                    )
+                }
+                RunProgress::ResolveFutures(f) => f.abort(
+                    refused("awaiting host futures".into()),
+                    PrintWriter::Disabled,
+                ),
+            }
+            .map_err(|e| failure_of(&e))?;
+        }
+    }
+}

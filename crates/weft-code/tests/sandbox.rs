@@ -1,0 +1,428 @@
+//! The sandboxes: calling conventions from the specs, limits, and an escape suite run in
+//! one process that must still serve a normal block afterwards.
+
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use weft_code::{Sandboxes, WorkerCommand};
+use weft_core::ir::CodeLimits;
+use weft_core::ports::{CodeRequest, CodeRunner};
+use weft_core::{BlockError, ErrorKind};
+
+fn sandboxes() -> Sandboxes {
+    Sandboxes::new(
+        WorkerCommand {
+            program: PathBuf::from(env!("CARGO_BIN_EXE_weft-sandbox-worker")),
+            args: vec![],
+        },
+        2,
+    )
+}
+
+fn limits() -> CodeLimits {
+    CodeLimits {
+        time_ms: 1000,
+        memory_bytes: 64 << 20,
+        max_depth: 200,
+        output_bytes: 1 << 20,
+    }
+}
+
+async fn run(
+    s: &Sandboxes,
+    language: &str,
+    source: &str,
+    entry: Option<&str>,
+    args: Value,
+) -> Result<Value, BlockError> {
+    let limits = limits();
+    s.run(CodeRequest {
+        language,
+        source,
+        entry,
+        args,
+        limits: &limits,
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_scripts_return_their_last_expression() {
+    let s = sandboxes();
+    let v = run(
+        &s,
+        "python",
+        "x = a + b\n{'sum': x, 'words': 'hello world'.split()}",
+        None,
+        json!({"a": 2, "b": 3}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, json!({"sum": 5, "words": ["hello", "world"]}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_the_blocks_wrapper_convention() {
+    // Spec 000: the runtime wraps the body as def _block(initial, <input fields in order>)
+    // and calls _block(initial=<flow input>, **pipeline_input).
+    let s = sandboxes();
+    let body = "full_name = first_name + ' ' + last_name\nreturn {'full_name': full_name, 'is_adult': age >= 18}";
+    let indented: String = body.lines().map(|l| format!("    {l}\n")).collect();
+    let source = format!("def _block(initial, first_name, last_name, age):\n{indented}");
+    let args = json!({"initial": {"source": "form"}, "first_name": "Ada", "last_name": "Lovelace", "age": 36});
+    let v = run(&s, "python", &source, Some("_block"), args)
+        .await
+        .unwrap();
+    assert_eq!(v, json!({"full_name": "Ada Lovelace", "is_adult": true}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_the_souls_main_convention() {
+    // Spec 001: `def main(data)` receives results, metadata and shared_memory.
+    let s = sandboxes();
+    let source = "import json\ndef main(data):\n    return {'count': len(data.get('results', {})), 'exit_handle': 'done', 'dump': json.dumps(data['metadata'])}";
+    let args =
+        json!({"data": {"results": {"a": 1, "b": 2}, "metadata": {"k": 1}, "shared_memory": {}}});
+    let v = run(&s, "python", source, Some("main"), args).await.unwrap();
+    assert_eq!(
+        v,
+        json!({"count": 2, "exit_handle": "done", "dump": "{\"k\": 1}"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lua_the_tea_counter_body() {
+    // Spec 004's counter example, one iteration.
+    let s = sandboxes();
+    let source = "local count = state.count or 0\nlocal sum = state.sum or 0\nreturn { count = count + 1, sum = sum + count + 1 }";
+    let v = run(
+        &s,
+        "lua",
+        source,
+        None,
+        json!({"state": {"count": 2, "sum": 3}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, json!({"count": 3, "sum": 6}));
+    let v = run(
+        &s,
+        "lua",
+        "function double(a) return a.n * 2 end",
+        Some("double"),
+        json!({"n": 21}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, json!(42));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lua_calls_do_not_see_each_others_globals() {
+    let s = sandboxes();
+    run(&s, "lua", "leak = 'secret'; return 1", None, json!({}))
+        .await
+        .unwrap();
+    let v = run(&s, "lua", "return leak == nil", None, json!({}))
+        .await
+        .unwrap();
+    assert_eq!(v, json!(true));
+}
+
+/// (language, source, expected error kind, a word the message must contain)
+const HOSTILE: &[(&str, &str, ErrorKind, &str)] = &[
+    // Python: the host's files, processes, network and environment.
+    (
+        "python",
+        "open('/etc/passwd').read()",
+        ErrorKind::Code,
+        "not available",
+    ),
+    (
+        "python",
+        "import os\nos.getenv('HOME')",
+        ErrorKind::Code,
+        "not available",
+    ),
+    ("python", "import os\nos.system('id')", ErrorKind::Code, ""),
+    (
+        "python",
+        "import os\nos.environ['HOME']",
+        ErrorKind::Code,
+        "",
+    ),
+    (
+        "python",
+        "from pathlib import Path\nPath('/etc/passwd').read_text()",
+        ErrorKind::Code,
+        "not available",
+    ),
+    ("python", "import subprocess", ErrorKind::Code, "subprocess"),
+    ("python", "import socket", ErrorKind::Code, "socket"),
+    ("python", "import ctypes", ErrorKind::Code, "ctypes"),
+    ("python", "import urllib.request", ErrorKind::Code, ""),
+    ("python", "import sys\nsys.modules", ErrorKind::Code, ""),
+    // Python: evaluation of strings and the import machinery.
+    ("python", "eval('1+1')", ErrorKind::Code, ""),
+    ("python", "exec('x = 1')", ErrorKind::Code, ""),
+    ("python", "__import__('os')", ErrorKind::Code, ""),
+    ("python", "compile('1', 'x', 'eval')", ErrorKind::Code, ""),
+    (
+        "python",
+        "getattr(__builtins__, 'open')('/etc/passwd')",
+        ErrorKind::Code,
+        "",
+    ),
+    ("python", "globals()['__builtins__']", ErrorKind::Code, ""),
+    ("python", "breakpoint()", ErrorKind::Code, ""),
+    ("python", "input()", ErrorKind::Code, ""),
+    // Python: object-model walks.
+    (
+        "python",
+        "().__class__.__bases__[0].__subclasses__()",
+        ErrorKind::Code,
+        "",
+    ),
+    ("python", "object.__subclasses__()", ErrorKind::Code, ""),
+    ("python", "(lambda: 0).__globals__", ErrorKind::Code, ""),
+    (
+        "python",
+        "{}.__class__.__init__.__globals__",
+        ErrorKind::Code,
+        "",
+    ),
+    (
+        "python",
+        "type(1).__mro__[-1].__subclasses__()",
+        ErrorKind::Code,
+        "",
+    ),
+    (
+        "python",
+        "getattr(1, '__cla' + 'ss__')",
+        ErrorKind::Code,
+        "",
+    ),
+    // Python: exhausting the host.
+    (
+        "python",
+        "while True:\n    pass",
+        ErrorKind::Timeout,
+        "time",
+    ),
+    (
+        "python",
+        "def f():\n    return f()\nf()",
+        ErrorKind::Code,
+        "Recursion",
+    ),
+    ("python", "'x' * (10 ** 10)", ErrorKind::Code, ""),
+    ("python", "[0] * (10 ** 10)", ErrorKind::Code, ""),
+    (
+        "python",
+        "x = 2\nwhile True:\n    x = x * x",
+        ErrorKind::Code,
+        "",
+    ),
+    ("python", "sum(range(10 ** 13))", ErrorKind::Timeout, "time"),
+    (
+        "python",
+        "'x' * (3 * 10 ** 6)",
+        ErrorKind::Code,
+        "output limit",
+    ),
+    (
+        "python",
+        "raise SystemExit('bye')",
+        ErrorKind::Code,
+        "SystemExit",
+    ),
+    ("python", "exit()", ErrorKind::Code, ""),
+    // Lua: the host.
+    ("lua", "return os.execute('id')", ErrorKind::Code, "os"),
+    (
+        "lua",
+        "return io.open('/etc/passwd')",
+        ErrorKind::Code,
+        "io",
+    ),
+    ("lua", "return require('os')", ErrorKind::Code, "require"),
+    ("lua", "return load('return 1')()", ErrorKind::Code, "load"),
+    (
+        "lua",
+        "return dofile('/etc/passwd')",
+        ErrorKind::Code,
+        "dofile",
+    ),
+    (
+        "lua",
+        "return loadfile('/etc/passwd')",
+        ErrorKind::Code,
+        "loadfile",
+    ),
+    (
+        "lua",
+        "return package.loadlib('libc.so.6', 'system')",
+        ErrorKind::Code,
+        "package",
+    ),
+    (
+        "lua",
+        "return debug.getregistry()",
+        ErrorKind::Code,
+        "debug",
+    ),
+    (
+        "lua",
+        "return string.dump(function() end)",
+        ErrorKind::Code,
+        "dump",
+    ),
+    // Lua: metatables and shared libraries.
+    (
+        "lua",
+        "getmetatable('').__index.upper = nil",
+        ErrorKind::Code,
+        "",
+    ),
+    ("lua", "string.upper = nil", ErrorKind::Code, "read-only"),
+    (
+        "lua",
+        "rawset(string, 'upper', nil)",
+        ErrorKind::Code,
+        "rawset",
+    ),
+    (
+        "lua",
+        "setmetatable(string, {})",
+        ErrorKind::Code,
+        "protected",
+    ),
+    (
+        "lua",
+        "collectgarbage('stop')",
+        ErrorKind::Code,
+        "collectgarbage",
+    ),
+    // Lua: exhausting the host.
+    ("lua", "while true do end", ErrorKind::Timeout, "time"),
+    (
+        "lua",
+        "local function f() return f() end return f()",
+        ErrorKind::Timeout,
+        "time",
+    ),
+    (
+        "lua",
+        "local function f() return 1 + f() end return f()",
+        ErrorKind::Code,
+        "recursion limit",
+    ),
+    (
+        "lua",
+        "return coroutine.wrap(function() while true do end end)()",
+        ErrorKind::Timeout,
+        "time",
+    ),
+    (
+        "lua",
+        "return string.rep('x', 2 ^ 28)",
+        ErrorKind::Code,
+        "memory",
+    ),
+    (
+        "lua",
+        "return string.rep('x', 2 ^ 31)",
+        ErrorKind::Code,
+        "too large",
+    ),
+    (
+        "lua",
+        "local t = {} for i = 1, 1e9 do t[i] = i end",
+        ErrorKind::Code,
+        "memory",
+    ),
+    (
+        "lua",
+        "return string.rep('x', 3 * 1024 * 1024)",
+        ErrorKind::Code,
+        "output limit",
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_code_ends_in_named_errors_and_the_host_stays_healthy() {
+    let s = sandboxes();
+    let mut failures = Vec::new();
+    for (language, source, kind, word) in HOSTILE {
+        let started = Instant::now();
+        let r = run(&s, language, source, None, json!({})).await;
+        let elapsed = started.elapsed();
+        match r {
+            Ok(v) => failures.push(format!("{language} `{source}` succeeded with {v}")),
+            Err(e) => {
+                if std::env::var_os("WEFT_SHOW").is_some() {
+                    eprintln!(
+                        "{language:6} {:<55} -> {} {} ({elapsed:.0?})",
+                        source.replace('\n', "; "),
+                        e.kind,
+                        e.message
+                    );
+                }
+                if e.kind != *kind || !e.message.contains(word) || e.message.is_empty() {
+                    failures.push(format!(
+                        "{language} `{source}`: got {:?} {:?}",
+                        e.kind, e.message
+                    ));
+                }
+            }
+        }
+        // Every limit holds: the time limit is 1 s, plus the worker's grace period.
+        if elapsed > Duration::from_secs(3) {
+            failures.push(format!("{language} `{source}` took {elapsed:?}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} snippets misbehaved:\n{}",
+        failures.len(),
+        HOSTILE.len(),
+        failures.join("\n")
+    );
+    assert!(HOSTILE.len() >= 40);
+    // The same process, the same sandboxes, still serve ordinary blocks.
+    assert_eq!(
+        run(&s, "python", "1 + 1", None, json!({})).await.unwrap(),
+        json!(2)
+    );
+    assert_eq!(
+        run(&s, "lua", "return 1 + 1", None, json!({}))
+            .await
+            .unwrap(),
+        json!(2)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn syntax_errors_name_their_line() {
+    let s = sandboxes();
+    let e = run(&s, "python", "x = 1\ny = (\n", None, json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Code);
+    let e = run(&s, "lua", "local x = 1\nreturn x +", None, json!({}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("line 2"), "{}", e.message);
+    let e = run(
+        &s,
+        "python",
+        "x = 1\nraise ValueError('bad value')",
+        None,
+        json!({}),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.message.contains("ValueError: bad value"), "{}", e.message);
+    assert!(e.message.contains("line 2"), "{}", e.message);
+}
