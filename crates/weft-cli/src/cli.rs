@@ -121,6 +121,9 @@ pub enum Command {
     },
     /// Print the JSON Schema of the native format (for editor completion).
     Schema,
+    /// Serve sandboxed code on stdin/stdout (started by Weft itself, not by people).
+    #[command(hide = true, name = "sandbox-worker")]
+    SandboxWorker,
 }
 
 #[derive(Subcommand, Debug)]

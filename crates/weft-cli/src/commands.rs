@@ -68,6 +68,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
                 json!({"decision": if reject { "reject" } else { "approve" }, "note": note});
             approve(&id, step.as_deref(), answer, &db, &out).await
         }
+        Command::SandboxWorker => unreachable!("handled before the runtime starts"),
         Command::Schema => {
             println!(
                 "{}",
@@ -118,6 +119,16 @@ fn engine(
     progress: Option<Arc<Progress>>,
 ) -> Result<Engine, Failure> {
     let mut b = Engine::builder(store).models(Arc::new(weft_llm::Router::new()));
+    let worker = weft_code::WorkerCommand {
+        program: std::env::current_exe().map_err(|e| {
+            Failure::invalid(format!(
+                "error: cannot find the weft binary for sandbox workers: {e}"
+            ))
+        })?,
+        args: vec!["sandbox-worker".into()],
+    };
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    b = b.code_runner(Arc::new(weft_code::Sandboxes::new(worker, workers)));
     let files = out.files.clone().unwrap_or_else(|| PathBuf::from("."));
     for (name, action) in weft_actions::builtins(files) {
         b = b.action(name, action);

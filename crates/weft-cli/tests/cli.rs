@@ -74,6 +74,7 @@ fn every_example_runs_offline() {
         ("fan-out.yaml", 0),
         ("refine-loop.yaml", 0),
         ("support-graph.yaml", 0),
+        ("code-blocks.yaml", 0),
         ("release-approval.yaml", 3),
     ] {
         let o = env.weft(&["run", &example(file), "--json", "-q"]);
@@ -345,6 +346,7 @@ fn validate_graph_and_convert_agree_with_run() {
         "fan-out.yaml",
         "refine-loop.yaml",
         "support-graph.yaml",
+        "code-blocks.yaml",
     ] {
         let converted = env.path(&format!("converted-{file}"));
         let o = env.weft(&[

@@ -8,19 +8,46 @@
 //! proxies, so one call cannot change what the next one sees.
 
 use crate::protocol::{Failure, FailureKind};
-use mlua::{HookTriggers, Lua, LuaOptions, LuaSerdeExt, StdLib, Table, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, LuaSerdeExt, StdLib, Table, VmState};
 use serde_json::Value;
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use weft_core::ir::CodeLimits;
 
 /// Instructions between two checks of the deadline.
 const CHECK_EVERY: u32 = 1000;
 
+/// One Lua state with what it reuses across calls.
+struct State {
+    lua: Lua,
+    /// The metatable of every call's global table: `__index` is the read-only library.
+    meta: Table,
+    /// Compiled chunks by source; each call gives the chunk a fresh environment.
+    compiled: HashMap<String, Function>,
+    /// The running call's limits, read by the instruction hook installed once.
+    limits: Arc<HookLimits>,
+}
+
+#[derive(Default)]
+struct HookLimits {
+    /// Deadline as nanoseconds since `epoch`.
+    deadline_ns: AtomicU64,
+    max_depth: AtomicUsize,
+    epoch: OnceLock<Instant>,
+}
+
+impl HookLimits {
+    fn epoch(&self) -> Instant {
+        *self.epoch.get_or_init(Instant::now)
+    }
+}
+
 /// Lua states, reused across calls (one per concurrent call at most).
 #[derive(Default)]
 pub struct LuaPool {
-    idle: Mutex<Vec<(Lua, Table)>>,
+    idle: Mutex<Vec<State>>,
 }
 
 const PRELUDE: &str = r#"
@@ -44,13 +71,41 @@ safe.print = function() end
 return readonly(safe, "the global library")
 "#;
 
-fn new_state() -> mlua::Result<(Lua, Table)> {
+fn new_state() -> mlua::Result<State> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8 | StdLib::COROUTINE,
         LuaOptions::default(),
     )?;
     let library: Table = lua.load(PRELUDE).set_name("=weft-prelude").eval()?;
-    Ok((lua, library))
+    let meta = lua.create_table()?;
+    meta.set("__index", library)?;
+    let limits = Arc::new(HookLimits::default());
+    let seen = limits.clone();
+    // A global hook runs on every thread, coroutines included.
+    lua.set_global_hook(
+        HookTriggers::new().every_nth_instruction(CHECK_EVERY),
+        move |lua, _| {
+            let now = seen.epoch().elapsed().as_nanos() as u64;
+            if now > seen.deadline_ns.load(Ordering::Relaxed) {
+                return Err(mlua::Error::runtime("time limit exceeded"));
+            }
+            // Each call costs at least one instruction, so a runaway recursion is caught
+            // within CHECK_EVERY levels of the limit.
+            let max_depth = seen.max_depth.load(Ordering::Relaxed);
+            if lua.inspect_stack(max_depth, |_| ()).is_some() {
+                return Err(mlua::Error::runtime(format!(
+                    "recursion limit exceeded (max_depth {max_depth})"
+                )));
+            }
+            Ok(VmState::Continue)
+        },
+    )?;
+    Ok(State {
+        lua,
+        meta,
+        compiled: HashMap::new(),
+        limits,
+    })
 }
 
 fn failure(e: &mlua::Error) -> Failure {
@@ -96,27 +151,25 @@ impl LuaPool {
         limits: &CodeLimits,
     ) -> Result<Value, Failure> {
         let taken = self.idle.lock().expect("lua pool lock").pop();
-        let (lua, library) = match taken {
+        let mut state = match taken {
             Some(s) => s,
             None => new_state().map_err(|e| failure(&e))?,
         };
-        let result = call(&lua, &library, source, entry, args, limits);
+        let result = call(&mut state, source, entry, args, limits);
         // A state whose call failed may hold a half-built environment; it is cheap to replace.
         if result.is_ok() {
-            lua.remove_global_hook();
-            let _ = lua.set_memory_limit(0);
-            self.idle
-                .lock()
-                .expect("lua pool lock")
-                .push((lua, library));
+            let _ = state.lua.set_memory_limit(0);
+            self.idle.lock().expect("lua pool lock").push(state);
         }
         result
     }
 
     /// Compiles `source` without running it.
     pub fn check(&self, source: &str) -> Result<(), Failure> {
-        let (lua, _) = new_state().map_err(|e| failure(&e))?;
-        lua.load(source)
+        let state = new_state().map_err(|e| failure(&e))?;
+        state
+            .lua
+            .load(source)
             .set_name("block")
             .into_function()
             .map(|_| ())
@@ -125,53 +178,47 @@ impl LuaPool {
 }
 
 fn call(
-    lua: &Lua,
-    library: &Table,
+    state: &mut State,
     source: &str,
     entry: Option<&str>,
     args: &Value,
     limits: &CodeLimits,
 ) -> Result<Value, Failure> {
     let fail = |e: mlua::Error| failure(&e);
-    let deadline = Instant::now() + Duration::from_millis(limits.time_ms);
-    let max_depth = limits.max_depth as usize;
-    lua.set_global_hook(
-        HookTriggers::new().every_nth_instruction(CHECK_EVERY),
-        move |lua, _| {
-            if Instant::now() > deadline {
-                return Err(mlua::Error::runtime("time limit exceeded"));
-            }
-            // Each call costs at least one instruction, so a runaway recursion is caught
-            // within CHECK_EVERY levels of the limit.
-            if lua.inspect_stack(max_depth, |_| ()).is_some() {
-                return Err(mlua::Error::runtime(format!(
-                    "recursion limit exceeded (max_depth {max_depth})"
-                )));
-            }
-            Ok(VmState::Continue)
-        },
-    )
-    .map_err(fail)?;
+    let lua = &state.lua;
+    let hook = &state.limits;
+    let deadline = hook.epoch().elapsed() + Duration::from_millis(limits.time_ms);
+    hook.deadline_ns
+        .store(deadline.as_nanos() as u64, Ordering::Relaxed);
+    hook.max_depth
+        .store(limits.max_depth as usize, Ordering::Relaxed);
     lua.set_memory_limit(lua.used_memory() + limits.memory_bytes as usize)
         .map_err(fail)?;
 
     let env = lua.create_table().map_err(fail)?;
-    let meta = lua.create_table().map_err(fail)?;
-    meta.set("__index", library.clone()).map_err(fail)?;
-    env.set_metatable(Some(meta)).map_err(fail)?;
-    let to_lua = |v: &Value| lua.to_value(v);
+    env.set_metatable(Some(state.meta.clone())).map_err(fail)?;
     if let (None, Value::Object(m)) = (entry, args) {
         for (k, v) in m {
-            env.set(k.as_str(), to_lua(v).map_err(fail)?)
+            env.set(k.as_str(), lua.to_value(v).map_err(fail)?)
                 .map_err(fail)?;
         }
     }
-    let chunk = lua
-        .load(source)
-        .set_name("block")
-        .set_environment(env.clone())
-        .into_function()
-        .map_err(fail)?;
+    let chunk = match state.compiled.get(source) {
+        Some(f) => f.clone(),
+        None => {
+            let f = lua
+                .load(source)
+                .set_name("block")
+                .into_function()
+                .map_err(fail)?;
+            if state.compiled.len() >= 256 {
+                state.compiled.clear();
+            }
+            state.compiled.insert(source.to_owned(), f.clone());
+            f
+        }
+    };
+    chunk.set_environment(env.clone()).map_err(fail)?;
     let out: mlua::Value = match entry {
         None => chunk.call(()).map_err(fail)?,
         Some(name) => {
@@ -182,7 +229,7 @@ fn call(
                     format!("the code defines no function `{name}`"),
                 )
             })?;
-            f.call(to_lua(args).map_err(fail)?).map_err(fail)?
+            f.call(lua.to_value(args).map_err(fail)?).map_err(fail)?
         }
     };
     let value: Value = lua.from_value(out).map_err(|e| {

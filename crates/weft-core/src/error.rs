@@ -302,6 +302,16 @@ mod tests {
     }
 
     #[test]
+    fn errors_stay_small_for_the_hot_path() {
+        // Every engine Result carries one; see the note on `BlockError::detail`.
+        assert!(
+            std::mem::size_of::<BlockError>() <= 96,
+            "{}",
+            std::mem::size_of::<BlockError>()
+        );
+    }
+
+    #[test]
     fn suggestions_find_typos_only() {
         assert_eq!(did_you_mean("promt", ["prompt", "model"]), Some("prompt"));
         assert_eq!(did_you_mean("zzz", ["prompt", "model"]), None);
