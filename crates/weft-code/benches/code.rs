@@ -39,6 +39,8 @@ fn benches(c: &mut Criterion) {
             source,
             entry: None,
             args: json!({"x": 41}),
+            imports: None,
+            builtins: None,
             limits: &limits,
         }));
         assert_eq!(r.unwrap(), json!(42));
@@ -54,6 +56,8 @@ fn benches(c: &mut Criterion) {
                         source,
                         entry: None,
                         args: json!({"x": 41}),
+                        imports: None,
+                        builtins: None,
                         limits: &limits,
                     })
                     .await;
@@ -79,6 +83,8 @@ fn benches(c: &mut Criterion) {
                         source: "return x + 1",
                         entry: None,
                         args: json!({"x": 41}),
+                        imports: None,
+                        builtins: None,
                         limits: &short,
                     };
                     assert_eq!(sandboxes.run(req).await.unwrap(), json!(42));

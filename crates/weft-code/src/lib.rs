@@ -14,6 +14,7 @@
 //! its detail). Must not depend on the engine or any dialect.
 
 mod lua;
+mod policy;
 mod pool;
 pub mod protocol;
 mod python;
@@ -131,6 +132,8 @@ impl CodeRunner for Sandboxes {
                     source: req.source.to_owned(),
                     entry: req.entry.map(str::to_owned),
                     args: req.args,
+                    imports: req.imports.map(<[String]>::to_vec),
+                    builtins: req.builtins.map(<[String]>::to_vec),
                     limits: req.limits.clone(),
                 })
                 .await

@@ -20,6 +20,12 @@ pub struct Request {
     pub entry: Option<String>,
     /// Arguments (an object).
     pub args: Value,
+    /// Modules the code may import; `None` allows every module the sandbox has.
+    #[serde(default)]
+    pub imports: Option<Vec<String>>,
+    /// Builtin functions the code may call; `None` allows all of them.
+    #[serde(default)]
+    pub builtins: Option<Vec<String>>,
     /// Limits.
     pub limits: CodeLimits,
 }

@@ -155,8 +155,20 @@ fn inputs(req: &Request) -> Vec<MontyObject> {
 
 impl Compiled {
     fn get(&mut self, req: &Request) -> Result<&MontyRun, Failure> {
-        let key = format!("{}\u{0}{}", program(req), input_names(req).join(","));
+        let key = format!(
+            "{}\u{0}{}\u{0}{:?}\u{0}{:?}",
+            program(req),
+            input_names(req).join(","),
+            req.imports,
+            req.builtins
+        );
         if !self.cache.contains_key(&key) {
+            crate::policy::check(
+                &req.source,
+                &input_names(req),
+                req.imports.as_deref(),
+                req.builtins.as_deref(),
+            )?;
             let run = MontyRun::new(
                 program(req),
                 "block.py",

@@ -41,6 +41,8 @@ async fn run(
         source,
         entry,
         args,
+        imports: None,
+        builtins: None,
         limits: &limits,
     })
     .await
@@ -425,4 +427,133 @@ async fn syntax_errors_name_their_line() {
     .unwrap_err();
     assert!(e.message.contains("ValueError: bad value"), "{}", e.message);
     assert!(e.message.contains("line 2"), "{}", e.message);
+}
+
+async fn run_restricted(
+    s: &Sandboxes,
+    source: &str,
+    entry: Option<&str>,
+    args: Value,
+    imports: Option<&[String]>,
+    builtins: Option<&[String]>,
+) -> Result<Value, BlockError> {
+    let limits = limits();
+    s.run(CodeRequest {
+        language: "python",
+        source,
+        entry,
+        args,
+        imports,
+        builtins,
+        limits: &limits,
+    })
+    .await
+}
+
+fn names(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_000_allows_only_its_builtins_and_no_import() {
+    // Spec 000: "Allowed builtins: abs, bool, dict, enumerate, float, int, isinstance, len,
+    // list, max, min, range, reversed, round, set, sorted, str, sum, tuple, zip" and
+    // "No import statements ... No getattr, type, vars, dir".
+    let s = sandboxes();
+    let allowed = names(&[
+        "abs",
+        "bool",
+        "dict",
+        "enumerate",
+        "float",
+        "int",
+        "isinstance",
+        "len",
+        "list",
+        "max",
+        "min",
+        "range",
+        "reversed",
+        "round",
+        "set",
+        "sorted",
+        "str",
+        "sum",
+        "tuple",
+        "zip",
+    ]);
+    let ok = "def _block(initial, xs):\n    return {'total': sum(xs), 'n': len(xs)}";
+    let v = run_restricted(
+        &s,
+        ok,
+        Some("_block"),
+        json!({"initial": {}, "xs": [1, 2, 3]}),
+        Some(&[]),
+        Some(&allowed),
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, json!({"total": 6, "n": 3}));
+    for (body, name) in [
+        ("import json\n    return {}", "json"),
+        ("return {'t': type(xs)}", "type"),
+        ("return {'a': getattr(xs, 'append')}", "getattr"),
+        ("return {'v': vars()}", "vars"),
+        ("return {'d': dir()}", "dir"),
+        ("return {'f': open('x')}", "open"),
+        ("return {'e': eval('1')}", "eval"),
+        ("print(xs)\n    return {}", "print"),
+    ] {
+        let source = format!("def _block(initial, xs):\n    {body}");
+        let e = run_restricted(
+            &s,
+            &source,
+            Some("_block"),
+            json!({"initial": {}, "xs": [1]}),
+            Some(&[]),
+            Some(&allowed),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            e.message.contains(&format!("`{name}`")) && e.message.contains("line 2"),
+            "{name}: {}",
+            e.message
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_001_allowed_imports_are_the_only_importable_modules() {
+    // Spec 001: `allowed_imports` is a "Whitelist of importable modules".
+    let s = sandboxes();
+    let allowed = names(&["json", "re", "math"]);
+    let ok = "import json, math\ndef main(data):\n    return {'r': math.floor(2.5), 'j': json.dumps([1])}";
+    let v = run_restricted(
+        &s,
+        ok,
+        Some("main"),
+        json!({"data": {}}),
+        Some(&allowed),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, json!({"r": 2, "j": "[1]"}));
+    let bad = "import json\nimport base64\ndef main(data):\n    return {}";
+    let e = run_restricted(
+        &s,
+        bad,
+        Some("main"),
+        json!({"data": {}}),
+        Some(&allowed),
+        None,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        e.message.contains("`base64`") && e.message.contains("line 2"),
+        "{}",
+        e.message
+    );
 }

@@ -498,6 +498,13 @@ pub struct CodeSpec {
     /// Keyword arguments for `entry` (templates; `input`, `state` in scope).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<ValueTemplate>,
+    /// Modules the code may import (Python); without the list, every module the
+    /// sandbox has. An empty list forbids `import`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imports: Option<Vec<String>>,
+    /// Builtin functions the code may call (Python); without the list, all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub builtins: Option<Vec<String>>,
     /// Execution limits.
     #[serde(default)]
     pub limits: CodeLimits,

@@ -164,6 +164,10 @@ pub struct CodeRequest<'a> {
     pub entry: Option<&'a str>,
     /// Variables in scope (script) or keyword arguments (`entry`).
     pub args: Value,
+    /// Modules the code may import; `None` allows every module the sandbox has.
+    pub imports: Option<&'a [String]>,
+    /// Builtin functions the code may call; `None` allows all of them.
+    pub builtins: Option<&'a [String]>,
     /// Limits.
     pub limits: &'a CodeLimits,
 }

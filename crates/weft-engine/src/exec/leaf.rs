@@ -142,6 +142,8 @@ pub(crate) async fn code(cx: &Cx<'_>, spec: &CodeSpec) -> Exec {
             source: &spec.source,
             entry: spec.entry.as_deref(),
             args,
+            imports: spec.imports.as_deref(),
+            builtins: spec.builtins.as_deref(),
             limits: &spec.limits,
         })
         .await?;
