@@ -29,6 +29,7 @@ use weft_core::{BlockError, ErrorKind};
 
 pub use lua::LuaPool;
 pub use pool::{Pool, WorkerCommand};
+pub use python::Compiled as PythonInterpreter;
 pub use worker::worker_main;
 
 /// Refuses a result whose JSON is longer than `limit` bytes, without building it whole.

@@ -1,0 +1,2 @@
+local count = state.count or 0
+return { count = count + 1 }

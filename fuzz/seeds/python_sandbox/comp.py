@@ -1,0 +1,2 @@
+y = [i * x for i in items]
+{"y": y, "n": len(y)}

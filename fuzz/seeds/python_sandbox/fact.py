@@ -1,0 +1,3 @@
+def f(n):
+    return 1 if n < 2 else n * f(n - 1)
+f(5)
