@@ -33,68 +33,38 @@ fn benches(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4))
         .warm_up_time(Duration::from_secs(1));
 
-    let call = |language: &'static str, source: &'static str| {
-        let r = rt.block_on(sandboxes.run(CodeRequest {
-            language,
-            source,
-            entry: None,
-            args: json!({"x": 41}),
-            imports: None,
-            builtins: None,
-            limits: &limits,
-        }));
-        assert_eq!(r.unwrap(), json!(42));
-    };
     // As the engine calls it: from inside a running task, so no runtime entry per call.
-    let in_task = |language: &'static str, source: &'static str, iters: u64| {
-        rt.block_on(async {
-            let start = std::time::Instant::now();
-            for _ in 0..iters {
-                let r = sandboxes
-                    .run(CodeRequest {
+    let per_call =
+        |language: &'static str, source: &'static str, limits: &CodeLimits, iters: u64| {
+            rt.block_on(async {
+                let start = std::time::Instant::now();
+                for _ in 0..iters {
+                    let req = CodeRequest {
                         language,
                         source,
                         entry: None,
                         args: json!({"x": 41}),
                         imports: None,
                         builtins: None,
-                        limits: &limits,
-                    })
-                    .await;
-                assert_eq!(r.unwrap(), json!(42));
-            }
-            start.elapsed()
-        })
-    };
-    g.bench_function("lua_in_process", |b| {
-        b.iter_custom(|n| in_task("lua", "return x + 1", n))
-    });
-    let short = CodeLimits {
-        time_ms: weft_code::INLINE_MAX_MS,
-        ..CodeLimits::default()
-    };
-    g.bench_function("lua_in_process_short_time_limit", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let start = std::time::Instant::now();
-                for _ in 0..iters {
-                    let req = CodeRequest {
-                        language: "lua",
-                        source: "return x + 1",
-                        entry: None,
-                        args: json!({"x": 41}),
-                        imports: None,
-                        builtins: None,
-                        limits: &short,
+                        limits,
                     };
                     assert_eq!(sandboxes.run(req).await.unwrap(), json!(42));
                 }
                 start.elapsed()
             })
-        })
+        };
+    let short = CodeLimits {
+        time_ms: weft_code::INLINE_MAX_MS,
+        ..CodeLimits::default()
+    };
+    g.bench_function("lua_in_process", |b| {
+        b.iter_custom(|n| per_call("lua", "return x + 1", &limits, n))
     });
-    g.bench_function("python_worker_process_in_task", |b| {
-        b.iter_custom(|n| in_task("python", "x + 1", n))
+    g.bench_function("lua_in_process_short_time_limit", |b| {
+        b.iter_custom(|n| per_call("lua", "return x + 1", &short, n))
+    });
+    g.bench_function("python_worker_process", |b| {
+        b.iter_custom(|n| per_call("python", "x + 1", &limits, n))
     });
     let lua = weft_code::LuaPool::default();
     let args = json!({"x": 41});
@@ -105,9 +75,6 @@ fn benches(c: &mut Criterion) {
                 json!(42)
             )
         })
-    });
-    g.bench_function("python_worker_process_block_on_each", |b| {
-        b.iter(|| call("python", "x + 1"))
     });
 
     let compiled = MontyRun::new(
