@@ -103,6 +103,15 @@ pub(crate) fn approval(cx: &Cx<'_>, a: &ApprovalSpec) -> Exec {
     }]))
 }
 
+/// Names for an error message: `a, b`, or `none`.
+fn listed(names: Vec<String>) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
 fn native_outcome(n: NativeOutput) -> Outcome {
     Outcome {
         exit: n.exit.map(|x| Arc::from(x.as_str())),
@@ -118,17 +127,13 @@ pub(crate) async fn code(cx: &Cx<'_>, spec: &CodeSpec) -> Exec {
         .iter()
         .find(|r| r.languages().iter().any(|l| l == &spec.language))
         .ok_or_else(|| {
-            let available: Vec<String> = engine.code.iter().flat_map(|r| r.languages()).collect();
+            let languages = engine.code.iter().flat_map(|r| r.languages()).collect();
             BlockError::new(
                 ErrorKind::Config,
                 format!(
                     "no sandbox for `{}` code is configured in this engine (available: {})",
                     spec.language,
-                    if available.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        available.join(", ")
-                    }
+                    listed(languages)
                 ),
             )
         })?;
@@ -175,18 +180,14 @@ pub(crate) async fn handler(cx: &Cx<'_>, spec: &HandlerSpec) -> Exec {
 pub(crate) async fn action(cx: &Cx<'_>, spec: &ActionSpec) -> Exec {
     let engine = &cx.run.engine;
     let f = engine.actions.get(&spec.uses).ok_or_else(|| {
-        let mut known: Vec<&str> = engine.actions.keys().map(String::as_str).collect();
+        let mut known: Vec<String> = engine.actions.keys().cloned().collect();
         known.sort_unstable();
         BlockError::new(
             ErrorKind::Config,
             format!(
                 "no action named `{}` is available (available: {})",
                 spec.uses,
-                if known.is_empty() {
-                    "none".to_owned()
-                } else {
-                    known.join(", ")
-                }
+                listed(known)
             ),
         )
     })?;
