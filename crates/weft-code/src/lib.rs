@@ -13,6 +13,7 @@
 //! limit ends the block with a clean error (kind `timeout`, or `code` with the limit in
 //! its detail). Must not depend on the engine or any dialect.
 
+mod confine;
 mod lua;
 mod policy;
 mod pool;

@@ -55,12 +55,46 @@ fn answer(req: &Request, compiled: &mut Compiled) -> Response {
     Response { id: req.id, result }
 }
 
-/// Serves requests until stdin closes. Returns the process exit code.
+/// Moves the protocol off fds 0 and 1 (which then read and write `/dev/null`), so that
+/// nothing an interpreter or library reads or prints can touch it.
+fn protocol_channel() -> std::io::Result<(std::fs::File, std::fs::File)> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain descriptor calls on descriptors this process owns; each new
+    // descriptor is wrapped in exactly one `File`, which closes it.
+    unsafe {
+        let input = libc::dup(0);
+        let output = libc::dup(1);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if input < 0 || output < 0 || null < 0 || libc::dup2(null, 0) < 0 || libc::dup2(null, 1) < 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        libc::close(null);
+        Ok((
+            std::fs::File::from_raw_fd(input),
+            std::fs::File::from_raw_fd(output),
+        ))
+    }
+}
+
+/// Serves requests until its input closes. Returns the process exit code.
+///
+/// The worker fails closed: if it cannot confine itself it serves nothing, and the
+/// engine reports why (the message goes to stderr, which the pool reads).
 pub fn worker_main() -> i32 {
-    let stdin = std::io::stdin();
-    let mut stdout = std::io::stdout().lock();
+    let (input, mut stdout) = match protocol_channel() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("weft sandbox worker: cannot set up its channel: {e}");
+            return 1;
+        }
+    };
+    if let Err(e) = crate::confine::confine() {
+        eprintln!("weft sandbox worker: {e}");
+        return 1;
+    }
     let mut compiled = Compiled::default();
-    for line in stdin.lock().lines() {
+    for line in std::io::BufReader::new(input).lines() {
         let Ok(line) = line else { return 1 };
         let response = match serde_json::from_str::<Request>(&line) {
             Ok(req) => answer(&req, &mut compiled),

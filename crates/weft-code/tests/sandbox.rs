@@ -557,3 +557,37 @@ async fn spec_001_allowed_imports_are_the_only_importable_modules() {
         e.message
     );
 }
+
+#[test]
+fn worker_processes_run_under_seccomp() {
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_weft-sandbox-worker"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let req = json!({"id": 1, "language": "python", "source": "1 + 1", "entry": null, "args": {}, "limits": limits()});
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{req}").unwrap();
+    let mut answer = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut answer)
+        .unwrap();
+    assert!(answer.contains("\"Ok\":2"), "{answer}");
+    // The worker answered, so it confined itself first: the kernel says so.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    assert!(
+        status
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Seccomp:", "2"]),
+        "{status}"
+    );
+    assert!(
+        status
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Seccomp_filters:", "2"]),
+        "{status}"
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
