@@ -1,9 +1,9 @@
 //! OS-level confinement of a sandbox worker, applied once it has started: a seccomp
-//! filter makes every syscall that starts a process, opens a socket, writes to the file
-//! system or escapes into another namespace fail with `EPERM`. The interpreters already
-//! refuse such calls; this is the layer beneath them, so a bug in an interpreter still
-//! cannot reach the host. Reading files stays possible (the worker reads its own
-//! `/proc/self/statm`), and the worker's environment is empty.
+//! filter makes every syscall that opens a file, starts a process, opens a socket,
+//! changes the file system or escapes into another namespace fail with `EPERM`. The
+//! interpreters already refuse such calls; this is the layer beneath them, so a bug in
+//! an interpreter still cannot reach the host. What a worker needs after start-up it
+//! opened before (its protocol descriptors, `/proc/self/statm`).
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 const DENIED: &[libc::c_long] = &[
     libc::SYS_execve,
     libc::SYS_execveat,
-    libc::SYS_fork,
-    libc::SYS_vfork,
+    libc::SYS_openat,
+    libc::SYS_openat2,
+    libc::SYS_open_by_handle_at,
     libc::SYS_socket,
     libc::SYS_socketpair,
     libc::SYS_connect,
@@ -27,24 +28,14 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_ptrace,
     libc::SYS_process_vm_readv,
     libc::SYS_process_vm_writev,
-    libc::SYS_creat,
-    libc::SYS_unlink,
     libc::SYS_unlinkat,
-    libc::SYS_rename,
     libc::SYS_renameat,
     libc::SYS_renameat2,
-    libc::SYS_mkdir,
     libc::SYS_mkdirat,
-    libc::SYS_rmdir,
-    libc::SYS_link,
     libc::SYS_linkat,
-    libc::SYS_symlink,
     libc::SYS_symlinkat,
-    libc::SYS_chmod,
     libc::SYS_fchmodat,
-    libc::SYS_chown,
     libc::SYS_fchownat,
-    libc::SYS_lchown,
     libc::SYS_truncate,
     libc::SYS_mount,
     libc::SYS_umount2,
@@ -59,76 +50,71 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_reboot,
 ];
 
-fn masked(arg: u8, bit: u64) -> Result<SeccompRule, seccompiler::BackendError> {
-    SeccompRule::new(vec![SeccompCondition::new(
-        arg,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::MaskedEq(bit),
-        bit,
-    )?])
+/// The older spellings x86-64 still has (other architectures only have the `*at` forms).
+#[cfg(target_arch = "x86_64")]
+const DENIED_LEGACY: &[libc::c_long] = &[
+    libc::SYS_open,
+    libc::SYS_creat,
+    libc::SYS_fork,
+    libc::SYS_vfork,
+    libc::SYS_unlink,
+    libc::SYS_rename,
+    libc::SYS_mkdir,
+    libc::SYS_rmdir,
+    libc::SYS_link,
+    libc::SYS_symlink,
+    libc::SYS_chmod,
+    libc::SYS_chown,
+    libc::SYS_lchown,
+];
+#[cfg(not(target_arch = "x86_64"))]
+const DENIED_LEGACY: &[libc::c_long] = &[];
+
+fn build_error(e: &dyn std::fmt::Display) -> String {
+    format!("cannot build the sandbox filter: {e}")
 }
 
-fn filter() -> Result<BpfProgram, String> {
-    let err = |e: &dyn std::fmt::Display| format!("cannot build the sandbox filter: {e}");
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
-        DENIED.iter().map(|s| (*s, Vec::new())).collect();
-    // Opening for writing, creating or truncating (any one of the flag bits).
-    let write_bits = [libc::O_WRONLY, libc::O_RDWR, libc::O_CREAT, libc::O_TRUNC].map(|b| b as u64);
-    let open_rules = |arg: u8| -> Result<Vec<SeccompRule>, String> {
-        write_bits
-            .iter()
-            .map(|b| masked(arg, *b).map_err(|e| err(&e)))
-            .collect()
-    };
-    rules.insert(libc::SYS_open, open_rules(1)?);
-    rules.insert(libc::SYS_openat, open_rules(2)?);
-    // A new process through clone (threads pass CLONE_THREAD; processes do not).
-    rules.insert(
-        libc::SYS_clone,
-        vec![
-            SeccompRule::new(vec![
-                SeccompCondition::new(
-                    0,
-                    SeccompCmpArgLen::Qword,
-                    SeccompCmpOp::MaskedEq(libc::CLONE_THREAD as u64),
-                    0,
-                )
-                .map_err(|e| err(&e))?,
-            ])
-            .map_err(|e| err(&e))?,
-        ],
-    );
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| err(&e))?;
-    let f = SeccompFilter::new(
+fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgram, String> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| build_error(&e))?;
+    let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
+        SeccompAction::Errno(errno as u32),
         arch,
     )
-    .map_err(|e| err(&e))?;
-    BpfProgram::try_from(f).map_err(|e| err(&e))
+    .map_err(|e| build_error(&e))?;
+    BpfProgram::try_from(filter).map_err(|e| build_error(&e))
+}
+
+fn main_filter() -> Result<BpfProgram, String> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED
+        .iter()
+        .chain(DENIED_LEGACY)
+        .map(|s| (*s, Vec::new()))
+        .collect();
+    // A new process through clone (threads pass CLONE_THREAD; processes do not).
+    let process = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Qword,
+        SeccompCmpOp::MaskedEq(libc::CLONE_THREAD as u64),
+        0,
+    )
+    .and_then(|c| SeccompRule::new(vec![c]))
+    .map_err(|e| build_error(&e))?;
+    rules.insert(libc::SYS_clone, vec![process]);
+    compile(rules, libc::EPERM)
 }
 
 /// `clone3` passes its flags in memory a filter cannot read, so it is refused as
 /// unsupported (`ENOSYS`): the C library then falls back to `clone`, whose flags the
 /// main filter checks.
 fn clone3_filter() -> Result<BpfProgram, String> {
-    let err = |e: &dyn std::fmt::Display| format!("cannot build the sandbox filter: {e}");
-    let rules: BTreeMap<i64, Vec<SeccompRule>> = [(libc::SYS_clone3, Vec::new())].into();
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| err(&e))?;
-    let f = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        arch,
-    )
-    .map_err(|e| err(&e))?;
-    BpfProgram::try_from(f).map_err(|e| err(&e))
+    compile([(libc::SYS_clone3, Vec::new())].into(), libc::ENOSYS)
 }
 
 /// Confines the calling thread and every process or thread it starts from now on.
 pub fn confine() -> Result<(), String> {
-    for program in [filter()?, clone3_filter()?] {
+    for program in [main_filter()?, clone3_filter()?] {
         seccompiler::apply_filter(&program)
             .map_err(|e| format!("cannot apply the sandbox filter: {e}"))?;
     }
@@ -138,13 +124,14 @@ pub fn confine() -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
+    use std::io::{Read, Seek};
 
     #[test]
-    fn a_confined_thread_cannot_start_processes_open_sockets_or_write_files() {
-        let dir = std::env::temp_dir();
-        let target = dir.join(format!("weft-confine-{}", std::process::id()));
+    fn a_confined_thread_cannot_start_processes_open_sockets_or_files() {
+        let target = std::env::temp_dir().join(format!("weft-confine-{}", std::process::id()));
         let probe = target.clone();
+        // A descriptor opened before confinement stays usable.
+        let mut opened = std::fs::File::open("/proc/self/statm").unwrap();
         // seccomp applies to the thread that installs it (and its children), so the
         // rest of the test process is unaffected.
         let results = std::thread::spawn(move || {
@@ -152,16 +139,17 @@ mod tests {
             let exec = std::process::Command::new("/bin/true").status().is_err();
             let socket = std::net::TcpListener::bind("127.0.0.1:0").is_err();
             let write = std::fs::File::create(&probe).is_err();
-            let mut statm = String::new();
-            let read = std::fs::File::open("/proc/self/statm")
-                .and_then(|mut f| f.read_to_string(&mut statm))
-                .is_ok();
+            let read = std::fs::File::open("/etc/hostname").is_err();
+            let mut text = String::new();
+            let kept = opened.rewind().is_ok()
+                && opened.read_to_string(&mut text).is_ok()
+                && !text.is_empty();
             let thread = std::thread::spawn(|| 7).join().ok();
-            (exec, socket, write, read, thread)
+            (exec, socket, write, read, kept, thread)
         })
         .join()
         .unwrap();
-        assert_eq!(results, (true, true, true, true, Some(7)));
+        assert_eq!(results, (true, true, true, true, true, Some(7)));
         assert!(!target.exists());
     }
 }

@@ -7,10 +7,26 @@ use crate::protocol::{Failure, FailureKind, Request, Response};
 use crate::python::Compiled;
 use std::io::{BufRead, Write};
 
+/// `/proc/self/statm`, opened before the worker confines itself (it may open nothing
+/// afterwards) and re-read from the start each time.
+static STATM: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+
+fn read_statm() -> String {
+    use std::io::{Read, Seek};
+    let mut text = String::new();
+    if let Some(Some(f)) = STATM.get() {
+        let mut f: &std::fs::File = f;
+        if f.rewind().is_ok() {
+            let _ = f.read_to_string(&mut text);
+        }
+    }
+    text
+}
+
 /// Caps the address space at the current size plus `extra` bytes (soft limit only, so
 /// the next request may raise it again).
 fn limit_memory(extra: u64) {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let statm = read_statm();
     let pages: u64 = statm
         .split_whitespace()
         .next()
@@ -89,6 +105,7 @@ pub fn worker_main() -> i32 {
             return 1;
         }
     };
+    STATM.get_or_init(|| std::fs::File::open("/proc/self/statm").ok());
     if let Err(e) = crate::confine::confine() {
         eprintln!("weft sandbox worker: {e}");
         return 1;
