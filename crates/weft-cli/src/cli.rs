@@ -123,7 +123,11 @@ pub enum Command {
     Schema,
     /// Serve sandboxed code on stdin/stdout (started by Weft itself, not by people).
     #[command(hide = true, name = "sandbox-worker")]
-    SandboxWorker,
+    SandboxWorker {
+        /// Serve Prolog instead of Python.
+        #[arg(long)]
+        prolog: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]

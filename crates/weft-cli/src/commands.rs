@@ -68,7 +68,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
                 json!({"decision": if reject { "reject" } else { "approve" }, "note": note});
             approve(&id, step.as_deref(), answer, &db, &out).await
         }
-        Command::SandboxWorker => unreachable!("handled before the runtime starts"),
+        Command::SandboxWorker { .. } => unreachable!("handled before the runtime starts"),
         Command::Schema => {
             println!(
                 "{}",

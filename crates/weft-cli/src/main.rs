@@ -25,9 +25,14 @@ pub mod exit {
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
-    if let cli::Command::SandboxWorker = args.command {
+    if let cli::Command::SandboxWorker { prolog } = args.command {
         // No async runtime and nothing else: the worker only runs sandboxed code.
-        return ExitCode::from(u8::try_from(weft_code::worker_main()).unwrap_or(1));
+        let kind = if prolog {
+            weft_code::WorkerKind::Prolog
+        } else {
+            weft_code::WorkerKind::Python
+        };
+        return ExitCode::from(u8::try_from(weft_code::worker_main(kind)).unwrap_or(1));
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

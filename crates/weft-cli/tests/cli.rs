@@ -75,6 +75,7 @@ fn every_example_runs_offline() {
         ("refine-loop.yaml", 0),
         ("support-graph.yaml", 0),
         ("code-blocks.yaml", 0),
+        ("prolog-rules.yaml", 0),
         ("release-approval.yaml", 3),
     ] {
         let o = env.weft(&["run", &example(file), "--json", "-q"]);
@@ -347,6 +348,7 @@ fn validate_graph_and_convert_agree_with_run() {
         "refine-loop.yaml",
         "support-graph.yaml",
         "code-blocks.yaml",
+        "prolog-rules.yaml",
     ] {
         let converted = env.path(&format!("converted-{file}"));
         let o = env.weft(&[

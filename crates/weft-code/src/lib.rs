@@ -17,6 +17,8 @@ mod confine;
 mod lua;
 mod policy;
 mod pool;
+#[cfg(feature = "prolog")]
+mod prolog;
 pub mod protocol;
 mod python;
 mod worker;
@@ -31,7 +33,7 @@ use weft_core::{BlockError, ErrorKind};
 pub use lua::LuaPool;
 pub use pool::{Pool, WorkerCommand};
 pub use python::Compiled as PythonInterpreter;
-pub use worker::worker_main;
+pub use worker::{WorkerKind, worker_main};
 
 /// Refuses a result whose JSON is longer than `limit` bytes, without building it whole.
 pub(crate) fn check_output(v: Value, limit: u64) -> Result<Value, Failure> {
@@ -64,10 +66,25 @@ pub(crate) fn check_output(v: Value, limit: u64) -> Result<Value, Failure> {
 /// hand-off (1.7 µs instead of about 28 µs a call).
 pub const INLINE_MAX_MS: u64 = 20;
 
+fn worker_request(req: &CodeRequest<'_>) -> Request {
+    Request {
+        id: 0,
+        language: req.language.to_owned(),
+        source: req.source.to_owned(),
+        entry: req.entry.map(str::to_owned),
+        args: req.args.clone(),
+        imports: req.imports.map(<[String]>::to_vec),
+        builtins: req.builtins.map(<[String]>::to_vec),
+        limits: req.limits.clone(),
+    }
+}
+
 /// The sandboxes, as one `CodeRunner`.
 pub struct Sandboxes {
     lua: Arc<LuaPool>,
     python: Arc<Pool>,
+    #[cfg(feature = "prolog")]
+    prolog: Arc<Pool>,
 }
 
 impl Sandboxes {
@@ -75,6 +92,19 @@ impl Sandboxes {
     pub fn new(worker: WorkerCommand, python_workers: usize) -> Sandboxes {
         Sandboxes {
             lua: Arc::new(LuaPool::default()),
+            #[cfg(feature = "prolog")]
+            prolog: Pool::new(
+                WorkerCommand {
+                    program: worker.program.clone(),
+                    args: worker
+                        .args
+                        .iter()
+                        .cloned()
+                        .chain(["--prolog".to_owned()])
+                        .collect(),
+                },
+                python_workers,
+            ),
             python: Pool::new(worker, python_workers),
         }
     }
@@ -83,7 +113,11 @@ impl Sandboxes {
 #[async_trait]
 impl CodeRunner for Sandboxes {
     fn languages(&self) -> Vec<String> {
-        vec!["python".into(), "lua".into()]
+        let mut languages = vec!["python".to_owned(), "lua".to_owned()];
+        if cfg!(feature = "prolog") {
+            languages.push("prolog".to_owned());
+        }
+        languages
     }
 
     fn check(&self, language: &str, source: &str) -> Result<(), BlockError> {
@@ -128,16 +162,13 @@ impl CodeRunner for Sandboxes {
             }
             "python" => self
                 .python
-                .call(Request {
-                    id: 0,
-                    language: "python".into(),
-                    source: req.source.to_owned(),
-                    entry: req.entry.map(str::to_owned),
-                    args: req.args,
-                    imports: req.imports.map(<[String]>::to_vec),
-                    builtins: req.builtins.map(<[String]>::to_vec),
-                    limits: req.limits.clone(),
-                })
+                .call(worker_request(&req))
+                .await
+                .map_err(BlockError::from),
+            #[cfg(feature = "prolog")]
+            "prolog" => self
+                .prolog
+                .call(worker_request(&req))
                 .await
                 .map_err(BlockError::from),
             other => Err(BlockError::new(

@@ -23,6 +23,9 @@ pub struct WorkerCommand {
     pub args: Vec<String>,
 }
 
+/// How long a new worker may take to set itself up.
+const STARTUP: Duration = Duration::from_secs(60);
+
 /// Extra time past the code's own limit before the worker is killed.
 const GRACE: Duration = Duration::from_millis(500);
 
@@ -51,7 +54,7 @@ impl Pool {
         })
     }
 
-    fn spawn(&self) -> Result<Worker, Failure> {
+    async fn spawn(&self) -> Result<Worker, Failure> {
         let mut child = Command::new(&self.command.program)
             .args(&self.command.args)
             .stdin(Stdio::piped())
@@ -77,11 +80,28 @@ impl Pool {
             .stdout
             .take()
             .ok_or_else(|| Failure::new(FailureKind::Crash, "no worker stdout"))?;
-        Ok(Worker {
+        let mut worker = Worker {
             child,
             stdin,
             stdout: BufReader::new(stdout),
-        })
+        };
+        // Wait for the worker to be set up (the Prolog machine takes a while to start)
+        // before any block's clock starts.
+        let mut line = String::new();
+        match tokio::time::timeout(STARTUP, worker.stdout.read_line(&mut line)).await {
+            Ok(Ok(n)) if n > 0 && line.trim() == crate::worker::READY => Ok(worker),
+            Ok(_) => Err(died(worker).await),
+            Err(_) => {
+                let _ = worker.child.kill().await;
+                Err(Failure::new(
+                    FailureKind::Crash,
+                    format!(
+                        "the sandbox worker did not start within {} s",
+                        STARTUP.as_secs()
+                    ),
+                ))
+            }
+        }
     }
 
     /// Runs `req` in a worker.
@@ -94,7 +114,7 @@ impl Pool {
         let reused = self.idle.lock().expect("pool lock").pop();
         let mut worker = match reused {
             Some(w) => w,
-            None => self.spawn()?,
+            None => self.spawn().await?,
         };
         req.id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let deadline = Duration::from_millis(req.limits.time_ms) + GRACE;
@@ -111,7 +131,11 @@ impl Pool {
         };
         match tokio::time::timeout(deadline, exchange).await {
             Ok(Ok(resp)) if resp.id == req.id => {
-                self.idle.lock().expect("pool lock").push(worker);
+                if resp.retiring {
+                    let _ = worker.child.wait().await;
+                } else {
+                    self.idle.lock().expect("pool lock").push(worker);
+                }
                 resp.result
             }
             Ok(Ok(_)) => Err(Failure::new(

@@ -108,4 +108,7 @@ pub struct Response {
     pub id: u64,
     /// The value, or why there is none.
     pub result: Result<Value, Failure>,
+    /// The worker exits after this answer (an interpreter failed inside); do not reuse it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retiring: bool,
 }

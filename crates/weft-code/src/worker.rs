@@ -57,18 +57,56 @@ fn limit_memory(extra: u64) {
     unsafe { libc::setrlimit(libc::RLIMIT_AS, &new) };
 }
 
-fn answer(req: &Request, compiled: &mut Compiled) -> Response {
-    let result = if req.language == "python" {
-        limit_memory(req.limits.memory_bytes);
-        compiled.run(req)
-    } else {
-        Err(Failure::new(
+/// The line a worker writes once it is set up and confined.
+pub(crate) const READY: &str = r#"{"ready":true}"#;
+
+/// What a worker serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerKind {
+    /// Python (monty).
+    Python,
+    /// Prolog (scryer), whose machine starts before the worker confines itself.
+    Prolog,
+}
+
+/// The interpreters one worker holds.
+struct Interpreters {
+    python: Compiled,
+    #[cfg(feature = "prolog")]
+    prolog: Option<crate::prolog::Prolog>,
+    /// Set after a panic inside an interpreter: answer, then exit and be replaced.
+    poisoned: bool,
+}
+
+fn answer(req: &Request, it: &mut Interpreters) -> Response {
+    limit_memory(req.limits.memory_bytes);
+    let result = match req.language.as_str() {
+        "python" => it.python.run(req),
+        #[cfg(feature = "prolog")]
+        "prolog" if it.prolog.is_some() => {
+            let machine = it.prolog.as_mut().expect("checked above");
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| machine.run(req))) {
+                Ok(r) => r,
+                Err(_) => {
+                    it.poisoned = true;
+                    Err(Failure::new(
+                        FailureKind::Crash,
+                        "the Prolog engine failed on this code",
+                    ))
+                }
+            }
+        }
+        other => Err(Failure::new(
             FailureKind::Code,
-            format!("this worker does not run `{}`", req.language),
-        ))
+            format!("this worker does not run `{other}`"),
+        )),
     };
     let result = result.and_then(|v| crate::check_output(v, req.limits.output_bytes));
-    Response { id: req.id, result }
+    Response {
+        id: req.id,
+        result,
+        retiring: it.poisoned,
+    }
 }
 
 /// Moves the protocol off fds 0 and 1 (which then read and write `/dev/null`), so that
@@ -97,7 +135,7 @@ fn protocol_channel() -> std::io::Result<(std::fs::File, std::fs::File)> {
 ///
 /// The worker fails closed: if it cannot confine itself it serves nothing, and the
 /// engine reports why (the message goes to stderr, which the pool reads).
-pub fn worker_main() -> i32 {
+pub fn worker_main(kind: WorkerKind) -> i32 {
     let (input, mut stdout) = match protocol_channel() {
         Ok(c) => c,
         Err(e) => {
@@ -106,21 +144,36 @@ pub fn worker_main() -> i32 {
         }
     };
     STATM.get_or_init(|| std::fs::File::open("/proc/self/statm").ok());
+    let mut interpreters = Interpreters {
+        python: Compiled::default(),
+        #[cfg(feature = "prolog")]
+        prolog: (kind == WorkerKind::Prolog).then(crate::prolog::Prolog::start),
+        poisoned: false,
+    };
+    #[cfg(not(feature = "prolog"))]
+    let _ = kind;
+    // Tell the pool set-up is done, so start-up never counts against a block's deadline.
+    if writeln!(stdout, "{READY}")
+        .and_then(|_| stdout.flush())
+        .is_err()
+    {
+        return 1;
+    }
     if let Err(e) = crate::confine::confine() {
         eprintln!("weft sandbox worker: {e}");
         return 1;
     }
-    let mut compiled = Compiled::default();
     for line in std::io::BufReader::new(input).lines() {
         let Ok(line) = line else { return 1 };
         let response = match serde_json::from_str::<Request>(&line) {
-            Ok(req) => answer(&req, &mut compiled),
+            Ok(req) => answer(&req, &mut interpreters),
             Err(e) => Response {
                 id: 0,
                 result: Err(Failure::new(
                     FailureKind::Crash,
                     format!("unreadable request: {e}"),
                 )),
+                retiring: false,
             },
         };
         // Raise the limit again so that writing the answer cannot fail on memory.
@@ -133,6 +186,9 @@ pub fn worker_main() -> i32 {
             .is_err()
         {
             return 1;
+        }
+        if interpreters.poisoned {
+            return 2;
         }
     }
     0

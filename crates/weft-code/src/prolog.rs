@@ -1,0 +1,210 @@
+//! Prolog through scryer-prolog, with spec 004's contract: the block's arguments are
+//! facts (`state(Key, Value)` for every key of `state`, likewise `variables/2`, ...), and
+//! the code writes results with `return(Key, Value)`; the result is the object of all
+//! returned pairs. The source is one goal, e.g. `state(value, V), V2 is V * 2,
+//! return(result, V2).`
+//!
+//! Runs only in a Prolog worker process, which starts its machine before it confines
+//! itself (scryer loads its libraries then) and retires after any panic inside scryer.
+
+use crate::protocol::{Failure, FailureKind, Request};
+use scryer_prolog::{LeafAnswer, Machine, MachineBuilder, StreamConfig, Term};
+use serde_json::{Map, Number, Value};
+
+/// A scryer machine, started once per worker.
+pub struct Prolog {
+    machine: Machine,
+}
+
+fn quote_atom(s: &str) -> String {
+    format!(
+        "'{}'",
+        s.replace('\\', "\\\\")
+            .replace('\'', "\\'")
+            .replace('\n', "\\n")
+    )
+}
+
+fn quote_string(s: &str) -> String {
+    format!(
+        "\"{}\"",
+        s.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    )
+}
+
+/// Writes a JSON value as a Prolog term: objects become lists of `Key-Value` pairs.
+fn term_text(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => i.to_string(),
+            (None, Some(f)) if f.is_finite() => format!("{f:?}"),
+            _ => "nan".into(),
+        },
+        Value::String(s) => quote_string(s),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(term_text).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(m) => format!(
+            "[{}]",
+            m.iter()
+                .map(|(k, v)| format!("{}-{}", quote_atom(k), term_text(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn is_plain_atom(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn to_json(t: Term) -> Value {
+    match t {
+        Term::Integer(i) => i
+            .to_string()
+            .parse::<i64>()
+            .map(Value::from)
+            .unwrap_or_else(|_| Value::String(i.to_string())),
+        Term::Float(f) => Number::from_f64(f).map_or(Value::Null, Value::Number),
+        Term::Atom(a) => match a.as_str() {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            "null" => Value::Null,
+            "[]" => Value::Array(Vec::new()),
+            _ => Value::String(a),
+        },
+        Term::String(s) => Value::String(s),
+        Term::List(items) => {
+            let pairs = !items.is_empty()
+                && items.iter().all(|i| matches!(i, Term::Compound(f, args) if f == "-" && args.len() == 2 && matches!(args[0], Term::Atom(_))));
+            if pairs {
+                let mut m = Map::new();
+                for item in items {
+                    if let Term::Compound(_, mut args) = item {
+                        let v = args.pop().map(to_json).unwrap_or(Value::Null);
+                        if let Some(Term::Atom(k)) = args.pop() {
+                            m.insert(k, v);
+                        }
+                    }
+                }
+                Value::Object(m)
+            } else {
+                Value::Array(items.into_iter().map(to_json).collect())
+            }
+        }
+        Term::Var(_) => Value::Null,
+        other => Value::String(format!("{other:?}")),
+    }
+}
+
+/// Writes a term as Prolog would print it, for error messages.
+fn written(t: &Term) -> String {
+    match t {
+        Term::Integer(i) => i.to_string(),
+        Term::Float(f) => f.to_string(),
+        Term::Atom(a) => a.clone(),
+        Term::String(s) => format!("{s:?}"),
+        Term::List(items) => format!(
+            "[{}]",
+            items.iter().map(written).collect::<Vec<_>>().join(", ")
+        ),
+        Term::Compound(f, args) => format!(
+            "{f}({})",
+            args.iter().map(written).collect::<Vec<_>>().join(", ")
+        ),
+        Term::Var(v) => v.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The interesting part of an error term: `error(Formal, Context)` -> `Formal`.
+fn describe(t: &Term) -> String {
+    match t {
+        Term::Compound(f, args) if f == "error" && !args.is_empty() => written(&args[0]),
+        other => written(other),
+    }
+}
+
+impl Prolog {
+    /// Starts a machine with output kept in memory (never on the worker's stdout).
+    pub fn start() -> Prolog {
+        Prolog {
+            machine: MachineBuilder::new()
+                .with_streams(StreamConfig::in_memory())
+                .build(),
+        }
+    }
+
+    /// Runs the request's goal with its arguments as facts.
+    pub fn run(&mut self, req: &Request) -> Result<Value, Failure> {
+        let mut program = String::from(
+            ":- use_module(library(lists)).\n:- use_module(library(between)).\n:- dynamic('$weft_return'/2).\n",
+        );
+        if let Value::Object(args) = &req.args {
+            for (name, value) in args.iter().filter(|(n, _)| is_plain_atom(n)) {
+                match value {
+                    Value::Object(m) => {
+                        for (k, v) in m {
+                            program.push_str(&format!(
+                                "{name}({}, {}).\n",
+                                quote_atom(k),
+                                term_text(v)
+                            ));
+                        }
+                    }
+                    other => program.push_str(&format!("{name}({}).\n", term_text(other))),
+                }
+            }
+        }
+        let goal = req.source.trim().trim_end_matches('.').trim();
+        program.push_str("return(K, V) :- assertz('$weft_return'(K, V)).\n");
+        program.push_str(&format!("weft_main :- (\n{goal}\n).\n"));
+        // Last: present only if everything before it loaded.
+        program.push_str("weft_loaded.\n");
+        // Empty the module first, so a program that fails to load never leaves the
+        // previous block's code in place to run.
+        self.machine
+            .consult_module_string("weft_block", ":- dynamic(weft_loaded/0).\n");
+        self.machine.consult_module_string("weft_block", program);
+        let loaded = matches!(
+            self.machine.run_query("weft_loaded.").next(),
+            Some(Ok(LeafAnswer::True | LeafAnswer::LeafAnswer { .. }))
+        );
+        if !loaded {
+            return Err(Failure::new(
+                FailureKind::Code,
+                "the Prolog code does not load (check its syntax: one goal, ending in a full stop)",
+            ));
+        }
+        let query = "retractall('$weft_return'(_, _)), weft_main, findall(K-V, '$weft_return'(K, V), WeftResults).";
+        let first = self.machine.run_query(query).next();
+        match first {
+            Some(Ok(LeafAnswer::LeafAnswer { mut bindings, .. })) => Ok(bindings
+                .remove("WeftResults")
+                .map(to_json)
+                .map(|v| {
+                    if v == Value::Array(Vec::new()) {
+                        Value::Object(Map::new())
+                    } else {
+                        v
+                    }
+                })
+                .unwrap_or(Value::Null)),
+            Some(Ok(LeafAnswer::True)) => Ok(Value::Object(Map::new())),
+            Some(Ok(LeafAnswer::False)) | None => {
+                Err(Failure::new(FailureKind::Code, "the Prolog goal failed"))
+            }
+            Some(Ok(LeafAnswer::Exception(t))) | Some(Err(t)) => Err(Failure::new(
+                FailureKind::Code,
+                format!("Prolog error: {}", describe(&t)),
+            )),
+        }
+    }
+}
