@@ -34,8 +34,13 @@ fn benches(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1));
 
     // As the engine calls it: from inside a running task, so no runtime entry per call.
+    // Each language's own way of saying "x + 1" for x = 41.
     let per_call =
         |language: &'static str, source: &'static str, limits: &CodeLimits, iters: u64| {
+            let (args, expected) = match language {
+                "prolog" => (json!({"state": {"x": 41}}), json!({"y": 42})),
+                _ => (json!({"x": 41}), json!(42)),
+            };
             rt.block_on(async {
                 let start = std::time::Instant::now();
                 for _ in 0..iters {
@@ -43,12 +48,12 @@ fn benches(c: &mut Criterion) {
                         language,
                         source,
                         entry: None,
-                        args: json!({"x": 41}),
+                        args: args.clone(),
                         imports: None,
                         builtins: None,
                         limits,
                     };
-                    assert_eq!(sandboxes.run(req).await.unwrap(), json!(42));
+                    assert_eq!(sandboxes.run(req).await.unwrap(), expected);
                 }
                 start.elapsed()
             })
@@ -62,6 +67,16 @@ fn benches(c: &mut Criterion) {
     });
     g.bench_function("lua_in_process_short_time_limit", |b| {
         b.iter_custom(|n| per_call("lua", "return x + 1", &short, n))
+    });
+    g.bench_function("prolog_worker_process", |b| {
+        b.iter_custom(|n| {
+            per_call(
+                "prolog",
+                "state(x, X), Y is X + 1, return(y, Y).",
+                &limits,
+                n,
+            )
+        })
     });
     g.bench_function("python_worker_process", |b| {
         b.iter_custom(|n| per_call("python", "x + 1", &limits, n))
