@@ -16,22 +16,21 @@ pub struct Prolog {
     machine: Machine,
 }
 
+/// `s` between `quote`s, with the backslash, the quote and newlines escaped.
+fn quoted(s: &str, quote: char) -> String {
+    let escaped = s
+        .replace('\\', "\\\\")
+        .replace(quote, &format!("\\{quote}"))
+        .replace('\n', "\\n");
+    format!("{quote}{escaped}{quote}")
+}
+
 fn quote_atom(s: &str) -> String {
-    format!(
-        "'{}'",
-        s.replace('\\', "\\\\")
-            .replace('\'', "\\'")
-            .replace('\n', "\\n")
-    )
+    quoted(s, '\'')
 }
 
 fn quote_string(s: &str) -> String {
-    format!(
-        "\"{}\"",
-        s.replace('\\', "\\\\")
-            .replace('"', "\\\"")
-            .replace('\n', "\\n")
-    )
+    quoted(s, '"')
 }
 
 /// Writes a JSON value as a Prolog term: objects become lists of `Key-Value` pairs.

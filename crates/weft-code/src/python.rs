@@ -155,27 +155,23 @@ fn inputs(req: &Request) -> Vec<MontyObject> {
 
 impl Compiled {
     fn get(&mut self, req: &Request) -> Result<&MontyRun, Failure> {
+        let code = program(req);
+        let names = input_names(req);
         let key = format!(
-            "{}\u{0}{}\u{0}{:?}\u{0}{:?}",
-            program(req),
-            input_names(req).join(","),
+            "{code}\u{0}{}\u{0}{:?}\u{0}{:?}",
+            names.join(","),
             req.imports,
             req.builtins
         );
         if !self.cache.contains_key(&key) {
             crate::policy::check(
                 &req.source,
-                &input_names(req),
+                &names,
                 req.imports.as_deref(),
                 req.builtins.as_deref(),
             )?;
-            let run = MontyRun::new(
-                program(req),
-                "block.py",
-                input_names(req),
-                CompileOptions::default(),
-            )
-            .map_err(|e| failure_of(&e))?;
+            let run = MontyRun::new(code, "block.py", names, CompileOptions::default())
+                .map_err(|e| failure_of(&e))?;
             // A long-lived worker must not grow without bound.
             if self.cache.len() >= 512 {
                 self.cache.clear();
