@@ -14,6 +14,7 @@
 //! its detail). Must not depend on the engine or any dialect.
 
 mod confine;
+mod lines;
 mod lua;
 mod policy;
 mod pool;
@@ -150,9 +151,17 @@ impl CodeRunner for Sandboxes {
                 };
                 // A busy script must not stall the runtime's other tasks. A block that
                 // declares a short time limit runs right here (the limit bounds how long
-                // this thread is held); any other moves to a blocking thread first.
+                // this thread is held). Any other runs on this thread too when the runtime
+                // can hand its other tasks to another thread meanwhile (`block_in_place`,
+                // which costs no thread wake-up on this path); else it moves to a blocking
+                // thread.
+                let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| {
+                    h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+                });
                 let result = if inline {
                     work()
+                } else if multi_thread {
+                    tokio::task::block_in_place(work)
                 } else {
                     tokio::task::spawn_blocking(work).await.map_err(|e| {
                         BlockError::new(ErrorKind::Code, format!("the Lua sandbox failed: {e}"))

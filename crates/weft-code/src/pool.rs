@@ -10,7 +10,9 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use crate::lines::{HOST_SPIN, LineBuffer};
+use std::os::fd::AsRawFd;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Semaphore;
 
@@ -32,7 +34,29 @@ const GRACE: Duration = Duration::from_millis(500);
 struct Worker {
     child: Child,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    stdout: ChildStdout,
+    lines: LineBuffer,
+}
+
+impl Worker {
+    /// The worker's next line: polled for `spin` first (a short block answers within
+    /// it, and the task never sleeps), then awaited.
+    async fn read_line(&mut self, spin: Duration) -> std::io::Result<Option<String>> {
+        if let Some(line) = self.lines.spin_for_line(self.stdout.as_raw_fd(), spin)? {
+            return Ok(line);
+        }
+        let mut chunk = vec![0u8; 16 * 1024];
+        loop {
+            if let Some(line) = self.lines.take_line()? {
+                return Ok(Some(line));
+            }
+            let n = self.stdout.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.lines.push(&chunk[..n]);
+        }
+    }
 }
 
 /// Worker processes shared by every run in the process.
@@ -80,16 +104,19 @@ impl Pool {
             .stdout
             .take()
             .ok_or_else(|| Failure::new(FailureKind::Crash, "no worker stdout"))?;
+        crate::lines::set_nonblocking(stdout.as_raw_fd()).map_err(|e| {
+            Failure::new(FailureKind::Crash, format!("cannot set up the worker pipe: {e}"))
+        })?;
         let mut worker = Worker {
             child,
             stdin,
-            stdout: BufReader::new(stdout),
+            stdout,
+            lines: LineBuffer::default(),
         };
         // Wait for the worker to be set up (the Prolog machine takes a while to start)
         // before any block's clock starts.
-        let mut line = String::new();
-        match tokio::time::timeout(STARTUP, worker.stdout.read_line(&mut line)).await {
-            Ok(Ok(n)) if n > 0 && line.trim() == crate::worker::READY => Ok(worker),
+        match tokio::time::timeout(STARTUP, worker.read_line(Duration::ZERO)).await {
+            Ok(Ok(Some(line))) if line.trim() == crate::worker::READY => Ok(worker),
             Ok(_) => Err(died(worker).await),
             Err(_) => {
                 let _ = worker.child.kill().await;
@@ -123,10 +150,9 @@ impl Pool {
             line.push('\n');
             worker.stdin.write_all(line.as_bytes()).await?;
             worker.stdin.flush().await?;
-            let mut answer = String::new();
-            if worker.stdout.read_line(&mut answer).await? == 0 {
+            let Some(answer) = worker.read_line(HOST_SPIN).await? else {
                 return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
-            }
+            };
             serde_json::from_str::<Response>(&answer).map_err(std::io::Error::other)
         };
         match tokio::time::timeout(deadline, exchange).await {

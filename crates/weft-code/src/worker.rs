@@ -5,7 +5,9 @@
 
 use crate::protocol::{Failure, FailureKind, Request, Response};
 use crate::python::Compiled;
-use std::io::{BufRead, Write};
+use crate::lines::{LineBuffer, WORKER_SPIN};
+use std::io::Write;
+use std::os::fd::{AsRawFd, RawFd};
 
 /// `/proc/self/statm`, opened before the worker confines itself (it may open nothing
 /// afterwards) and re-read from the start each time.
@@ -159,12 +161,22 @@ pub fn worker_main(kind: WorkerKind) -> i32 {
     {
         return 1;
     }
+    let input_fd = input.as_raw_fd();
+    if let Err(e) = crate::lines::set_nonblocking(input_fd) {
+        eprintln!("weft sandbox worker: cannot set up its channel: {e}");
+        return 1;
+    }
     if let Err(e) = crate::confine::confine() {
         eprintln!("weft sandbox worker: {e}");
         return 1;
     }
-    for line in std::io::BufReader::new(input).lines() {
-        let Ok(line) = line else { return 1 };
+    let mut requests = LineBuffer::default();
+    loop {
+        let line = match next_request(&mut requests, input_fd) {
+            Ok(Some(line)) => line,
+            Ok(None) => return 0,
+            Err(_) => return 1,
+        };
         let response = match serde_json::from_str::<Request>(&line) {
             Ok(req) => answer(&req, &mut interpreters),
             Err(e) => Response {
@@ -191,5 +203,14 @@ pub fn worker_main(kind: WorkerKind) -> i32 {
             return 2;
         }
     }
-    0
+}
+
+/// The next request line, or `None` once the engine closed the channel.
+fn next_request(requests: &mut LineBuffer, fd: RawFd) -> std::io::Result<Option<String>> {
+    loop {
+        if let Some(line) = requests.spin_for_line(fd, WORKER_SPIN)? {
+            return Ok(line);
+        }
+        crate::lines::wait_readable(fd)?;
+    }
 }
