@@ -22,6 +22,8 @@ mod pool;
 mod prolog;
 pub mod protocol;
 mod python;
+mod python_modules;
+mod url;
 mod worker;
 
 use async_trait::async_trait;

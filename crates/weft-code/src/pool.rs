@@ -4,14 +4,14 @@
 //! memory, stack overflow) and replaced on the next call. Weft itself never runs the
 //! interpreter, so nothing the code does can take it down.
 
+use crate::lines::{HOST_SPIN, LineBuffer};
 use crate::protocol::{Failure, FailureKind, Request, Response};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use crate::lines::{HOST_SPIN, LineBuffer};
-use std::os::fd::AsRawFd;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Semaphore;
@@ -105,7 +105,10 @@ impl Pool {
             .take()
             .ok_or_else(|| Failure::new(FailureKind::Crash, "no worker stdout"))?;
         crate::lines::set_nonblocking(stdout.as_raw_fd()).map_err(|e| {
-            Failure::new(FailureKind::Crash, format!("cannot set up the worker pipe: {e}"))
+            Failure::new(
+                FailureKind::Crash,
+                format!("cannot set up the worker pipe: {e}"),
+            )
         })?;
         let mut worker = Worker {
             child,

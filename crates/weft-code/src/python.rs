@@ -1,6 +1,8 @@
 //! Python through monty: compiles a code block once, runs it with monty's own time and
-//! recursion limits, refuses every call that would reach the host (files, `os`,
-//! external functions, unknown names), and converts values to and from JSON.
+//! recursion limits, answers the calls that are safe (the clock, and the modules Weft
+//! provides: see [`crate::python_modules`]), refuses every other call that would reach
+//! the host (files, `os`, other external functions, unknown names), and converts values
+//! to and from JSON.
 //!
 //! This runs inside a sandbox worker process (see [`crate::pool`]): an abort inside the
 //! interpreter (stack overflow, allocation failure) ends that worker, never Weft.
@@ -11,9 +13,10 @@ use monty_types::{
 };
 use serde_json::{Map, Number, Value};
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::protocol::{Failure, FailureKind, Request};
+use crate::python_modules::{self, HOST_FUNCTION};
 
 /// The name the arguments travel under into the wrapper call.
 const ARGS: &str = "__weft_args";
@@ -21,7 +24,14 @@ const ARGS: &str = "__weft_args";
 /// Compiled code blocks, by the text that was compiled.
 #[derive(Default)]
 pub struct Compiled {
-    cache: HashMap<String, MontyRun>,
+    cache: HashMap<String, Program>,
+}
+
+/// A compiled block and how many lines of provided modules precede its own.
+#[derive(Clone)]
+struct Program {
+    run: MontyRun,
+    offset: u32,
 }
 
 fn to_monty(v: &Value) -> MontyObject {
@@ -101,9 +111,17 @@ fn from_monty(o: MontyObject) -> Result<Value, Failure> {
     })
 }
 
-fn failure_of(e: &MontyException) -> Failure {
+/// `e` as a failure, at the innermost line of the block's own code (`offset` lines of
+/// provided modules precede it).
+fn failure_of(e: &MontyException, offset: u32) -> Failure {
     let name = e.exc_type().to_string();
-    let line = e.traceback().last().map(|f| f.start.line);
+    let line = e
+        .traceback()
+        .iter()
+        .rev()
+        .map(|f| f.start.line)
+        .find(|&l| l > offset)
+        .map(|l| l - offset);
     let text = e.message().unwrap_or_default();
     let kind = if text.contains("time limit exceeded") {
         FailureKind::Timeout
@@ -129,12 +147,15 @@ fn failure_of(e: &MontyException) -> Failure {
     }
 }
 
-/// The code that runs: the block's source, then a call of its entry with the arguments.
-fn program(req: &Request) -> String {
-    match &req.entry {
-        Some(entry) => format!("{}\n{entry}(**{ARGS})\n", req.source),
-        None => req.source.clone(),
-    }
+/// The code that runs: the block's source (its imports of provided modules bound), then
+/// a call of its entry with the arguments.
+fn program(req: &Request) -> (String, u32) {
+    let prepared = python_modules::prepare(&req.source);
+    let code = match &req.entry {
+        Some(entry) => format!("{}\n{entry}(**{ARGS})\n", prepared.source),
+        None => prepared.source,
+    };
+    (code, prepared.offset)
 }
 
 fn input_names(req: &Request) -> Vec<String> {
@@ -154,11 +175,12 @@ fn inputs(req: &Request) -> Vec<MontyObject> {
 }
 
 impl Compiled {
-    fn get(&mut self, req: &Request) -> Result<&MontyRun, Failure> {
-        let code = program(req);
+    fn get(&mut self, req: &Request) -> Result<&Program, Failure> {
         let names = input_names(req);
         let key = format!(
-            "{code}\u{0}{}\u{0}{:?}\u{0}{:?}",
+            "{}\u{0}{:?}\u{0}{}\u{0}{:?}\u{0}{:?}",
+            req.source,
+            req.entry,
             names.join(","),
             req.imports,
             req.builtins
@@ -170,13 +192,14 @@ impl Compiled {
                 req.imports.as_deref(),
                 req.builtins.as_deref(),
             )?;
+            let (code, offset) = program(req);
             let run = MontyRun::new(code, "block.py", names, CompileOptions::default())
-                .map_err(|e| failure_of(&e))?;
+                .map_err(|e| failure_of(&e, offset))?;
             // A long-lived worker must not grow without bound.
             if self.cache.len() >= 512 {
                 self.cache.clear();
             }
-            self.cache.insert(key.clone(), run);
+            self.cache.insert(key.clone(), Program { run, offset });
         }
         Ok(&self.cache[&key])
     }
@@ -188,14 +211,18 @@ impl Compiled {
             max_recursion_depth: req.limits.max_depth as usize,
             ..ResourceLimits::default()
         };
-        let runner = self.get(req)?.clone();
+        let deadline = Instant::now() + Duration::from_millis(req.limits.time_ms);
+        let Program {
+            run: runner,
+            offset,
+        } = self.get(req)?.clone();
         let mut progress = runner
             .start(
                 inputs(req),
                 ResourceTracker::new(limits),
                 PrintWriter::Disabled,
             )
-            .map_err(|e| failure_of(&e))?;
+            .map_err(|e| failure_of(&e, offset))?;
         loop {
             let refused = |what: String| {
                 MontyException::new(
@@ -205,6 +232,10 @@ impl Compiled {
             };
             progress = match progress {
                 RunProgress::Complete(value) => return from_monty(value),
+                RunProgress::OsCall(call) if clock(&call.function_call).is_some() => {
+                    let now = clock(&call.function_call).expect("checked by the guard");
+                    call.resume(now, PrintWriter::Disabled)
+                }
                 RunProgress::OsCall(call) => {
                     let what = format!("{:?}", call.function_call);
                     let what = what
@@ -217,9 +248,29 @@ impl Compiled {
                         PrintWriter::Disabled,
                     )
                 }
+                RunProgress::FunctionCall(call)
+                    if call.function_name == HOST_FUNCTION && call.object_id.is_none() =>
+                {
+                    let answer = python_modules::call(&call.args, deadline);
+                    match answer {
+                        Ok(value) => call.resume(value, PrintWriter::Disabled),
+                        Err(exc) => call.resume(exc, PrintWriter::Disabled),
+                    }
+                }
                 RunProgress::FunctionCall(call) => {
                     let name = call.function_name.clone();
                     call.abort(refused(format!("`{name}`")), PrintWriter::Disabled)
+                }
+                RunProgress::NameLookup(lookup)
+                    if lookup.name == HOST_FUNCTION && lookup.object_id().is_none() =>
+                {
+                    lookup.resume(
+                        monty_types::NameLookupResult::Value(MontyObject::Function {
+                            name: HOST_FUNCTION.to_owned(),
+                            docstring: None,
+                        }),
+                        PrintWriter::Disabled,
+                    )
                 }
                 RunProgress::NameLookup(lookup) => {
                     let name = lookup.name.clone();
@@ -236,7 +287,38 @@ impl Compiled {
                     PrintWriter::Disabled,
                 ),
             }
-            .map_err(|e| failure_of(&e))?;
+            .map_err(|e| failure_of(&e, offset))?;
         }
+    }
+}
+
+/// The answer to a clock call (`datetime.now`, `date.today`): the sandbox's local time
+/// is UTC. `None` for every other operating-system call.
+fn clock(call: &monty_types::OsFunctionCall) -> Option<MontyObject> {
+    use chrono::{Datelike, Timelike};
+    use monty_types::OsFunctionCall;
+    let utc = chrono::Utc::now().naive_utc();
+    match call {
+        OsFunctionCall::DateToday => Some(MontyObject::Date(monty_types::MontyDate {
+            year: utc.year(),
+            month: utc.month() as u8,
+            day: utc.day() as u8,
+        })),
+        OsFunctionCall::DateTimeNow(zone) => {
+            let offset = zone.as_ref().map(|z| z.offset_seconds);
+            let local = utc + chrono::Duration::seconds(i64::from(offset.unwrap_or(0)));
+            Some(MontyObject::DateTime(monty_types::MontyDateTime {
+                year: local.year(),
+                month: local.month() as u8,
+                day: local.day() as u8,
+                hour: local.hour() as u8,
+                minute: local.minute() as u8,
+                second: local.second() as u8,
+                microsecond: local.nanosecond() / 1000 % 1_000_000,
+                offset_seconds: offset,
+                timezone_name: zone.as_ref().and_then(|z| z.name.clone()),
+            }))
+        }
+        _ => None,
     }
 }

@@ -3,9 +3,9 @@
 //! closes. Before each request it lowers its own address-space limit to what it uses
 //! now plus the request's memory limit, so a huge allocation fails inside the worker.
 
+use crate::lines::{LineBuffer, WORKER_SPIN};
 use crate::protocol::{Failure, FailureKind, Request, Response};
 use crate::python::Compiled;
-use crate::lines::{LineBuffer, WORKER_SPIN};
 use std::io::Write;
 use std::os::fd::{AsRawFd, RawFd};
 

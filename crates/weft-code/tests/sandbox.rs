@@ -524,6 +524,107 @@ async fn spec_000_allows_only_its_builtins_and_no_import() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_001_default_imports_all_work() {
+    // Spec 001's default `allowed_imports`: json, re, math, datetime, collections,
+    // itertools, hashlib, base64, time, urllib.parse. monty lacks hashlib, time and
+    // urllib.parse; Weft provides them. Expected values are CPython 3.11's.
+    let s = sandboxes();
+    let allowed = names(&[
+        "json",
+        "re",
+        "math",
+        "datetime",
+        "collections",
+        "itertools",
+        "hashlib",
+        "base64",
+        "time",
+        "urllib.parse",
+    ]);
+    let code = r#"
+import json, re, math, datetime, collections, itertools, base64
+import hashlib, time
+from urllib.parse import urlencode, urlparse, quote, parse_qs, urljoin
+
+def main(data):
+    started = time.monotonic()
+    url = urlparse(data['results']['fetch']['url'])
+    digest = hashlib.sha256(json.dumps(data['metadata'], sort_keys=True).encode()).hexdigest()
+    counts = collections.Counter(re.findall(r'[a-z]+', 'a b a c'))
+    return {
+        'host': url.netloc,
+        'query': parse_qs(url.query),
+        'next': urljoin(data['results']['fetch']['url'], '../other?page=2'),
+        'link': 'https://example.com/search?' + urlencode({'q': 'weft & warp', 'n': 2}),
+        'path': quote('/a b/ü'),
+        'digest': digest[:16],
+        'counts': dict(counts),
+        'pairs': list(itertools.pairwise([1, 2, 3])),
+        'b64': base64.b64encode(b'weft').decode(),
+        'sqrt': math.sqrt(16),
+        'year_ok': datetime.date.today().year >= 2025,
+        'clock_ok': time.time() > 1.7e9 and time.monotonic() >= started,
+    }
+"#;
+    let args = json!({"data": {
+        "results": {"fetch": {"url": "https://api.example.com/v1/items/list?tag=a&tag=b&limit=10"}},
+        "metadata": {"run": 7, "flow": "demo"},
+        "shared_memory": {},
+    }});
+    let v = run_restricted(&s, code, Some("main"), args, Some(&allowed), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        v,
+        json!({
+            "host": "api.example.com",
+            "query": {"tag": ["a", "b"], "limit": ["10"]},
+            "next": "https://api.example.com/v1/other?page=2",
+            "link": "https://example.com/search?q=weft+%26+warp&n=2",
+            "path": "/a%20b/%C3%BC",
+            "digest": "f28446e9498f3d8b",
+            "counts": {"a": 2, "b": 1, "c": 1},
+            "pairs": [[1, 2], [2, 3]],
+            "b64": "d2VmdA==",
+            "sqrt": 4.0,
+            "year_ok": true,
+            "clock_ok": true,
+        })
+    );
+    // A provided module keeps the block's own line numbers in errors, and a sleep past
+    // the block's deadline is its time limit.
+    let e = run(
+        &s,
+        "python",
+        "import hashlib
+
+hashlib.sha256('text')",
+        None,
+        json!({}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        e.message.contains("Strings must be encoded") && e.message.contains("line 3"),
+        "{}",
+        e.message
+    );
+    let started = Instant::now();
+    let e = run(
+        &s,
+        "python",
+        "import time
+time.sleep(60)",
+        None,
+        json!({}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Timeout, "{}", e.message);
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spec_001_allowed_imports_are_the_only_importable_modules() {
     // Spec 001: `allowed_imports` is a "Whitelist of importable modules".
     let s = sandboxes();

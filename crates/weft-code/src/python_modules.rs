@@ -1,0 +1,448 @@
+//! The standard modules monty lacks but spec 001 allows by default — `hashlib`, `time`
+//! and `urllib.parse` — provided by Weft.
+//!
+//! Each is a small Python class (in `python_modules/*.py`) whose methods call one host
+//! function, `_weft_host(op, ...)`, which the worker answers here: digests with the
+//! RustCrypto hashes, the clock, a sleep bounded by the block's deadline, percent
+//! encoding and URL splitting with CPython's rules. An `import` of such a module is
+//! rewritten, in place and on the same line, into an assignment from that class's
+//! instance, and the class is prepended; errors are reported at the block's own lines.
+//! Code that imports none of them runs unchanged and pays nothing.
+
+use monty_types::{ExcType, MontyException, MontyObject};
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_python_ast::{Stmt, StmtImport, StmtImportFrom};
+use ruff_text_size::Ranged;
+use std::time::{Duration, Instant};
+
+/// The host function every shim calls.
+pub(crate) const HOST_FUNCTION: &str = "_weft_host";
+
+/// A provided module: its import name, the object that stands for it, its shim.
+struct Shim {
+    module: &'static str,
+    object: &'static str,
+    source: &'static str,
+}
+
+const SHIMS: &[Shim] = &[
+    Shim {
+        module: "hashlib",
+        object: "_weft_hashlib",
+        source: include_str!("python_modules/hashlib.py"),
+    },
+    Shim {
+        module: "time",
+        object: "_weft_time",
+        source: include_str!("python_modules/time.py"),
+    },
+    Shim {
+        module: "urllib",
+        object: "_weft_urllib",
+        source: include_str!("python_modules/urllib_parse.py"),
+    },
+];
+
+/// The shim serving `module` (`urllib.parse` is served by `urllib`'s), if Weft provides it.
+fn shim_of(module: &str) -> Option<(usize, &'static Shim)> {
+    let top = module.split('.').next().unwrap_or(module);
+    if module.contains('.') && module != "urllib.parse" {
+        return None;
+    }
+    SHIMS.iter().enumerate().find(|(_, s)| s.module == top)
+}
+
+/// The expression that stands for `module` once imported.
+fn object_of(module: &str, shim: &Shim) -> String {
+    match module.split_once('.') {
+        Some((_, rest)) => format!("{}.{rest}", shim.object),
+        None => shim.object.to_owned(),
+    }
+}
+
+/// A block's source with its imports of provided modules bound to their shims.
+pub(crate) struct Prepared {
+    /// What monty compiles.
+    pub source: String,
+    /// How many lines of shims precede the block's first line.
+    pub offset: u32,
+}
+
+#[derive(Default)]
+struct Imports {
+    /// Byte range of an import statement and the text that replaces it.
+    edits: Vec<(usize, usize, String)>,
+    /// Which shims are needed.
+    used: [bool; SHIMS.len()],
+}
+
+impl Imports {
+    fn import(&mut self, stmt: &StmtImport) {
+        let mut parts = Vec::new();
+        let mut changed = false;
+        for alias in &stmt.names {
+            let module = alias.name.id.as_str();
+            let asname = alias.asname.as_ref().map(|a| a.id.as_str());
+            match shim_of(module) {
+                Some((i, shim)) => {
+                    self.used[i] = true;
+                    changed = true;
+                    // `import urllib.parse` binds `urllib`; `import urllib.parse as p`
+                    // binds the submodule.
+                    parts.push(match asname {
+                        Some(name) => format!("{name} = {}", object_of(module, shim)),
+                        None => format!("{} = {}", shim.module, shim.object),
+                    });
+                }
+                None => parts.push(match asname {
+                    Some(name) => format!("import {module} as {name}"),
+                    None => format!("import {module}"),
+                }),
+            }
+        }
+        if changed {
+            self.edit(stmt.range(), parts.join("; "));
+        }
+    }
+
+    fn import_from(&mut self, stmt: &StmtImportFrom) {
+        if stmt.level != 0 {
+            return;
+        }
+        let Some(module) = stmt.module.as_ref().map(|m| m.id.as_str()) else {
+            return;
+        };
+        let Some((i, shim)) = shim_of(module) else {
+            return;
+        };
+        self.used[i] = true;
+        let from = object_of(module, shim);
+        let parts: Vec<String> = stmt
+            .names
+            .iter()
+            .map(|alias| {
+                let name = alias.name.id.as_str();
+                let bound = alias.asname.as_ref().map_or(name, |a| a.id.as_str());
+                if name == "*" {
+                    format!("raise ImportError('`from {module} import *` is not supported')")
+                } else {
+                    format!("{bound} = {from}.{name}")
+                }
+            })
+            .collect();
+        self.edit(stmt.range(), parts.join("; "));
+    }
+
+    fn edit(&mut self, range: ruff_text_size::TextRange, text: String) {
+        self.edits
+            .push((range.start().to_usize(), range.end().to_usize(), text));
+    }
+}
+
+impl<'a> Visitor<'a> for Imports {
+    fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        match stmt {
+            Stmt::Import(i) => self.import(i),
+            Stmt::ImportFrom(i) => self.import_from(i),
+            _ => {}
+        }
+        visitor::walk_stmt(self, stmt);
+    }
+}
+
+/// Binds the block's imports of provided modules; `source` is returned as it is when it
+/// imports none (or does not parse: monty then reports the syntax error).
+pub(crate) fn prepare(source: &str) -> Prepared {
+    let unchanged = || Prepared {
+        source: source.to_owned(),
+        offset: 0,
+    };
+    if !SHIMS.iter().any(|s| source.contains(s.module)) {
+        return unchanged();
+    }
+    let Ok(parsed) = ruff_python_parser::parse_module(source) else {
+        return unchanged();
+    };
+    let mut imports = Imports::default();
+    for stmt in &parsed.syntax().body {
+        imports.visit_stmt(stmt);
+    }
+    if imports.edits.is_empty() {
+        return unchanged();
+    }
+    let mut text = String::new();
+    for (shim, _) in SHIMS.iter().zip(imports.used).filter(|(_, used)| *used) {
+        text.push_str(shim.source);
+        text.push('\n');
+    }
+    let offset = text.matches('\n').count() as u32;
+    let mut rest = 0;
+    imports.edits.sort_by_key(|e| e.0);
+    for (start, end, replacement) in &imports.edits {
+        text.push_str(&source[rest..*start]);
+        text.push_str(replacement);
+        // A parenthesised import may span lines; keep every later line where it was.
+        for _ in 0..source[*start..*end].matches('\n').count() {
+            text.push('\n');
+        }
+        rest = *end;
+    }
+    text.push_str(&source[rest..]);
+    Prepared {
+        source: text,
+        offset,
+    }
+}
+
+/// Answers one `_weft_host(op, ...)` call. `deadline` bounds a sleep.
+pub(crate) fn call(args: &[MontyObject], deadline: Instant) -> Result<MontyObject, MontyException> {
+    let (op, args) = match args.split_first() {
+        Some((MontyObject::String(op), rest)) => (op.as_str(), rest),
+        _ => return Err(error(ExcType::TypeError, "_weft_host needs an operation")),
+    };
+    match op {
+        "hashlib.digest" => {
+            let name = text(args, 0)?;
+            let data = bytes(args, 1)?;
+            digest(name, data).map(MontyObject::Bytes)
+        }
+        "hashlib.digest_size" | "hashlib.block_size" => {
+            let (digest_size, block_size) = sizes(text(args, 0)?)?;
+            Ok(MontyObject::Int(if op.ends_with("digest_size") {
+                digest_size
+            } else {
+                block_size
+            }))
+        }
+        "time.time" => Ok(MontyObject::Float(unix_now().as_secs_f64())),
+        "time.time_ns" => Ok(MontyObject::Int(
+            i64::try_from(unix_now().as_nanos()).unwrap_or(i64::MAX),
+        )),
+        "time.monotonic" => Ok(MontyObject::Float(monotonic().as_secs_f64())),
+        "time.monotonic_ns" => Ok(MontyObject::Int(
+            i64::try_from(monotonic().as_nanos()).unwrap_or(i64::MAX),
+        )),
+        "time.sleep" => sleep(args, deadline),
+        "urllib.parse.quote" => {
+            let plus = matches!(args.get(2), Some(MontyObject::Bool(true)));
+            Ok(MontyObject::String(crate::url::quote(
+                &bytes_or_text(args, 0)?,
+                text(args, 1)?,
+                plus,
+            )))
+        }
+        "urllib.parse.unquote" => {
+            let plus = matches!(args.get(1), Some(MontyObject::Bool(true)));
+            Ok(MontyObject::String(crate::url::unquote(
+                text(args, 0)?,
+                plus,
+            )))
+        }
+        "urllib.parse.urlsplit" | "urllib.parse.urlparse" => {
+            let url = text(args, 0)?;
+            let scheme = text(args, 1)?;
+            let fragments = !matches!(args.get(2), Some(MontyObject::Bool(false)));
+            let split = crate::url::urlsplit(url, scheme, fragments)
+                .map_err(|e| error(ExcType::ValueError, e))?;
+            Ok(if op.ends_with("urlsplit") {
+                named(
+                    "SplitResult",
+                    &["scheme", "netloc", "path", "query", "fragment"],
+                    split.into_parts(),
+                )
+            } else {
+                named(
+                    "ParseResult",
+                    &["scheme", "netloc", "path", "params", "query", "fragment"],
+                    crate::url::with_params(split),
+                )
+            })
+        }
+        other => Err(error(
+            ExcType::AttributeError,
+            &format!("the sandbox provides no `{other}`"),
+        )),
+    }
+}
+
+fn named(type_name: &str, fields: &[&str], values: Vec<String>) -> MontyObject {
+    MontyObject::NamedTuple {
+        type_name: type_name.to_owned(),
+        field_names: fields.iter().map(|f| (*f).to_owned()).collect(),
+        values: values.into_iter().map(MontyObject::String).collect(),
+    }
+}
+
+fn error(kind: ExcType, message: &str) -> MontyException {
+    MontyException::new(kind, Some(message.to_owned()))
+}
+
+fn text(args: &[MontyObject], i: usize) -> Result<&str, MontyException> {
+    match args.get(i) {
+        Some(MontyObject::String(s)) => Ok(s),
+        Some(other) => Err(error(
+            ExcType::TypeError,
+            &format!("expected a str, got {}", other.type_name()),
+        )),
+        None => Err(error(ExcType::TypeError, "missing argument")),
+    }
+}
+
+fn bytes(args: &[MontyObject], i: usize) -> Result<&[u8], MontyException> {
+    match args.get(i) {
+        Some(MontyObject::Bytes(b)) => Ok(b),
+        Some(other) => Err(error(
+            ExcType::TypeError,
+            &format!(
+                "a bytes-like object is required, not '{}'",
+                other.type_name()
+            ),
+        )),
+        None => Err(error(ExcType::TypeError, "missing argument")),
+    }
+}
+
+fn bytes_or_text(args: &[MontyObject], i: usize) -> Result<Vec<u8>, MontyException> {
+    match args.get(i) {
+        Some(MontyObject::String(s)) => Ok(s.as_bytes().to_vec()),
+        Some(MontyObject::Bytes(b)) => Ok(b.clone()),
+        Some(other) => Err(error(
+            ExcType::TypeError,
+            &format!("quote() doesn't support '{}' objects", other.type_name()),
+        )),
+        None => Err(error(ExcType::TypeError, "missing argument")),
+    }
+}
+
+fn unsupported_hash(name: &str) -> MontyException {
+    error(
+        ExcType::ValueError,
+        &format!("unsupported hash type {name}"),
+    )
+}
+
+/// Digest and block sizes in bytes, as hashlib reports them.
+fn sizes(name: &str) -> Result<(i64, i64), MontyException> {
+    Ok(match name {
+        "md5" => (16, 64),
+        "sha1" => (20, 64),
+        "sha224" => (28, 64),
+        "sha256" => (32, 64),
+        "sha384" => (48, 128),
+        "sha512" => (64, 128),
+        "blake2b" => (64, 128),
+        "blake2s" => (32, 64),
+        _ => return Err(unsupported_hash(name)),
+    })
+}
+
+fn digest(name: &str, data: &[u8]) -> Result<Vec<u8>, MontyException> {
+    use sha2::Digest;
+    Ok(match name {
+        "md5" => md5::Md5::digest(data).to_vec(),
+        "sha1" => sha1::Sha1::digest(data).to_vec(),
+        "sha224" => sha2::Sha224::digest(data).to_vec(),
+        "sha256" => sha2::Sha256::digest(data).to_vec(),
+        "sha384" => sha2::Sha384::digest(data).to_vec(),
+        "sha512" => sha2::Sha512::digest(data).to_vec(),
+        "blake2b" => blake2::Blake2b512::digest(data).to_vec(),
+        "blake2s" => blake2::Blake2s256::digest(data).to_vec(),
+        _ => return Err(unsupported_hash(name)),
+    })
+}
+
+fn unix_now() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+/// Time since the worker's first clock read: monotonic, and meaningful only as a
+/// difference, as Python's is.
+fn monotonic() -> Duration {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed()
+}
+
+/// Sleeps as asked, but never past the block's deadline: a sleep that would end after
+/// it sleeps until it and fails as the time limit.
+fn sleep(args: &[MontyObject], deadline: Instant) -> Result<MontyObject, MontyException> {
+    let secs = match args.first() {
+        Some(MontyObject::Int(i)) => *i as f64,
+        Some(MontyObject::Float(f)) => *f,
+        _ => {
+            return Err(error(
+                ExcType::TypeError,
+                "sleep() needs a number of seconds",
+            ));
+        }
+    };
+    if !(secs >= 0.0) || !secs.is_finite() {
+        return Err(error(
+            ExcType::ValueError,
+            "sleep length must be a finite non-negative number",
+        ));
+    }
+    let wanted = Duration::from_secs_f64(secs);
+    let left = deadline.saturating_duration_since(Instant::now());
+    std::thread::sleep(wanted.min(left));
+    if wanted > left {
+        return Err(error(
+            ExcType::TimeoutError,
+            "time limit exceeded while sleeping",
+        ));
+    }
+    Ok(MontyObject::None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imports_are_bound_in_place_and_lines_kept() {
+        let p = prepare(
+            "import json, hashlib as h\nfrom urllib.parse import (quote,\n  unquote)\nx = 1",
+        );
+        let lines: Vec<&str> = p.source.lines().collect();
+        let at = p.offset as usize;
+        assert_eq!(lines[at], "import json; h = _weft_hashlib");
+        assert_eq!(
+            lines[at + 1],
+            "quote = _weft_urllib.parse.quote; unquote = _weft_urllib.parse.unquote"
+        );
+        assert_eq!(lines[at + 3], "x = 1");
+        assert!(p.source.contains("class _WeftHashlib"));
+        assert!(p.source.contains("class _WeftUrllibParse"));
+        assert!(!p.source.contains("class _WeftTime"));
+    }
+
+    #[test]
+    fn code_without_provided_modules_is_unchanged() {
+        let p = prepare("import json\ntimeout = 3");
+        assert_eq!(
+            (p.source.as_str(), p.offset),
+            ("import json\ntimeout = 3", 0)
+        );
+        let p = prepare("import urllib.request");
+        assert_eq!(p.offset, 0);
+    }
+
+    #[test]
+    fn digests_match_the_published_vectors() {
+        let hex = |v: Vec<u8>| v.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        assert_eq!(
+            hex(digest("sha256", b"abc").unwrap()),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            hex(digest("md5", b"").unwrap()),
+            "d41d8cd98f00b204e9800998ecf8427e"
+        );
+        assert_eq!(
+            hex(digest("sha1", b"abc").unwrap()),
+            "a9993e364706816aba3e25717850c26c9cd0d89d"
+        );
+        assert!(digest("sha3_256", b"").is_err());
+    }
+}
