@@ -35,6 +35,8 @@ use weft_core::{BlockError, ErrorKind};
 
 pub use lua::LuaPool;
 pub use pool::{Pool, WorkerCommand};
+#[cfg(feature = "prolog")]
+pub use prolog::Prolog as PrologInterpreter;
 pub use python::Compiled as PythonInterpreter;
 pub use worker::{WorkerKind, worker_main};
 

@@ -11,6 +11,14 @@ use crate::protocol::{Failure, FailureKind, Request};
 use scryer_prolog::{LeafAnswer, Machine, MachineBuilder, StreamConfig, Term};
 use serde_json::{Map, Number, Value};
 
+/// Inferences a goal may make per millisecond of its time limit. Scryer makes 5 to 21
+/// million a second here (a `between/3` loop, `repeat, fail`), so this bound ends a
+/// runaway goal at about its time limit or later, as a clean `timeout` that keeps the
+/// worker and its loaded machine, instead of the kill at the deadline (which still
+/// covers builtins that run long without counting inferences). Counting makes a tight
+/// loop about a third slower.
+const INFERENCES_PER_MS: u64 = 20_000;
+
 /// A scryer machine, started once per worker.
 pub struct Prolog {
     machine: Machine,
@@ -144,7 +152,7 @@ impl Prolog {
     /// Runs the request's goal with its arguments as facts.
     pub fn run(&mut self, req: &Request) -> Result<Value, Failure> {
         let mut program = String::from(
-            ":- use_module(library(lists)).\n:- use_module(library(between)).\n:- dynamic('$weft_return'/2).\n",
+            ":- use_module(library(lists)).\n:- use_module(library(between)).\n:- use_module(library(iso_ext)).\n:- dynamic('$weft_return'/2).\n",
         );
         if let Value::Object(args) = &req.args {
             for (name, value) in args.iter().filter(|(n, _)| is_plain_atom(n)) {
@@ -182,9 +190,21 @@ impl Prolog {
                 "the Prolog code does not load (check its syntax: one goal, ending in a full stop)",
             ));
         }
-        let query = "retractall('$weft_return'(_, _)), weft_main, findall(K-V, '$weft_return'(K, V), WeftResults).";
+        let steps = req.limits.time_ms.saturating_mul(INFERENCES_PER_MS);
+        let query = format!(
+            "retractall('$weft_return'(_, _)), call_with_inference_limit(weft_main, {steps}, WeftLimit), findall(K-V, '$weft_return'(K, V), WeftResults)."
+        );
         let first = self.machine.run_query(query).next();
         match first {
+            Some(Ok(LeafAnswer::LeafAnswer { bindings, .. })) if matches!(bindings.get("WeftLimit"), Some(Term::Atom(a)) if a == "inference_limit_exceeded") => {
+                Err(Failure::new(
+                    FailureKind::Timeout,
+                    format!(
+                        "the Prolog code did not finish within its time limit of {} ms ({steps} inferences)",
+                        req.limits.time_ms
+                    ),
+                ))
+            }
             Some(Ok(LeafAnswer::LeafAnswer { mut bindings, .. })) => Ok(bindings
                 .remove("WeftResults")
                 .map(to_json)

@@ -377,7 +377,7 @@ fn sleep(args: &[MontyObject], deadline: Instant) -> Result<MontyObject, MontyEx
             ));
         }
     };
-    if !(secs >= 0.0) || !secs.is_finite() {
+    if !secs.is_finite() || secs < 0.0 {
         return Err(error(
             ExcType::ValueError,
             "sleep length must be a finite non-negative number",

@@ -1,37 +1,247 @@
 //! # weft-llm
 //!
 //! Owns the model adapters behind `weft-core`'s `Model` port and the [`Router`] that
-//! turns a model id (`provider/model`, or a flow's alias) into one of them. Today it has
-//! the deterministic [`scripted`] provider, which makes flows with `llm` blocks run and
-//! test offline; the cloud providers and the local GGUF model plug into the same router.
+//! turns a model id (`provider/model`, or a flow's alias) into one of them: the cloud
+//! and server providers ([`remote`], through `genai`), the deterministic [`scripted`]
+//! provider, and record/replay [`cassette`]s around any of them. It also owns what is
+//! shared by every call in the process: connection pools, the per-model concurrency and
+//! rate limits ([`limits`]) and the price table ([`prices`]).
 //!
 //! Must not depend on the engine or any dialect.
 
+pub mod cassette;
+mod errors;
+pub mod limits;
+pub mod prices;
+pub mod providers;
+pub mod remote;
 pub mod scripted;
 
+use cassette::{Cassette, CassetteMode, Taped};
+use limits::Limiter;
+use prices::{Price, PriceTable};
+use providers::Provider;
+use remote::{Remote, RemoteSettings};
+use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 use weft_core::ir::ModelDef;
 use weft_core::ports::{Model, ModelResolver};
 use weft_core::{BlockError, ErrorKind};
 
-/// Resolves model ids to models. Models built from a flow's alias are cached, so a
-/// provider's state (connections, rate limits) is shared by every run in the process.
-#[derive(Default)]
+/// Reads a configuration variable (the process environment, or a test's map).
+pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Resolves model ids to models. Models are cached by id and definition, and limits by
+/// provider, endpoint and model, so a provider's state (connections, rate limits) is
+/// shared by every run in the process.
 pub struct Router {
     cache: Mutex<HashMap<String, Arc<dyn Model>>>,
+    limiters: Mutex<HashMap<String, Arc<Limiter>>>,
+    client: OnceLock<genai::Client>,
+    prices: PriceTable,
+    cassette: Option<Arc<Cassette>>,
+    env: Env,
 }
 
 /// Providers this build can reach.
-pub const PROVIDERS: &[&str] = &["scripted"];
+pub const PROVIDERS: &[&str] = &["openai", "anthropic", "gemini", "ollama", "scripted"];
+
+/// Options a remote model's definition may set (besides `provider` and `model`).
+const REMOTE_OPTIONS: &[&str] = &[
+    "base_url",
+    "api_key_env",
+    "timeout_ms",
+    "max_retries",
+    "max_concurrency",
+    "requests_per_minute",
+    "stream",
+    "price",
+];
+
+/// Default per-attempt timeout of a remote call.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default retries after the first attempt.
+const DEFAULT_RETRIES: u32 = 2;
+/// Default cap on concurrent calls per provider and model.
+const DEFAULT_CONCURRENCY: usize = 1024;
+
+impl Default for Router {
+    fn default() -> Self {
+        Router::new()
+    }
+}
 
 impl Router {
-    /// A router with every provider this build has.
+    /// A router reading the process environment, with the shipped price table.
     pub fn new() -> Router {
-        Router::default()
+        Router {
+            cache: Mutex::default(),
+            limiters: Mutex::default(),
+            client: OnceLock::new(),
+            prices: PriceTable::shipped(),
+            cassette: None,
+            env: Arc::new(|k| std::env::var(k).ok()),
+        }
     }
 
-    fn build(&self, provider: &str, def: Option<&ModelDef>) -> Result<Arc<dyn Model>, BlockError> {
+    /// Reads configuration from `env` instead of the process environment.
+    pub fn with_env(mut self, env: Env) -> Router {
+        self.env = env;
+        self
+    }
+
+    /// Prices calls with `prices`.
+    pub fn with_prices(mut self, prices: PriceTable) -> Router {
+        self.prices = prices;
+        self
+    }
+
+    /// Sends every model call through `cassette`.
+    pub fn with_cassette(mut self, cassette: Arc<Cassette>) -> Router {
+        self.cassette = Some(cassette);
+        self
+    }
+
+    /// The router the command line uses: the process environment, plus `WEFT_PRICES`
+    /// (a JSON price table merged over the shipped one) and `WEFT_CASSETTE` /
+    /// `WEFT_CASSETTE_MODE`.
+    pub fn from_env() -> Result<Router, String> {
+        let mut router = Router::new();
+        if let Ok(path) = std::env::var("WEFT_PRICES") {
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("WEFT_PRICES={path}: {e}"))?;
+            router
+                .prices
+                .extend_from_json(&text)
+                .map_err(|e| format!("WEFT_PRICES={path}: {e}"))?;
+        }
+        if let Ok(path) = std::env::var("WEFT_CASSETTE") {
+            let mode = match std::env::var("WEFT_CASSETTE_MODE") {
+                Ok(m) => CassetteMode::parse(&m)?,
+                Err(_) => CassetteMode::Replay,
+            };
+            router = router.with_cassette(Cassette::open(std::path::Path::new(&path), mode)?);
+        }
+        Ok(router)
+    }
+
+    /// The HTTP client every remote model shares (one connection pool).
+    fn client(&self) -> Result<genai::Client, BlockError> {
+        if let Some(c) = self.client.get() {
+            return Ok(c.clone());
+        }
+        let built = genai::Client::builder()
+            .with_web_config(
+                genai::WebConfig::default().with_connect_timeout(Duration::from_secs(10)),
+            )
+            .build()
+            .map_err(|e| {
+                BlockError::new(
+                    ErrorKind::Config,
+                    format!("cannot set up the HTTP client: {e}"),
+                )
+            })?;
+        Ok(self.client.get_or_init(|| built).clone())
+    }
+
+    fn limiter(&self, key: String, def: Option<&ModelDef>) -> Result<Arc<Limiter>, BlockError> {
+        let mut limiters = self.limiters.lock().expect("limiter lock");
+        if let Some(l) = limiters.get(&key) {
+            return Ok(l.clone());
+        }
+        let concurrency =
+            option_u64(def, "max_concurrency")?.map_or(DEFAULT_CONCURRENCY, |n| n as usize);
+        let rate = match def.and_then(|d| d.options.get("requests_per_minute")) {
+            None => None,
+            Some(v) => Some(
+                v.as_f64()
+                    .filter(|r| *r > 0.0)
+                    .ok_or_else(|| option_error("requests_per_minute", "a positive number"))?,
+            ),
+        };
+        let l = Arc::new(Limiter::new(Some(concurrency), rate));
+        limiters.insert(key, l.clone());
+        Ok(l)
+    }
+
+    fn remote(
+        &self,
+        provider: Provider,
+        model: &str,
+        def: Option<&ModelDef>,
+    ) -> Result<Arc<dyn Model>, BlockError> {
+        if let Some(def) = def {
+            for key in def.options.keys() {
+                if !REMOTE_OPTIONS.contains(&key.as_str()) {
+                    let mut e = BlockError::new(
+                        ErrorKind::Config,
+                        format!("a {} model has no option `{key}`", provider.name()),
+                    );
+                    if let Some(m) =
+                        weft_core::error::did_you_mean(key, REMOTE_OPTIONS.iter().copied())
+                    {
+                        e.message.push_str(&format!(" (did you mean `{m}`?)"));
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let text = |name: &str| {
+            def.and_then(|d| d.options.get(name))
+                .and_then(Value::as_str)
+        };
+        let endpoint = provider.endpoint(text("base_url"), &*self.env)?;
+        let key_variable = text("api_key_env").or(provider.key_variable());
+        let api_key = key_variable
+            .and_then(|v| (self.env)(v))
+            .filter(|k| !k.is_empty());
+        if let (None, Some(variable)) = (&api_key, key_variable) {
+            return Err(BlockError::new(
+                ErrorKind::Auth,
+                format!(
+                    "`{}/{model}` needs an API key: set {variable} (or run offline with a `local/` model or a cassette)",
+                    provider.name()
+                ),
+            ));
+        }
+        let price = match def.and_then(|d| d.options.get("price")) {
+            Some(v) => Some(serde_json::from_value::<Price>(v.clone()).map_err(|e| {
+                option_error(
+                    "price",
+                    &format!("{{input, output}} in USD per million tokens ({e})"),
+                )
+            })?),
+            None => self.prices.lookup(&format!("{}/{model}", provider.name())),
+        };
+        let settings = RemoteSettings {
+            provider,
+            endpoint: endpoint.clone(),
+            api_key,
+            timeout: option_u64(def, "timeout_ms")?.map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+            max_retries: option_u64(def, "max_retries")?
+                .map_or(DEFAULT_RETRIES, |n| n.min(10) as u32),
+            stream: match def.and_then(|d| d.options.get("stream")) {
+                None => true,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err(option_error("stream", "true or false")),
+            },
+            price,
+        };
+        let limiter = self.limiter(
+            format!("{}\u{0}{endpoint}\u{0}{model}", provider.name()),
+            def,
+        )?;
+        Ok(Arc::new(Remote::new(self.client()?, settings, limiter)))
+    }
+
+    fn build(
+        &self,
+        provider: &str,
+        model: &str,
+        def: Option<&ModelDef>,
+    ) -> Result<Arc<dyn Model>, BlockError> {
         match provider {
             "scripted" => {
                 let def = def.ok_or_else(|| {
@@ -42,14 +252,34 @@ impl Router {
                 })?;
                 Ok(Arc::new(scripted::Scripted::from_def(def)?))
             }
-            other => Err(BlockError::new(
-                ErrorKind::Config,
-                format!(
-                    "the model provider `{other}` is not available in this build (available: {})",
-                    PROVIDERS.join(", ")
-                ),
-            )),
+            other => match Provider::parse(other) {
+                Some(p) => self.remote(p, model, def),
+                None => Err(BlockError::new(
+                    ErrorKind::Config,
+                    format!(
+                        "the model provider `{other}` is not available in this build (available: {})",
+                        PROVIDERS.join(", ")
+                    ),
+                )),
+            },
         }
+    }
+}
+
+fn option_error(name: &str, expected: &str) -> BlockError {
+    BlockError::new(
+        ErrorKind::Config,
+        format!("the model option `{name}` must be {expected}"),
+    )
+}
+
+fn option_u64(def: Option<&ModelDef>, name: &str) -> Result<Option<u64>, BlockError> {
+    match def.and_then(|d| d.options.get(name)) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| option_error(name, "a whole number")),
     }
 }
 
@@ -79,12 +309,25 @@ impl ModelResolver for Router {
             ),
             None => id.to_owned(),
         };
-        let mut cache = self.cache.lock().expect("model cache lock");
-        if let Some(m) = cache.get(&cache_key) {
+        if let Some(m) = self.cache.lock().expect("model cache lock").get(&cache_key) {
             return Ok((m.clone(), name.to_owned()));
         }
-        let model = self.build(provider, alias)?;
-        cache.insert(cache_key, model.clone());
+        let model: Arc<dyn Model> = match &self.cassette {
+            // Scripted models are already offline and deterministic.
+            Some(cassette) if provider != "scripted" => Arc::new(Taped {
+                inner: match cassette.mode() {
+                    CassetteMode::Replay => None,
+                    CassetteMode::Record => Some(self.build(provider, name, alias)?),
+                },
+                id: format!("{provider}/{name}"),
+                cassette: cassette.clone(),
+            }),
+            _ => self.build(provider, name, alias)?,
+        };
+        self.cache
+            .lock()
+            .expect("model cache lock")
+            .insert(cache_key, model.clone());
         Ok((model, name.to_owned()))
     }
 }

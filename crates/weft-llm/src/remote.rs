@@ -1,0 +1,320 @@
+//! Cloud and server models (OpenAI and compatible servers, Anthropic, Gemini, Ollama)
+//! through `genai`, which speaks each provider's wire format. This module adds what a
+//! production caller needs around it: a per-call timeout, retries with backoff that
+//! honour `Retry-After`, the shared concurrency and rate limits, typed errors, usage and
+//! cost.
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use genai::chat::{
+    ChatMessage, ChatOptions, ChatRequest, ChatResponseFormat, ChatStreamEvent, ContentPart,
+    JsonSpec, MessageContent, ReasoningEffort, Tool, ToolResponse, WebSearchConfig,
+};
+use genai::resolver::{AuthData, Endpoint};
+use genai::{ModelIden, ServiceTarget};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use weft_core::ports::{DeltaSink, Message, Model, ModelRequest, ModelResponse, ToolCall, Usage};
+use weft_core::{BlockError, ErrorKind};
+
+use crate::errors::{CallError, from_genai};
+use crate::limits::{Backoff, Limiter};
+use crate::prices::Price;
+use crate::providers::Provider;
+
+/// How a remote model is reached and how patient Weft is with it.
+#[derive(Clone)]
+pub struct RemoteSettings {
+    /// Which wire format.
+    pub provider: Provider,
+    /// The endpoint, ending in `/`.
+    pub endpoint: String,
+    /// The API key, if the provider needs one.
+    pub api_key: Option<String>,
+    /// Longest a single call (one attempt) may take.
+    pub timeout: Duration,
+    /// Attempts after the first on throttling, 5xx and dropped connections.
+    pub max_retries: u32,
+    /// Stream the answer (token deltas become events) or wait for it whole.
+    pub stream: bool,
+    /// Price per million tokens, when known.
+    pub price: Option<Price>,
+}
+
+/// A model on a remote server.
+pub struct Remote {
+    client: genai::Client,
+    settings: RemoteSettings,
+    limiter: Arc<Limiter>,
+}
+
+impl Remote {
+    /// A model reached with `settings`, sharing `client`'s connections and `limiter`.
+    pub fn new(client: genai::Client, settings: RemoteSettings, limiter: Arc<Limiter>) -> Remote {
+        Remote {
+            client,
+            settings,
+            limiter,
+        }
+    }
+
+    fn target(&self, model: &str) -> ServiceTarget {
+        ServiceTarget {
+            endpoint: Endpoint::from_owned(self.settings.endpoint.clone()),
+            auth: match &self.settings.api_key {
+                Some(key) => AuthData::from_single(key.clone()),
+                // Ollama needs none; genai still wants a value.
+                None => AuthData::from_single(String::new()),
+            },
+            model: ModelIden::new(self.settings.provider.adapter(), model.to_owned()),
+        }
+    }
+
+    async fn attempt(
+        &self,
+        request: &ModelRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ModelResponse, CallError> {
+        let provider = self.settings.provider;
+        let (chat, options) = to_chat(provider, request)?;
+        let target = self.target(&request.model);
+        let fail = |e| from_genai(provider, &request.model, e);
+        if !self.settings.stream {
+            let res = self
+                .client
+                .exec_chat(target, chat, Some(&options))
+                .await
+                .map_err(fail)?;
+            let tool_calls = res
+                .content
+                .tool_calls()
+                .into_iter()
+                .map(from_tool_call)
+                .collect();
+            return Ok(ModelResponse {
+                content: res.content.joined_texts().unwrap_or_default(),
+                tool_calls,
+                usage: self.usage(&res.usage),
+            });
+        }
+        let mut stream = self
+            .client
+            .exec_chat_stream(target, chat, Some(&options))
+            .await
+            .map_err(fail)?
+            .stream;
+        let mut text = String::new();
+        let mut response = None;
+        while let Some(event) = stream.next().await {
+            match event.map_err(fail)? {
+                ChatStreamEvent::Chunk(chunk) => {
+                    on_delta(&chunk.content);
+                    text.push_str(&chunk.content);
+                }
+                ChatStreamEvent::End(end) => {
+                    let usage = end
+                        .captured_usage
+                        .as_ref()
+                        .map(|u| self.usage(u))
+                        .unwrap_or_default();
+                    let content = end.captured_content.unwrap_or_default();
+                    let tool_calls = content
+                        .tool_calls()
+                        .into_iter()
+                        .map(from_tool_call)
+                        .collect();
+                    let captured = content.joined_texts().unwrap_or_default();
+                    response = Some(ModelResponse {
+                        content: if captured.is_empty() {
+                            text.clone()
+                        } else {
+                            captured
+                        },
+                        tool_calls,
+                        usage,
+                    });
+                }
+                _ => {}
+            }
+        }
+        response.ok_or_else(|| {
+            let mut e = CallError::new(
+                ErrorKind::Model,
+                format!(
+                    "the stream from {} ended before the answer did",
+                    provider.name()
+                ),
+            );
+            e.retryable = true;
+            e
+        })
+    }
+
+    fn usage(&self, u: &genai::chat::Usage) -> Usage {
+        let input = u.prompt_tokens.unwrap_or(0).max(0) as u64;
+        let output = u.completion_tokens.unwrap_or(0).max(0) as u64;
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cost_usd: self.settings.price.map_or(0.0, |p| p.cost(input, output)),
+        }
+    }
+}
+
+#[async_trait]
+impl Model for Remote {
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ModelResponse, BlockError> {
+        let mut backoff = Backoff::new();
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let result = {
+                let _permit = self.limiter.acquire().await;
+                match tokio::time::timeout(self.settings.timeout, self.attempt(request, on_delta))
+                    .await
+                {
+                    Ok(r) => r,
+                    Err(_) => Err(CallError::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "{} did not answer within {} ms",
+                            self.settings.provider.name(),
+                            self.settings.timeout.as_millis()
+                        ),
+                    )),
+                }
+            };
+            match result {
+                Ok(r) => return Ok(r),
+                Err(e) if e.retryable && attempts <= self.settings.max_retries => {
+                    let wait = backoff.next(e.retry_after);
+                    if e.kind == ErrorKind::RateLimit {
+                        // Everyone calling this model waits, not just this call.
+                        self.limiter.pause_for(wait);
+                    }
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e) => return Err(e.into_block_error(attempts)),
+            }
+        }
+    }
+}
+
+fn from_tool_call(c: &genai::chat::ToolCall) -> ToolCall {
+    ToolCall {
+        id: c.call_id.clone(),
+        name: c.fn_name.clone(),
+        arguments: c.fn_arguments.clone(),
+    }
+}
+
+/// The engine's request in genai's terms.
+fn to_chat(
+    provider: Provider,
+    request: &ModelRequest,
+) -> Result<(ChatRequest, ChatOptions), CallError> {
+    let mut messages = Vec::with_capacity(request.messages.len());
+    for (i, m) in request.messages.iter().enumerate() {
+        messages.push(to_message(m, &request.messages[..i])?);
+    }
+    let mut chat = ChatRequest::new(messages);
+    let mut tools: Vec<Tool> = request
+        .tools
+        .iter()
+        .map(|t| {
+            Tool::new(t.name.clone())
+                .with_description(t.description.clone())
+                .with_schema(t.parameters.clone())
+        })
+        .collect();
+    match &request.search {
+        None | Some(Value::Bool(false)) | Some(Value::Null) => {}
+        Some(Value::Object(config)) => {
+            // Unknown fields are ignored, as spec 002 says of provider tools.
+            let config: WebSearchConfig =
+                serde_json::from_value(Value::Object(config.clone())).unwrap_or_default();
+            tools.push(Tool::new_web_search().with_config(config));
+        }
+        Some(_) => tools.push(Tool::new_web_search()),
+    }
+    if !tools.is_empty() {
+        chat = chat.with_tools(tools);
+    }
+    let mut options = ChatOptions::default()
+        .with_capture_usage(true)
+        .with_capture_content(true)
+        .with_capture_tool_calls(true);
+    if let Some(t) = request.temperature {
+        options = options.with_temperature(t);
+    }
+    if let Some(n) = request.max_tokens {
+        options = options.with_max_tokens(n);
+    }
+    if let Some(effort) = &request.reasoning_effort {
+        let parsed =
+            ReasoningEffort::from_keyword(&effort.to_ascii_lowercase()).ok_or_else(|| {
+                CallError::new(
+                    ErrorKind::Config,
+                    format!("unknown reasoning effort `{effort}` (use none, low, medium, high)"),
+                )
+            })?;
+        options = options.with_reasoning_effort(parsed);
+    }
+    if let Some(schema) = &request.output_schema {
+        // genai 0.7 passes a schema to OpenAI, Anthropic and Gemini, but only JSON mode
+        // (`format: "json"`) to Ollama; the engine validates the answer against the
+        // schema either way and asks again when it does not match.
+        let format = match provider {
+            Provider::Ollama => ChatResponseFormat::JsonMode,
+            _ => ChatResponseFormat::JsonSpec(JsonSpec::new("answer", schema.clone())),
+        };
+        options = options.with_response_format(format);
+    }
+    Ok((chat, options))
+}
+
+fn to_message(m: &Message, earlier: &[Message]) -> Result<ChatMessage, CallError> {
+    Ok(match m.role.as_str() {
+        "system" => ChatMessage::system(m.content.clone()),
+        "user" => ChatMessage::user(m.content.clone()),
+        "assistant" if m.tool_calls.is_empty() => ChatMessage::assistant(m.content.clone()),
+        "assistant" => {
+            let mut parts = Vec::new();
+            if !m.content.is_empty() {
+                parts.push(ContentPart::Text(m.content.clone()));
+            }
+            parts.extend(m.tool_calls.iter().map(|c| {
+                ContentPart::ToolCall(genai::chat::ToolCall {
+                    call_id: c.id.clone(),
+                    fn_name: c.name.clone(),
+                    fn_arguments: c.arguments.clone(),
+                    thought_signatures: None,
+                })
+            }));
+            ChatMessage::assistant(MessageContent::from_parts(parts))
+        }
+        "tool" => {
+            let id = m.tool_call_id.clone().unwrap_or_default();
+            let mut response = ToolResponse::new(id.clone(), m.content.clone());
+            // Gemini answers a function by name; find the call this answers.
+            response.fn_name = earlier
+                .iter()
+                .rev()
+                .flat_map(|e| e.tool_calls.iter())
+                .find(|c| c.id == id)
+                .map(|c| c.name.clone());
+            ChatMessage::from(response)
+        }
+        other => {
+            return Err(CallError::new(
+                ErrorKind::Input,
+                format!("a message has the role `{other}` (use system, user, assistant or tool)"),
+            ));
+        }
+    })
+}

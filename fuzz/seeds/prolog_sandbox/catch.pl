@@ -1,0 +1,1 @@
+catch(throw(oops), E, true), return(caught, E).

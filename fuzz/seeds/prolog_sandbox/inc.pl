@@ -1,0 +1,1 @@
+state(x, X), Y is X + 1, return(y, Y).

@@ -1,0 +1,1 @@
+state(items, L), length(L, N), sum_list(L, S), return(n, N), return(sum, S).

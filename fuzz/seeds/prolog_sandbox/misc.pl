@@ -1,0 +1,1 @@
+findall(I, between(1, 5, I), Is), msort(Is, S), atom_codes(A, "abc"), return(s, S), return(a, A).
