@@ -118,7 +118,9 @@ fn engine(
     out: &OutputArgs,
     progress: Option<Arc<Progress>>,
 ) -> Result<Engine, Failure> {
-    let mut b = Engine::builder(store).models(Arc::new(weft_llm::Router::new()));
+    let router =
+        weft_llm::Router::from_env().map_err(|e| Failure::invalid(format!("error: {e}")))?;
+    let mut b = Engine::builder(store).models(Arc::new(router));
     let worker = weft_code::WorkerCommand {
         program: std::env::current_exe().map_err(|e| {
             Failure::invalid(format!(

@@ -393,3 +393,46 @@ fn events_are_written_as_json_lines() {
     assert_eq!(types.last().map(String::as_str), Some("run_completed"));
     assert!(types.iter().any(|t| t == "branch_started"));
 }
+
+#[test]
+fn a_cassette_records_a_real_provider_once_and_replays_it_offline() {
+    use weft_fakes::{FakeServer, Reply, Wire};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(FakeServer::start(
+        Wire::OpenAi,
+        vec![Reply::text("The capital of France is Paris.")],
+    ));
+    let env = Env::new();
+    let flow = env.write(
+        "ask.yaml",
+        "weft: 1\nname: ask\nroot:\n  llm: {model: openai/gpt-test, prompt: 'Capital of {{ input.country }}?'}\n",
+    );
+    let cassette = env.path("calls.json");
+    let run = |country: &str, mode: &str, base: &str, key: Option<&str>| {
+        let mut c = env.cmd();
+        c.args(["run", flow.to_str().unwrap(), "--json", "-q", "--input"])
+            .arg(format!(r#"{{"country": "{country}"}}"#))
+            .env("WEFT_CASSETTE", &cassette)
+            .env("WEFT_CASSETTE_MODE", mode)
+            .env("OPENAI_BASE_URL", base);
+        match key {
+            Some(k) => c.env("OPENAI_API_KEY", k),
+            None => c.env_remove("OPENAI_API_KEY"),
+        };
+        c.output().unwrap()
+    };
+    let o = run("France", "record", &server.base_url(), Some("sk-test"));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout_json(&o)["output"], "The capital of France is Paris.");
+    assert_eq!(server.received().len(), 1);
+    drop(server);
+    // Offline: no key, an endpoint nobody listens on; the cassette answers.
+    let o = run("France", "replay", "http://127.0.0.1:9/v1", None);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout_json(&o)["output"], "The capital of France is Paris.");
+    // A call the cassette never saw is a clear failure, not a network call.
+    let o = run("Spain", "replay", "http://127.0.0.1:9/v1", None);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(all.contains("holds no answer"), "{all}");
+}
