@@ -42,7 +42,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         std::panic::set_hook(Box::new(|_| {}));
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| machine.run(&req)));
         std::panic::set_hook(hook);
-        if outcome.is_err() {
+        if outcome.is_err() || machine.broken() {
             *slot = None;
         }
     });

@@ -22,6 +22,8 @@ const INFERENCES_PER_MS: u64 = 20_000;
 /// A scryer machine, started once per worker.
 pub struct Prolog {
     machine: Machine,
+    /// A program failed to load; scryer must not be queried again (it panics).
+    broken: bool,
 }
 
 /// `s` between `quote`s, with the backslash, the quote and newlines escaped.
@@ -146,7 +148,14 @@ impl Prolog {
             machine: MachineBuilder::new()
                 .with_streams(StreamConfig::in_memory())
                 .build(),
+            broken: false,
         }
+    }
+
+    /// Whether the machine must be replaced before its next use: a program failed to
+    /// load, after which scryer 0.10 panics on the next query (found by fuzzing).
+    pub fn broken(&self) -> bool {
+        self.broken
     }
 
     /// Runs the request's goal with its arguments as facts.
@@ -185,6 +194,7 @@ impl Prolog {
             Some(Ok(LeafAnswer::True | LeafAnswer::LeafAnswer { .. }))
         );
         if !loaded {
+            self.broken = true;
             return Err(Failure::new(
                 FailureKind::Code,
                 "the Prolog code does not load (check its syntax: one goal, ending in a full stop)",

@@ -88,7 +88,12 @@ fn answer(req: &Request, it: &mut Interpreters) -> Response {
         "prolog" if it.prolog.is_some() => {
             let machine = it.prolog.as_mut().expect("checked above");
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| machine.run(req))) {
-                Ok(r) => r,
+                Ok(r) => {
+                    // A program that failed to load leaves scryer in a state where the
+                    // next query panics: answer, then make way for a fresh machine.
+                    it.poisoned |= machine.broken();
+                    r
+                }
                 Err(_) => {
                     it.poisoned = true;
                     Err(Failure::new(
