@@ -1,10 +1,12 @@
 //! The JSON Schema in docs/ is the one the code generates, and every example obeys it,
 //! so editors that complete from the schema never disagree with Weft.
 
-use std::path::Path;
+use std::path::PathBuf;
 
-fn repo() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+// Read at run time, not `env!`: cargo does not rebuild a test when only the checkout's
+// path changes, so a build cache shared by two clones would point at the other one.
+fn repo() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run by cargo")).join("../..")
 }
 
 #[test]
