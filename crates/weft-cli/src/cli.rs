@@ -128,6 +128,12 @@ pub enum Command {
         #[arg(long)]
         prolog: bool,
     },
+    /// Serve a local GGUF model on stdin/stdout (started by Weft itself).
+    #[command(hide = true, name = "model-worker")]
+    ModelWorker {
+        /// The model file.
+        path: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]

@@ -68,7 +68,9 @@ pub async fn dispatch(cli: Cli) -> u8 {
                 json!({"decision": if reject { "reject" } else { "approve" }, "note": note});
             approve(&id, step.as_deref(), answer, &db, &out).await
         }
-        Command::SandboxWorker { .. } => unreachable!("handled before the runtime starts"),
+        Command::SandboxWorker { .. } | Command::ModelWorker { .. } => {
+            unreachable!("handled before the runtime starts")
+        }
         Command::Schema => {
             println!(
                 "{}",
@@ -118,15 +120,18 @@ fn engine(
     out: &OutputArgs,
     progress: Option<Arc<Progress>>,
 ) -> Result<Engine, Failure> {
+    let me = std::env::current_exe().map_err(|e| {
+        Failure::invalid(format!(
+            "error: cannot find the weft binary for worker processes: {e}"
+        ))
+    })?;
     let router =
         weft_llm::Router::from_env().map_err(|e| Failure::invalid(format!("error: {e}")))?;
+    #[cfg(feature = "local")]
+    let router = router.with_provider("local", crate::local::local_models(me.clone()));
     let mut b = Engine::builder(store).models(Arc::new(router));
     let worker = weft_code::WorkerCommand {
-        program: std::env::current_exe().map_err(|e| {
-            Failure::invalid(format!(
-                "error: cannot find the weft binary for sandbox workers: {e}"
-            ))
-        })?,
+        program: me,
         args: vec!["sandbox-worker".into()],
     };
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -135,8 +140,13 @@ fn engine(
     for (name, action) in weft_actions::builtins(files) {
         b = b.action(name, action);
     }
-    if let Some(m) = &out.model {
-        b = b.default_model(m.clone());
+    match &out.model {
+        Some(m) => b = b.default_model(m.clone()),
+        // Without --model or $WEFT_MODEL, blocks that name no model use the local one.
+        #[cfg(feature = "local")]
+        None => b = b.default_model(crate::local::DEFAULT_LOCAL_MODEL.to_owned()),
+        #[cfg(not(feature = "local"))]
+        None => {}
     }
     if let Some(p) = progress {
         b = b.sink(p);

@@ -6,6 +6,8 @@
 mod cli;
 mod commands;
 mod draw;
+#[cfg(feature = "local")]
+mod local;
 mod progress;
 
 use clap::Parser;
@@ -33,6 +35,15 @@ fn main() -> ExitCode {
             weft_code::WorkerKind::Python
         };
         return ExitCode::from(u8::try_from(weft_code::worker_main(kind)).unwrap_or(1));
+    }
+    if let cli::Command::ModelWorker { path } = &args.command {
+        #[cfg(feature = "local")]
+        return ExitCode::from(u8::try_from(weft_local::worker_main(path)).unwrap_or(1));
+        #[cfg(not(feature = "local"))]
+        {
+            eprintln!("error: this weft was built without the `local` feature ({path})");
+            return ExitCode::from(exit::INVALID);
+        }
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -33,6 +33,12 @@ use weft_core::{BlockError, ErrorKind};
 /// Reads a configuration variable (the process environment, or a test's map).
 pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
+/// Builds a model of a provider this crate does not own (the local GGUF model lives in
+/// its own crate, so only builds that want it pay for llama.cpp): from the model name
+/// after `provider/` and the flow's definition, if any.
+pub type ProviderFactory =
+    Arc<dyn Fn(&str, Option<&ModelDef>) -> Result<Arc<dyn Model>, BlockError> + Send + Sync>;
+
 /// Resolves model ids to models. Models are cached by id and definition, and limits by
 /// provider, endpoint and model, so a provider's state (connections, rate limits) is
 /// shared by every run in the process.
@@ -43,6 +49,7 @@ pub struct Router {
     prices: PriceTable,
     cassette: Option<Arc<Cassette>>,
     env: Env,
+    extra: HashMap<String, ProviderFactory>,
 }
 
 /// Providers this build can reach.
@@ -83,7 +90,14 @@ impl Router {
             prices: PriceTable::shipped(),
             cassette: None,
             env: Arc::new(|k| std::env::var(k).ok()),
+            extra: HashMap::new(),
         }
+    }
+
+    /// Adds the provider `name`, built by `factory`.
+    pub fn with_provider(mut self, name: &str, factory: ProviderFactory) -> Router {
+        self.extra.insert(name.to_owned(), factory);
+        self
     }
 
     /// Reads configuration from `env` instead of the process environment.
@@ -252,15 +266,20 @@ impl Router {
                 })?;
                 Ok(Arc::new(scripted::Scripted::from_def(def)?))
             }
+            other if self.extra.contains_key(other) => (self.extra[other])(model, def),
             other => match Provider::parse(other) {
                 Some(p) => self.remote(p, model, def),
-                None => Err(BlockError::new(
-                    ErrorKind::Config,
-                    format!(
-                        "the model provider `{other}` is not available in this build (available: {})",
-                        PROVIDERS.join(", ")
-                    ),
-                )),
+                None => {
+                    let mut available: Vec<&str> = PROVIDERS.to_vec();
+                    available.extend(self.extra.keys().map(String::as_str));
+                    Err(BlockError::new(
+                        ErrorKind::Config,
+                        format!(
+                            "the model provider `{other}` is not available in this build (available: {})",
+                            available.join(", ")
+                        ),
+                    ))
+                }
             },
         }
     }
@@ -313,15 +332,17 @@ impl ModelResolver for Router {
             return Ok((m.clone(), name.to_owned()));
         }
         let model: Arc<dyn Model> = match &self.cassette {
-            // Scripted models are already offline and deterministic.
-            Some(cassette) if provider != "scripted" => Arc::new(Taped {
-                inner: match cassette.mode() {
-                    CassetteMode::Replay => None,
-                    CassetteMode::Record => Some(self.build(provider, name, alias)?),
-                },
-                id: format!("{provider}/{name}"),
-                cassette: cassette.clone(),
-            }),
+            // Scripted and local models are already offline.
+            Some(cassette) if provider != "scripted" && !self.extra.contains_key(provider) => {
+                Arc::new(Taped {
+                    inner: match cassette.mode() {
+                        CassetteMode::Replay => None,
+                        CassetteMode::Record => Some(self.build(provider, name, alias)?),
+                    },
+                    id: format!("{provider}/{name}"),
+                    cassette: cassette.clone(),
+                })
+            }
             _ => self.build(provider, name, alias)?,
         };
         self.cache

@@ -1,0 +1,99 @@
+//! The real local model (SmolLM2-135M-Instruct, fetched by scripts/fetch-model), loaded
+//! once in one worker process; the checks run one after another in a single test so
+//! the model is never loaded twice or run in parallel.
+
+use serde_json::{Value, json};
+use std::sync::Mutex;
+use std::time::Duration;
+use weft_core::ErrorKind;
+use weft_core::ports::{Message, Model, ModelRequest, ToolDef};
+use weft_local::{LocalModel, ModelCommand, model_path};
+
+fn ask(system: &str, user: &str) -> ModelRequest {
+    ModelRequest {
+        model: "smollm2".into(),
+        messages: vec![Message::new("system", system), Message::new("user", user)],
+        max_tokens: Some(48),
+        ..ModelRequest::default()
+    }
+}
+
+#[test]
+fn the_local_model_answers_streams_and_follows_a_schema() {
+    let models = std::env::var_os("WEFT_MODELS").map(std::path::PathBuf::from);
+    let path = model_path("smollm2", models.as_deref());
+    assert!(
+        path.is_file(),
+        "{} is missing: run scripts/fetch-model (scripts/test does)",
+        path.display()
+    );
+    let model = LocalModel::new(
+        ModelCommand {
+            program: env!("CARGO_BIN_EXE_weft-model-worker").into(),
+            args: vec![],
+        },
+        path,
+        Duration::from_secs(120),
+    )
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        // A real prompt, greedy: the answer names Paris, and arrives in pieces.
+        let deltas = Mutex::new(Vec::new());
+        let req = ask(
+            "You are a helpful assistant.",
+            "What is the capital of France?",
+        );
+        let r = model
+            .complete(&req, &|d: &str| deltas.lock().unwrap().push(d.to_owned()))
+            .await
+            .unwrap();
+        assert!(r.content.contains("Paris"), "{:?}", r.content);
+        let deltas = deltas.into_inner().unwrap();
+        assert!(deltas.len() > 2, "{deltas:?}");
+        assert_eq!(deltas.concat(), r.content);
+        assert!(
+            r.usage.input_tokens > 10 && r.usage.output_tokens > 0,
+            "{:?}",
+            r.usage
+        );
+        assert_eq!(r.usage.cost_usd, 0.0);
+
+        // Greedy sampling is deterministic.
+        let again = model.complete(&req, &|_| {}).await.unwrap();
+        assert_eq!(again.content, r.content);
+
+        // Grammar-constrained output parses and matches its schema.
+        let schema = json!({
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
+            "required": ["city", "country"],
+            "additionalProperties": false
+        });
+        let mut req = ask(
+            "Answer in JSON.",
+            "Name the capital of France and its country.",
+        );
+        req.output_schema = Some(schema.clone());
+        req.max_tokens = Some(64);
+        let r = model.complete(&req, &|_| {}).await.unwrap();
+        let v: Value = serde_json::from_str(&r.content)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", r.content));
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        assert!(validator.is_valid(&v), "{v}");
+
+        // The local model offers no tool calling, and says so.
+        let mut req = ask("x", "y");
+        req.tools = vec![ToolDef {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        let e = model.complete(&req, &|_| {}).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Config);
+    });
+}
