@@ -156,6 +156,11 @@ impl FakeServer {
     pub fn received(&self) -> Vec<Received> {
         self.shared.received.lock().expect("received lock").clone()
     }
+
+    /// The requests received so far, forgetting them (long benchmarks would hoard them).
+    pub fn take_received(&self) -> Vec<Received> {
+        std::mem::take(&mut *self.shared.received.lock().expect("received lock"))
+    }
 }
 
 impl Drop for FakeServer {
