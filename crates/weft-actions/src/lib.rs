@@ -1,13 +1,13 @@
 //! # weft-actions
 //!
 //! Owns Weft's built-in `action` blocks, each a `Native` behind `weft-core`'s port:
-//! `file.read`, `file.write`, `file.append` (confined to one directory), `json.parse`
-//! and `time.sleep`. The network actions (`http.get`, `http.post`) and the model actions
-//! (`llm.call`, ...) join this set with the dialect and model work.
+//! `file.read`, `file.write`, `file.append` (confined to one directory), `http.get`,
+//! `http.post`, `json.parse` and `time.sleep`. Model calls are `llm` blocks, not actions.
 //!
 //! Must not depend on the engine or any dialect.
 
 mod files;
+mod http;
 
 use async_trait::async_trait;
 use std::path::PathBuf;
@@ -72,6 +72,7 @@ impl Native for Sleep {
 /// Every built-in action, by name. File actions are confined to `files`.
 pub fn builtins(files: PathBuf) -> Vec<(&'static str, Arc<dyn Native>)> {
     let root = Arc::new(FileRoot::new(files));
+    let client = reqwest::Client::new();
     vec![
         (
             "file.read",
@@ -85,6 +86,8 @@ pub fn builtins(files: PathBuf) -> Vec<(&'static str, Arc<dyn Native>)> {
             }),
         ),
         ("file.append", Arc::new(files::Write { root, append: true })),
+        ("http.get", Arc::new(http::Http::new(client.clone(), false))),
+        ("http.post", Arc::new(http::Http::new(client, true))),
         ("json.parse", Arc::new(JsonParse)),
         ("time.sleep", Arc::new(Sleep)),
     ]

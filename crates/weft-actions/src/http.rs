@@ -1,0 +1,181 @@
+//! `http.get` and `http.post`: one request, a bounded answer.
+//!
+//! The result is `{status, headers, body}`, with `body` parsed when the server says it is
+//! JSON and text otherwise. A status of 400 or more is an error (kind `rate_limit` for
+//! 429, `action` otherwise) carrying the status and the start of the body, so retry
+//! policies and error routes can act on it.
+
+use super::str_param;
+use async_trait::async_trait;
+use std::time::Duration;
+use weft_core::ports::{Native, NativeCall, NativeOutput};
+use weft_core::{BlockError, ErrorKind, Value};
+
+/// The largest body read; a bigger answer is an error rather than unbounded memory.
+const MAX_BODY: usize = 16 << 20;
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An HTTP action for one method.
+pub(crate) struct Http {
+    client: reqwest::Client,
+    post: bool,
+}
+
+impl Http {
+    pub(crate) fn new(client: reqwest::Client, post: bool) -> Http {
+        Http { client, post }
+    }
+
+    fn name(&self) -> &'static str {
+        if self.post { "http.post" } else { "http.get" }
+    }
+}
+
+fn fail(kind: ErrorKind, message: String) -> BlockError {
+    BlockError::new(kind, message)
+}
+
+#[async_trait]
+impl Native for Http {
+    async fn call(&self, call: NativeCall) -> Result<NativeOutput, BlockError> {
+        let name = self.name();
+        let url = str_param(&call, "url")?;
+        let mut parsed = reqwest::Url::parse(url).map_err(|e| {
+            fail(
+                ErrorKind::Input,
+                format!("{name}: `{url}` is not a URL: {e}"),
+            )
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(fail(
+                ErrorKind::Input,
+                format!(
+                    "{name}: only http and https URLs are fetched, not `{}`",
+                    parsed.scheme()
+                ),
+            ));
+        }
+        if let Some(p) = call.config.get("params") {
+            let p = p
+                .as_object()
+                .ok_or_else(|| fail(ErrorKind::Input, format!("{name}: params is an object")))?;
+            let mut query = parsed.query_pairs_mut();
+            for (k, v) in p {
+                match v {
+                    Value::String(s) => query.append_pair(k, s),
+                    other => query.append_pair(k, &other.to_string()),
+                };
+            }
+        }
+        let mut req = if self.post {
+            self.client.post(parsed)
+        } else {
+            self.client.get(parsed)
+        };
+        let timeout = match call.config.get("timeout_ms") {
+            Some(v) => Duration::from_millis(v.as_u64().ok_or_else(|| {
+                fail(
+                    ErrorKind::Input,
+                    format!("{name}: timeout_ms is a whole number"),
+                )
+            })?),
+            None => DEFAULT_TIMEOUT,
+        };
+        req = req.timeout(timeout);
+        if let Some(h) = call.config.get("headers") {
+            let h = h.as_object().ok_or_else(|| {
+                fail(
+                    ErrorKind::Input,
+                    format!("{name}: headers is an object of strings"),
+                )
+            })?;
+            for (k, v) in h {
+                let v = match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                req = req.header(k.as_str(), v);
+            }
+        }
+        if self.post {
+            match (call.config.get("json"), call.config.get("body")) {
+                (Some(j), _) => {
+                    req = req
+                        .header(reqwest::header::CONTENT_TYPE, "application/json")
+                        .body(j.to_string());
+                }
+                (None, Some(Value::String(s))) => req = req.body(s.clone()),
+                (None, Some(other)) => {
+                    req = req
+                        .header(reqwest::header::CONTENT_TYPE, "application/json")
+                        .body(other.to_string());
+                }
+                (None, None) => {}
+            }
+        } else if call.config.get("json").is_some() || call.config.get("body").is_some() {
+            return Err(fail(
+                ErrorKind::Input,
+                "http.get sends no body; use http.post, or `params` for the query".into(),
+            ));
+        }
+        let mut resp = req.send().await.map_err(|e| {
+            let kind = if e.is_timeout() {
+                ErrorKind::Timeout
+            } else {
+                ErrorKind::Action
+            };
+            fail(kind, format!("{name} {url}: {e}"))
+        })?;
+        let status = resp.status().as_u16();
+        let mut headers = serde_json::Map::new();
+        for (k, v) in resp.headers() {
+            if let Ok(v) = v.to_str() {
+                headers.insert(k.as_str().to_owned(), Value::from(v));
+            }
+        }
+        let is_json = headers
+            .get("content-type")
+            .and_then(Value::as_str)
+            .is_some_and(|c| c.contains("json"));
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| fail(ErrorKind::Action, format!("{name} {url}: {e}")))?
+        {
+            if bytes.len() + chunk.len() > MAX_BODY {
+                return Err(fail(
+                    ErrorKind::Action,
+                    format!(
+                        "{name} {url}: the answer is larger than {} MiB",
+                        MAX_BODY >> 20
+                    ),
+                ));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if status >= 400 {
+            let kind = if status == 429 {
+                ErrorKind::RateLimit
+            } else {
+                ErrorKind::Action
+            };
+            let start: String = text.chars().take(300).collect();
+            return Err(
+                fail(kind, format!("{name} {url}: status {status}: {start}"))
+                    .with_detail(serde_json::json!({"status": status})),
+            );
+        }
+        let body = if is_json {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        } else {
+            Value::String(text)
+        };
+        Ok(NativeOutput::from(serde_json::json!({
+            "status": status,
+            "headers": headers,
+            "body": body,
+        })))
+    }
+}
