@@ -278,9 +278,17 @@ pub fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
+    // Jaro-Winkler ranks prefixes well but scores short words low, so one edit or
+    // swapped pair (`rnu` for `run`) also counts as close.
     candidates
         .into_iter()
-        .map(|c| (strsim::jaro_winkler(word, c), c))
+        .map(|c| {
+            let mut score = strsim::jaro_winkler(word, c);
+            if word.chars().count() >= 3 && strsim::osa_distance(word, c) <= 1 {
+                score = score.max(0.81);
+            }
+            (score, c)
+        })
         .filter(|(score, _)| *score > 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, c)| c)

@@ -376,6 +376,10 @@ pub struct DataFlow {
     /// State writes after the block ran: dotted state path -> template (`output` in scope).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub set: IndexMap<String, ValueTemplate>,
+    /// Names bound for the templates of this block and of every block inside it,
+    /// evaluated once when the block starts (after `input`).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub bind: IndexMap<String, ValueTemplate>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -765,6 +769,10 @@ pub struct GraphSpec {
     /// Node executions before the graph fails (default: the flow's `max_graph_steps`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
+    /// Branch state writes stay in their branch: a join sees them in its input, and the
+    /// state after it is the state at the fork.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub isolate: bool,
 }
 
 /// The name edges use for the graph's end.

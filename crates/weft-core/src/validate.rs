@@ -21,6 +21,24 @@ pub fn walk_blocks<'a>(flow: &'a Flow, f: &mut dyn FnMut(&str, &'a Block)) {
     walk_flow(flow, "", f);
 }
 
+/// Where the block that holds IR `pointer` was written: the origin of the innermost
+/// block on the pointer's path that has one. Dialects whose files do not mirror the IR
+/// locate diagnostics this way.
+pub fn origin_at(flow: &Flow, pointer: &str) -> Option<crate::Loc> {
+    let mut best: Option<(usize, crate::Loc)> = None;
+    walk_blocks(flow, &mut |ptr, b| {
+        let on_path = pointer == ptr
+            || (pointer.starts_with(ptr) && pointer.as_bytes().get(ptr.len()) == Some(&b'/'));
+        if on_path
+            && let Some(loc) = b.origin
+            && best.is_none_or(|(len, _)| ptr.len() > len)
+        {
+            best = Some((ptr.len(), loc));
+        }
+    });
+    best.map(|(_, loc)| loc)
+}
+
 fn walk_flow<'a>(flow: &'a Flow, base: &str, f: &mut dyn FnMut(&str, &'a Block)) {
     walk_block(&flow.root, &child_pointer(base, "root"), f);
     for (name, sub) in &flow.flows {
@@ -137,6 +155,9 @@ fn block_sites<'a>(ptr: &str, b: &'a Block, out: &mut Vec<ExprSite<'a>>) {
     }
     for (k, v) in &b.data.set {
         push_value_sites(child_pointer(&format!("{ptr}/set"), k), &v.0, out);
+    }
+    for (k, v) in &b.data.bind {
+        push_value_sites(child_pointer(&format!("{ptr}/bind"), k), &v.0, out);
     }
     for (i, a) in b.policy.assert.iter().enumerate() {
         out.push(expr(format!("{ptr}/assert/{i}/that"), &a.that));

@@ -63,6 +63,8 @@ pub(super) struct BlockDoc {
     merge_output: bool,
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     set: IndexMap<String, ValueTemplate>,
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    bind: IndexMap<String, ValueTemplate>,
 }
 
 impl TryFrom<BlockDoc> for Block {
@@ -143,6 +145,7 @@ impl TryFrom<BlockDoc> for Block {
                 input: d.input,
                 merge_output: d.merge_output,
                 set: d.set,
+                bind: d.bind,
             },
             origin: None,
         })
@@ -162,6 +165,7 @@ impl From<&Block> for BlockDoc {
             input: b.data.input.clone(),
             merge_output: b.data.merge_output,
             set: b.data.set.clone(),
+            bind: b.data.bind.clone(),
             ..BlockDoc::default()
         };
         match &b.kind {

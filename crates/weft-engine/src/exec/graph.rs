@@ -352,17 +352,22 @@ impl<'g> Walk<'g> {
         if self.frames[f].open > 0 {
             return Ok(());
         }
+        let isolate = self.g.isolate;
         let frame = &mut self.frames[f];
         let mut merged = Patch::default();
         let mut arrivals = Vec::new();
         let mut last_output = None;
         for i in 0..frame.arrived.len() {
             if let Some(a) = frame.arrived[i].take() {
-                merged.extend(a.patch);
+                if !isolate {
+                    merged.extend(a.patch);
+                }
                 arrivals.push(serde_json::json!({"output": *a.output, "state": *a.state}));
                 last_output = Some(a.output);
             } else if let Some((output, patch)) = frame.ended[i].take() {
-                merged.extend(patch);
+                if !isolate {
+                    merged.extend(patch);
+                }
                 last_output = Some(output);
             }
         }

@@ -36,6 +36,13 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
         let v = cx.value(&t.0, &cx.scope()).map_err(|e| e.at(&cx.key))?;
         cx.input = Arc::new(v);
     }
+    if !block.data.bind.is_empty() {
+        let scope = cx.scope();
+        for (name, t) in &block.data.bind {
+            let v = cx.value(&t.0, &scope).map_err(|e| e.at(&cx.key))?;
+            cx.locals.bind(name.as_str(), Arc::new(v));
+        }
+    }
     if let Some(b) = &block.policy.budget {
         cx.budgets = cx.budgets.push(block.id.as_deref().unwrap_or(&cx.key), b);
     }
