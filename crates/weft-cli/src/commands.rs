@@ -136,6 +136,7 @@ fn engine(
     };
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     b = b.code_runner(Arc::new(weft_code::Sandboxes::new(worker, workers)));
+    b = b.secrets(secrets_from_env(std::env::vars()));
     let files = out.files.clone().unwrap_or_else(|| PathBuf::from("."));
     for (name, action) in weft_actions::builtins(files) {
         b = b.action(name, action);
@@ -181,10 +182,7 @@ fn load_prepared(flow: &Path, dialect: Option<&str>) -> Result<(Loaded, Arc<Prep
 fn render_diags(file: &str, loaded: &Loaded, diags: Vec<Diagnostic>) -> String {
     diags
         .into_iter()
-        .map(|d| match &loaded.source_map {
-            Some(m) => m.locate(d),
-            None => d,
-        })
+        .map(|d| loaded.locate(d))
         .map(|d| d.render(file))
         .collect::<Vec<_>>()
         .join("\n")
@@ -515,6 +513,19 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
     }
 }
 
+/// `secrets` for templates and code: each `WEFT_SECRET_<NAME>` variable as `secrets.<name>`
+/// (lower-cased). Only variables named so are exposed, never the whole environment.
+fn secrets_from_env(vars: impl Iterator<Item = (String, String)>) -> Value {
+    Value::Object(
+        vars.filter_map(|(k, v)| {
+            k.strip_prefix("WEFT_SECRET_")
+                .filter(|n| !n.is_empty())
+                .map(|n| (n.to_lowercase(), Value::String(v)))
+        })
+        .collect(),
+    )
+}
+
 fn format_ms(ms: i64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_seconds(t).to_string()
@@ -528,6 +539,17 @@ mod tests {
     fn dates_format_in_utc() {
         assert_eq!(format_ms(0), "1970-01-01T00:00:00Z");
         assert_eq!(format_ms(1_795_305_600_000), "2026-11-22T00:00:00Z");
+    }
+
+    #[test]
+    fn only_prefixed_variables_become_secrets() {
+        let vars = [
+            ("WEFT_SECRET_API_KEY", "k"),
+            ("HOME", "/root"),
+            ("WEFT_SECRET_", "x"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()));
+        assert_eq!(secrets_from_env(vars.into_iter()), json!({"api_key": "k"}));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The `weft` binary as scripts use it: real processes, a real SQLite file, exit codes.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -85,6 +85,47 @@ fn every_example_runs_offline() {
         let v = stdout_json(&o);
         assert!(v["run_id"].is_string());
     }
+}
+
+#[test]
+fn tea_examples_run_and_bad_tea_files_exit_2() {
+    let env = Env::new();
+    for (file, input, key, expected) in [
+        (
+            "tea/counter.yaml",
+            r#"{"count": 0, "sum": 0}"#,
+            "sum",
+            json!(15),
+        ),
+        (
+            "tea/review-loop.yaml",
+            r#"{"feature": "retries"}"#,
+            "published",
+            json!("[Weft] Now Weft supports retries that resume from the failing step."),
+        ),
+        (
+            "tea/fan-out.yaml",
+            r#"{"documents": ["a b", "c"]}"#,
+            "ranking",
+            json!([{"doc": "a b", "score": 23}, {"doc": "c", "score": 11}]),
+        ),
+        (
+            "tea/ask-local.yaml",
+            r#"{"country": "France"}"#,
+            "mentions_paris",
+            json!(true),
+        ),
+    ] {
+        let o = env.weft(&["run", &example(file), "--json", "-q", "--input", input]);
+        assert_eq!(code(&o), 0, "{file}: {}", stderr(&o));
+        let v = stdout_json(&o);
+        assert_eq!(v["output"][key], expected, "{file}: {v}");
+    }
+    let bad = env.dir.path().join("bad.yaml");
+    std::fs::write(&bad, "name: t\nnodes:\n  - name: a\n    goto: b\n").unwrap();
+    let o = env.weft(&["run", bad.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("bad.yaml:4:"), "{}", stderr(&o));
 }
 
 #[test]

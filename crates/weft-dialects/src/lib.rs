@@ -9,6 +9,7 @@
 
 pub mod native;
 pub mod source_map;
+pub mod tea;
 
 use std::path::Path;
 use weft_core::{Diagnostic, Flow};
@@ -16,10 +17,10 @@ use weft_core::{Diagnostic, Flow};
 pub use source_map::SourceMap;
 
 /// Dialects Weft knows by name, in detection order.
-pub const DIALECTS: &[&str] = &["native"];
+pub const DIALECTS: &[&str] = &["native", "tea"];
 
 /// Dialects the specs describe that this build cannot compile yet.
-pub const PLANNED: &[&str] = &["tea", "blocks", "souls", "graph"];
+pub const PLANNED: &[&str] = &["blocks", "souls", "graph"];
 
 /// A flow loaded from a file.
 #[derive(Debug)]
@@ -34,6 +35,22 @@ pub struct Loaded {
     pub warnings: Vec<Diagnostic>,
     /// Locates pointers into the IR, when the IR mirrors the file (native format).
     pub source_map: Option<SourceMap>,
+}
+
+impl Loaded {
+    /// Locates a diagnostic about the compiled flow (an IR pointer) in the file: through
+    /// the source map for the native format, through block origins for the others.
+    pub fn locate(&self, mut d: Diagnostic) -> Diagnostic {
+        match &self.source_map {
+            Some(m) => m.locate(d),
+            None => {
+                if d.loc.is_none() {
+                    d.loc = weft_core::validate::origin_at(&self.flow, &d.pointer);
+                }
+                d
+            }
+        }
+    }
 }
 
 /// Why a file could not be loaded: every problem found, located.
@@ -104,21 +121,25 @@ pub fn load_str(
         None => detect(&value).map_err(|d| LoadError::one(file, map.locate(d)))?,
     };
     let source_hash = weft_core::hash::content_hash(text.as_bytes());
-    match dialect {
-        "native" => native::compile(value, &map, base_dir)
-            .map(|(flow, warnings)| Loaded {
-                flow,
-                dialect,
-                source_hash,
-                warnings,
-                source_map: Some(map),
-            })
-            .map_err(|diagnostics| LoadError {
-                file: file.to_owned(),
-                diagnostics,
-            }),
+    let compiled = match dialect {
+        "native" => native::compile(value, &map, base_dir),
+        "tea" => tea::compile(value, &map, base_dir),
         other => unreachable!("dialect `{other}` is listed but not wired"),
-    }
+    };
+    compiled
+        .map(|(flow, warnings)| Loaded {
+            flow,
+            dialect,
+            source_hash,
+            warnings,
+            // Only the native format's pointers lead into the file; the other dialects
+            // locate problems through each block's origin.
+            source_map: (dialect == "native").then_some(map),
+        })
+        .map_err(|diagnostics| LoadError {
+            file: file.to_owned(),
+            diagnostics,
+        })
 }
 
 fn resolve_dialect_name(name: &str) -> Result<&'static str, Diagnostic> {
@@ -170,6 +191,9 @@ pub fn detect(doc: &serde_json::Value) -> Result<&'static str, Diagnostic> {
     } else {
         None
     };
+    if guess == Some("tea") {
+        return Ok("tea");
+    }
     Err(match guess {
         Some(g) => Diagnostic::error("", format!("this looks like a `{g}` flow, and the `{g}` dialect is not implemented in this build yet"))
             .hint(format!("this build reads: {}", DIALECTS.join(", "))),

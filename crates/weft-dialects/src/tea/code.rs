@@ -1,0 +1,150 @@
+//! `run:`/`script:` bodies: which language they are in and how Weft calls them.
+//!
+//! A Python body is the body of a function (it ends with `return {...}`), so it is
+//! wrapped as `def _tea_node(state, variables, secrets, ...)`; Lua bodies are chunks that
+//! `return` a table already; a Prolog body is one goal. Each gets `state`, `variables` and
+//! `secrets` (and, in a fan-in node, `parallel_results`).
+
+use serde_json::{Value, json};
+use weft_core::ir::{CodeLimits, CodeSpec, ValueTemplate};
+
+/// The function a wrapped Python body becomes.
+pub(super) const ENTRY: &str = "_tea_node";
+
+/// A body's language: `language:` if given, else `-- lua` on the first line, else Python.
+pub(super) fn language_of(source: &str, declared: Option<&str>) -> Result<&'static str, String> {
+    match declared {
+        Some("python") => Ok("python"),
+        Some("lua") => Ok("lua"),
+        Some("prolog") => Ok("prolog"),
+        Some(other) => Err(format!(
+            "unknown language `{other}` (the languages are python, lua and prolog)"
+        )),
+        None => {
+            let first = source.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            Ok(if first.trim() == "-- lua" {
+                "lua"
+            } else {
+                "python"
+            })
+        }
+    }
+}
+
+/// The code block for a body in `language`.
+pub(super) fn code_spec(language: &'static str, source: &str, fan_in: bool) -> CodeSpec {
+    let mut args = json!({
+        "state": "{{ state }}",
+        "variables": "{{ variables }}",
+        "secrets": "{{ secrets }}",
+    });
+    if fan_in {
+        args["parallel_results"] = Value::from("{{ parallel_results }}");
+    }
+    let (source, entry) = match language {
+        "python" => (wrap_python(source, fan_in), Some(ENTRY.to_owned())),
+        _ => (source.to_owned(), None),
+    };
+    CodeSpec {
+        language: language.to_owned(),
+        source,
+        entry,
+        args: Some(ValueTemplate(args)),
+        imports: None,
+        builtins: None,
+        limits: CodeLimits::default(),
+    }
+}
+
+/// `def _tea_node(...)` around the dedented body; `json` is always imported and
+/// `datetime` when the body names it without importing it, as The Edge Agent does.
+pub(super) fn wrap_python(body: &str, fan_in: bool) -> String {
+    let body = dedent(body);
+    let mut out = String::from("import json\n");
+    if mentions(&body, "datetime") && !body.contains("import datetime") {
+        out.push_str("import datetime\n");
+    }
+    out.push_str("def ");
+    out.push_str(ENTRY);
+    out.push_str("(state, variables, secrets");
+    if fan_in {
+        out.push_str(", parallel_results");
+    }
+    out.push_str("):\n");
+    let mut any = false;
+    for line in body.lines() {
+        if line.trim().is_empty() {
+            out.push('\n');
+        } else {
+            out.push_str("    ");
+            out.push_str(line);
+            out.push('\n');
+            any = true;
+        }
+    }
+    if !any {
+        out.push_str("    return None\n");
+    }
+    out
+}
+
+/// Whether `word` appears in `text` as a whole identifier.
+fn mentions(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + word.len()..].chars().next();
+        let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        !ident(before) && !ident(after)
+    })
+}
+
+/// Removes the indentation every non-blank line shares.
+fn dedent(text: &str) -> String {
+    let indent = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    text.lines()
+        .map(|l| {
+            if l.len() >= indent {
+                &l[indent..]
+            } else {
+                l.trim_start()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_bodies_become_functions() {
+        let w = wrap_python("  x = state['a']\n  return {'b': x}\n", false);
+        assert_eq!(
+            w,
+            "import json\ndef _tea_node(state, variables, secrets):\n    x = state['a']\n    return {'b': x}\n"
+        );
+    }
+
+    #[test]
+    fn datetime_is_imported_when_named() {
+        assert!(
+            wrap_python("return {'t': str(datetime.date.today())}", false)
+                .contains("import datetime\n")
+        );
+        assert!(!wrap_python("return {'mydatetime': 1}", false).contains("import datetime"));
+    }
+
+    #[test]
+    fn lua_is_recognised_by_its_first_line() {
+        assert_eq!(language_of("-- lua\nreturn {}", None).unwrap(), "lua");
+        assert_eq!(language_of("return {}", None).unwrap(), "python");
+        assert_eq!(language_of("x", Some("prolog")).unwrap(), "prolog");
+        assert!(language_of("x", Some("ruby")).is_err());
+    }
+}

@@ -1,0 +1,91 @@
+//! The shape of a `tea` file as The Edge Agent writes it. Every key is listed, so a
+//! misspelt one is an error with a did-you-mean hint. Fields whose shape varies (`run`,
+//! `goto`, `fan_in`, `with`) stay JSON values and are read by the compiler, which can say
+//! precisely what is wrong with them.
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// A whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TeaDoc {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Some files carry a version string; it changes nothing.
+    #[allow(dead_code)]
+    pub version: Option<Value>,
+    #[serde(default)]
+    pub state_schema: IndexMap<String, Value>,
+    #[serde(default)]
+    pub variables: IndexMap<String, Value>,
+    pub nodes: Vec<Node>,
+    #[serde(default)]
+    pub edges: Vec<EdgeDoc>,
+}
+
+/// A node, a step of `steps`, or a node of a `while_loop` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Node {
+    pub name: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub description: Option<String>,
+    pub run: Option<Value>,
+    pub script: Option<String>,
+    pub language: Option<String>,
+    pub uses: Option<String>,
+    #[serde(rename = "with")]
+    pub with: Option<Value>,
+    pub output: Option<String>,
+    pub steps: Option<Vec<Node>>,
+    pub goto: Option<Value>,
+    pub fan_in: Option<Value>,
+    // while_loop
+    pub condition: Option<String>,
+    pub max_iterations: Option<i64>,
+    pub body: Option<Vec<Node>>,
+    // dynamic_parallel
+    pub items: Option<Value>,
+    pub item_var: Option<String>,
+    pub index_var: Option<String>,
+    pub max_concurrency: Option<i64>,
+    pub fail_fast: Option<bool>,
+    pub action: Option<ActionDoc>,
+    pub subgraph: Option<String>,
+    pub input: Option<Value>,
+}
+
+/// The action of a `dynamic_parallel` node in action mode.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ActionDoc {
+    pub uses: String,
+    #[serde(rename = "with")]
+    pub with: Option<Value>,
+    pub output: Option<String>,
+}
+
+/// One entry of the legacy `edges` section.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct EdgeDoc {
+    pub from: String,
+    pub to: String,
+    pub condition: Option<ConditionDoc>,
+    pub when: Option<Value>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub fan_in: Option<String>,
+}
+
+/// `condition: {type: expression, value: EXPR}` on a legacy edge.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ConditionDoc {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub value: String,
+}

@@ -1,0 +1,713 @@
+//! The `tea` dialect: The Edge Agent's YAML (spec `004` and `specs/tea-notes.md`).
+//!
+//! A file becomes one graph: each node is a block whose returned dict merges into the
+//! state, and navigation (`goto`, legacy `edges`, implicit chaining) becomes the graph's
+//! edges. The run starts with its input as the state and ends with the final state as
+//! its output. Choices the spec leaves open are written in `docs/dialects/tea.md`.
+
+mod actions;
+mod code;
+mod doc;
+mod navigation;
+
+use crate::source_map::SourceMap;
+use doc::{Node, TeaDoc};
+use indexmap::IndexMap;
+use serde_json::{Value, json};
+use std::path::Path;
+use weft_core::ir::{
+    Block, BlockKind, Expr, Flow, GraphSpec, LoopSpec, MapSpec, ModelDef, OnError, SubFlowSpec,
+    TransformSpec, ValueTemplate,
+};
+use weft_core::{Diagnostic, Loc};
+
+/// How deeply `subgraph:` files may include each other.
+const MAX_SUBGRAPH_DEPTH: u32 = 8;
+
+/// Compiles a parsed `tea` document into a flow plus its warnings.
+pub fn compile(
+    doc: Value,
+    map: &SourceMap,
+    base_dir: Option<&Path>,
+) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
+    compile_at(doc, map, base_dir, 0)
+}
+
+fn compile_at(
+    doc: Value,
+    map: &SourceMap,
+    base_dir: Option<&Path>,
+    depth: u32,
+) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let tea: TeaDoc = serde_path_to_error::deserialize(doc)
+        .map_err(|e| vec![map.locate(crate::native::serde_diagnostic(&e))])?;
+    let mut c = Compiler {
+        map,
+        base_dir,
+        depth,
+        diags: Vec::new(),
+        models: IndexMap::new(),
+        flows: IndexMap::new(),
+        variables: tea.variables.clone(),
+    };
+    let flow = c.flow(&tea);
+    let (errors, warnings): (Vec<_>, Vec<_>) = c
+        .diags
+        .into_iter()
+        .map(|d| map.locate(d))
+        .partition(|d| d.severity == weft_core::Severity::Error);
+    match flow {
+        Some(f) if errors.is_empty() => Ok((f, warnings)),
+        _ => Err(errors),
+    }
+}
+
+/// What compiling one file accumulates.
+pub(crate) struct Compiler<'a> {
+    map: &'a SourceMap,
+    base_dir: Option<&'a Path>,
+    depth: u32,
+    diags: Vec<Diagnostic>,
+    models: IndexMap<String, ModelDef>,
+    flows: IndexMap<String, Flow>,
+    variables: IndexMap<String, Value>,
+}
+
+impl Compiler<'_> {
+    fn error(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    fn loc(&self, ptr: &str) -> Option<Loc> {
+        self.map.loc(ptr)
+    }
+
+    /// A string's value when it is a constant or `{{ variables.NAME }}`.
+    fn constant(&self, s: &str) -> Option<String> {
+        if !s.contains("{{") && !s.contains("{%") {
+            return Some(s.to_owned());
+        }
+        let inner = s.trim().strip_prefix("{{")?.strip_suffix("}}")?.trim();
+        let name = inner.strip_prefix("variables.")?;
+        match self.variables.get(name)? {
+            Value::String(v) => Some(v.clone()),
+            _ => None,
+        }
+    }
+
+    fn flow(&mut self, tea: &TeaDoc) -> Option<Flow> {
+        self.check_state_schema(&tea.state_schema);
+        if tea.nodes.is_empty() {
+            self.error(
+                Diagnostic::error("/nodes", "a tea flow needs at least one node")
+                    .hint("nodes: [{name: start, run: \"return {}\"}]"),
+            );
+            return None;
+        }
+        let graph = self.graph(tea)?;
+        // The input is the initial state; the final state is the output.
+        let mut start = Block::new(BlockKind::Passthrough).with_id("__start__");
+        start.data.merge_output = true;
+        let finish = Block::new(BlockKind::Transform(TransformSpec {
+            output: ValueTemplate(Value::from("{{ state }}")),
+            exit: None,
+        }))
+        .with_id("__end__");
+        let mut root = Block::new(BlockKind::Sequence(vec![start, graph, finish]));
+        root.data
+            .bind
+            .insert("variables".into(), ValueTemplate(Value::from("{{ vars }}")));
+        let mut flow = Flow::new(tea.name.clone().unwrap_or_else(|| "tea".into()), root);
+        flow.description = tea.description.clone();
+        flow.vars = tea.variables.clone();
+        flow.models = std::mem::take(&mut self.models);
+        flow.flows = std::mem::take(&mut self.flows);
+        Some(flow)
+    }
+
+    fn check_state_schema(&mut self, schema: &IndexMap<String, Value>) {
+        const TYPES: &[&str] = &[
+            "str", "string", "int", "integer", "float", "number", "bool", "boolean", "list",
+            "array", "dict", "object", "any",
+        ];
+        for (key, ty) in schema {
+            let ptr = weft_core::validate::child_pointer("/state_schema", key);
+            let name = ty.as_str().map(|t| t.split('[').next().unwrap_or(t).trim());
+            if !name.is_some_and(|t| TYPES.contains(&t.to_lowercase().as_str())) {
+                let d = Diagnostic::error(&ptr, format!("`{key}` has an unknown type {ty}"));
+                self.error(
+                    match name
+                        .and_then(|n| weft_core::error::did_you_mean(n, TYPES.iter().copied()))
+                    {
+                        Some(s) => d.hint(format!("did you mean `{s}`?")),
+                        None => d.hint(format!("types: {}", TYPES.join(", "))),
+                    },
+                );
+            }
+        }
+    }
+
+    /// The node's block (without navigation). `in_loop` rejects nested `while_loop`s.
+    fn node(
+        &mut self,
+        n: &Node,
+        ptr: &str,
+        name: &str,
+        fan_in: bool,
+        in_loop: bool,
+    ) -> Option<Block> {
+        let methods: Vec<&str> = [
+            (n.run.is_some(), "run"),
+            (n.script.is_some(), "script"),
+            (n.uses.is_some(), "uses"),
+            (
+                n.steps.is_some() && n.kind.as_deref() != Some("dynamic_parallel"),
+                "steps",
+            ),
+            (n.kind.is_some(), "type"),
+        ]
+        .into_iter()
+        .filter_map(|(on, m)| on.then_some(m))
+        .collect();
+        if methods.len() > 1 {
+            self.error(
+                Diagnostic::error(ptr, format!("node `{name}` has {} execution methods; give it one", methods.join(" and ")))
+                    .hint("a node runs code (run/script), an action (uses), steps, or is a while_loop or dynamic_parallel"),
+            );
+            return None;
+        }
+        self.check_misplaced(n, ptr);
+        let mut block = match (methods.first().copied(), n.kind.as_deref()) {
+            (None, _) => Block::new(BlockKind::Passthrough),
+            (Some("run" | "script"), _) => self.run_block(n, ptr, name, fan_in)?,
+            (Some("uses"), _) => {
+                let uses = n.uses.as_deref().unwrap_or_default();
+                let mut b = self.action(uses, n.with.as_ref(), ptr, name)?;
+                match &n.output {
+                    Some(key) => {
+                        b.data
+                            .set
+                            .insert(key.clone(), ValueTemplate(Value::from("{{ output }}")));
+                    }
+                    None => b.data.merge_output = true,
+                }
+                b
+            }
+            (Some("steps"), _) => self.steps(
+                n.steps.as_deref().unwrap_or_default(),
+                &format!("{ptr}/steps"),
+                in_loop,
+            )?,
+            (_, Some("while_loop")) => self.while_loop(n, ptr, name, in_loop)?,
+            (_, Some("dynamic_parallel")) => self.dynamic_parallel(n, ptr, name, in_loop)?,
+            (_, Some(other)) => {
+                let d = Diagnostic::error(
+                    format!("{ptr}/type"),
+                    format!("unknown node type `{other}`"),
+                );
+                self.error(
+                    match weft_core::error::did_you_mean(other, ["while_loop", "dynamic_parallel"])
+                    {
+                        Some(s) => d.hint(format!("did you mean `{s}`?")),
+                        None => d.hint("node types: while_loop, dynamic_parallel"),
+                    },
+                );
+                return None;
+            }
+            _ => unreachable!("methods are the listed ones"),
+        };
+        if fan_in {
+            block.data.bind.insert(
+                "parallel_results".into(),
+                ValueTemplate(Value::from("{{ input | map(attribute='state') | list }}")),
+            );
+        }
+        block.description = n.description.clone();
+        block.origin = self.loc(ptr);
+        Some(block)
+    }
+
+    /// Keys that belong to another kind of node are errors, not silently unused.
+    fn check_misplaced(&mut self, n: &Node, ptr: &str) {
+        let kind = n.kind.as_deref();
+        let mut wrong = |present: bool, key: &str, belongs: &str| {
+            if present {
+                self.diags.push(
+                    Diagnostic::error(
+                        format!("{ptr}/{key}"),
+                        format!("`{key}` belongs to {belongs}"),
+                    )
+                    .hint("remove it, or give the node the kind it belongs to"),
+                );
+            }
+        };
+        let is_loop = kind == Some("while_loop");
+        let is_dp = kind == Some("dynamic_parallel");
+        wrong(
+            !is_loop && n.condition.is_some(),
+            "condition",
+            "`type: while_loop` nodes",
+        );
+        wrong(
+            !is_loop && n.max_iterations.is_some(),
+            "max_iterations",
+            "`type: while_loop` nodes",
+        );
+        wrong(
+            !is_loop && n.body.is_some(),
+            "body",
+            "`type: while_loop` nodes",
+        );
+        for (present, key) in [
+            (n.items.is_some(), "items"),
+            (n.item_var.is_some(), "item_var"),
+            (n.index_var.is_some(), "index_var"),
+            (n.max_concurrency.is_some(), "max_concurrency"),
+            (n.fail_fast.is_some(), "fail_fast"),
+            (n.action.is_some(), "action"),
+            (n.subgraph.is_some(), "subgraph"),
+            (n.input.is_some(), "input"),
+        ] {
+            wrong(!is_dp && present, key, "`type: dynamic_parallel` nodes");
+        }
+        wrong(
+            n.with.is_some() && n.uses.is_none(),
+            "with",
+            "nodes with `uses:`",
+        );
+        wrong(
+            n.language.is_some() && n.run.is_none() && n.script.is_none(),
+            "language",
+            "nodes with `run:` or `script:`",
+        );
+        wrong(
+            n.output.is_some() && n.uses.is_none() && !is_dp,
+            "output",
+            "nodes with `uses:` or `type: dynamic_parallel`",
+        );
+    }
+
+    /// `run:`/`script:` code, or `run: {type: expression, value, output_key}`.
+    fn run_block(&mut self, n: &Node, ptr: &str, name: &str, fan_in: bool) -> Option<Block> {
+        let (source, sptr) = match (&n.run, &n.script) {
+            (Some(Value::String(s)), _) => (s.clone(), format!("{ptr}/run")),
+            (Some(Value::Object(o)), _) => return self.expression(o, &format!("{ptr}/run")),
+            (Some(_), _) => {
+                self.error(
+                    Diagnostic::error(
+                        format!("{ptr}/run"),
+                        "`run` is code (a string) or {type: expression, value, output_key}",
+                    )
+                    .hint("run: |\n  return {\"done\": True}"),
+                );
+                return None;
+            }
+            (None, Some(s)) => (s.clone(), format!("{ptr}/script")),
+            (None, None) => unreachable!("called for run or script"),
+        };
+        let language = match code::language_of(&source, n.language.as_deref()) {
+            Ok(l) => l,
+            Err(m) => {
+                self.error(Diagnostic::error(format!("{ptr}/language"), m));
+                return None;
+            }
+        };
+        if source.trim().is_empty() {
+            self.error(Diagnostic::error(
+                &sptr,
+                format!("node `{name}` has empty code"),
+            ));
+            return None;
+        }
+        let mut b = Block::new(BlockKind::Code(code::code_spec(language, &source, fan_in)));
+        b.data.merge_output = true;
+        Some(b)
+    }
+
+    fn expression(&mut self, o: &serde_json::Map<String, Value>, ptr: &str) -> Option<Block> {
+        for key in o.keys() {
+            if !["type", "value", "output_key"].contains(&key.as_str()) {
+                self.error(
+                    Diagnostic::error(
+                        weft_core::validate::child_pointer(ptr, key),
+                        format!("unknown key `{key}` in an expression"),
+                    )
+                    .hint("an expression is {type: expression, value: EXPR, output_key: KEY}"),
+                );
+            }
+        }
+        if o.get("type").and_then(Value::as_str) != Some("expression") {
+            self.error(
+                Diagnostic::error(format!("{ptr}/type"), "an object `run` needs `type: expression`")
+                    .hint("run: {type: expression, value: \"len(state.items) > 0\", output_key: has_items}"),
+            );
+            return None;
+        }
+        let Some(value) = o.get("value").and_then(Value::as_str) else {
+            self.error(Diagnostic::error(
+                format!("{ptr}/value"),
+                "an expression needs `value`, an expression string",
+            ));
+            return None;
+        };
+        let key = o
+            .get("output_key")
+            .and_then(Value::as_str)
+            .unwrap_or("result");
+        let mut b = Block::new(BlockKind::Transform(TransformSpec {
+            output: ValueTemplate(json!({ key: format!("{{{{ {} }}}}", strip_braces(value)) })),
+            exit: None,
+        }));
+        b.data.merge_output = true;
+        Some(b)
+    }
+
+    /// `steps:` run in order, each seeing the state merged so far.
+    fn steps(&mut self, steps: &[Node], ptr: &str, in_loop: bool) -> Option<Block> {
+        if steps.is_empty() {
+            self.error(Diagnostic::error(ptr, "`steps` is empty"));
+            return None;
+        }
+        let mut blocks = Vec::new();
+        for (i, s) in steps.iter().enumerate() {
+            let sptr = format!("{ptr}/{i}");
+            if s.goto.is_some() || s.fan_in.is_some() {
+                self.error(Diagnostic::error(
+                    &sptr,
+                    "a step cannot navigate (`goto`, `fan_in`); steps run in order",
+                ));
+            }
+            let name = s.name.clone().unwrap_or_else(|| format!("step{i}"));
+            blocks.extend(self.node(s, &sptr, &name, false, in_loop));
+        }
+        (blocks.len() == steps.len()).then(|| Block::new(BlockKind::Sequence(blocks)))
+    }
+
+    fn while_loop(&mut self, n: &Node, ptr: &str, name: &str, in_loop: bool) -> Option<Block> {
+        if in_loop {
+            self.error(
+                Diagnostic::error(ptr, format!("`{name}` is a while_loop inside a while_loop; nested while-loops are not supported"))
+                    .hint("spec 004: \"Nested while-loops are NOT supported\"; move the inner loop into its own node"),
+            );
+            return None;
+        }
+        let max = match n.max_iterations {
+            None => {
+                self.error(
+                    Diagnostic::error(ptr, format!("while_loop `{name}` needs `max_iterations`"))
+                        .hint("max_iterations is required, from 1 to 1000"),
+                );
+                return None;
+            }
+            Some(m) if !(1..=1000).contains(&m) => {
+                self.error(
+                    Diagnostic::error(
+                        format!("{ptr}/max_iterations"),
+                        format!("max_iterations is {m}, outside 1-1000"),
+                    )
+                    .hint("spec 004: \"Range must be 1-1000\""),
+                );
+                return None;
+            }
+            Some(m) => m as u32,
+        };
+        let Some(condition) = &n.condition else {
+            self.error(
+                Diagnostic::error(ptr, format!("while_loop `{name}` needs a `condition`"))
+                    .hint("condition: \"state.count < 5\" (checked before each iteration)"),
+            );
+            return None;
+        };
+        let body = match &n.body {
+            Some(b) if !b.is_empty() => b,
+            _ => {
+                self.error(Diagnostic::error(
+                    ptr,
+                    format!("while_loop `{name}` needs a `body`, a list of nodes"),
+                ));
+                return None;
+            }
+        };
+        let mut blocks = Vec::new();
+        for (i, s) in body.iter().enumerate() {
+            let sptr = format!("{ptr}/body/{i}");
+            if s.goto.is_some() || s.fan_in.is_some() {
+                self.error(Diagnostic::error(
+                    &sptr,
+                    "a loop body node cannot navigate (`goto`, `fan_in`); the body runs in order",
+                ));
+            }
+            let bname = s.name.clone().unwrap_or_else(|| format!("{name}.{i}"));
+            blocks.extend(self.node(s, &sptr, &bname, false, true));
+        }
+        if blocks.len() != body.len() {
+            return None;
+        }
+        Some(Block::new(BlockKind::Loop(LoopSpec {
+            body: Box::new(Block::new(BlockKind::Sequence(blocks))),
+            max_iterations: max,
+            while_: Some(Expr(strip_braces(condition).to_owned())),
+            until: None,
+            fail_at_max: false,
+        })))
+    }
+
+    fn dynamic_parallel(
+        &mut self,
+        n: &Node,
+        ptr: &str,
+        name: &str,
+        in_loop: bool,
+    ) -> Option<Block> {
+        let Some(items) = &n.items else {
+            self.error(
+                Diagnostic::error(ptr, format!("dynamic_parallel `{name}` needs `items`"))
+                    .hint("items: \"{{ state.urls }}\""),
+            );
+            return None;
+        };
+        let items = match items {
+            Value::String(s) if !s.contains("{{") => Value::from(format!("{{{{ {s} }}}}")),
+            other => other.clone(),
+        };
+        let modes: Vec<&str> = [
+            (n.action.is_some(), "action"),
+            (n.steps.is_some(), "steps"),
+            (n.subgraph.is_some(), "subgraph"),
+        ]
+        .into_iter()
+        .filter_map(|(on, m)| on.then_some(m))
+        .collect();
+        if modes.len() != 1 {
+            self.error(
+                Diagnostic::error(
+                    ptr,
+                    match modes.len() {
+                        0 => format!(
+                            "dynamic_parallel `{name}` needs one of `action`, `steps` or `subgraph`"
+                        ),
+                        _ => format!(
+                            "dynamic_parallel `{name}` has {}; the modes are mutually exclusive",
+                            modes.join(" and ")
+                        ),
+                    },
+                )
+                .hint("spec 004: \"Three execution modes (mutually exclusive)\""),
+            );
+            return None;
+        }
+        if let Some(c) = n.max_concurrency
+            && c < 1
+        {
+            self.error(Diagnostic::error(
+                format!("{ptr}/max_concurrency"),
+                "max_concurrency must be a positive integer",
+            ));
+            return None;
+        }
+        if n.input.is_some() && n.subgraph.is_none() {
+            self.error(Diagnostic::error(
+                format!("{ptr}/input"),
+                "`input` belongs to subgraph mode",
+            ));
+        }
+        let item_var = n.item_var.clone().unwrap_or_else(|| "item".into());
+        let index_var = n.index_var.clone().unwrap_or_else(|| "index".into());
+        let work = match modes[0] {
+            "action" => {
+                let a = n.action.as_ref().expect("action mode");
+                let mut b =
+                    self.action(&a.uses, a.with.as_ref(), &format!("{ptr}/action"), name)?;
+                match &a.output {
+                    Some(key) => {
+                        b.data
+                            .set
+                            .insert(key.clone(), ValueTemplate(Value::from("{{ output }}")));
+                    }
+                    None => b.data.merge_output = true,
+                }
+                b
+            }
+            "steps" => self.steps(
+                n.steps.as_deref().unwrap_or_default(),
+                &format!("{ptr}/steps"),
+                in_loop,
+            )?,
+            _ => self.subgraph(n, ptr, name)?,
+        };
+        // Each branch starts from a copy of the state with the item and index set in it,
+        // and ends as {state, source_node, index}.
+        let mut enter = Block::new(BlockKind::Passthrough);
+        enter.data.set.insert(
+            item_var.clone(),
+            ValueTemplate(Value::from(format!("{{{{ {item_var} }}}}"))),
+        );
+        enter.data.set.insert(
+            index_var.clone(),
+            ValueTemplate(Value::from(format!("{{{{ {index_var} }}}}"))),
+        );
+        let result = Block::new(BlockKind::Transform(TransformSpec {
+            output: ValueTemplate(json!({
+                "state": "{{ state }}",
+                "source_node": name,
+                "index": format!("{{{{ {index_var} }}}}"),
+            })),
+            exit: None,
+        }));
+        let fail_fast = n.fail_fast.unwrap_or(false);
+        let mut map = Block::new(BlockKind::Map(MapSpec {
+            items: ValueTemplate(items),
+            item_var,
+            index_var,
+            item_input: None,
+            body: Box::new(Block::new(BlockKind::Sequence(vec![enter, work, result]))),
+            max_concurrency: n.max_concurrency.map(|c| c as u32),
+            fail_fast,
+            on_error: if fail_fast {
+                OnError::Fail
+            } else {
+                OnError::Collect
+            },
+            isolate: true,
+        }));
+        let key = n
+            .output
+            .clone()
+            .unwrap_or_else(|| "parallel_results".into());
+        map.data
+            .set
+            .insert(key, ValueTemplate(Value::from("{{ output }}")));
+        Some(map)
+    }
+
+    /// Subgraph mode: the file is loaded now (any dialect) and becomes a sub-flow.
+    fn subgraph(&mut self, n: &Node, ptr: &str, name: &str) -> Option<Block> {
+        let file = n.subgraph.as_deref().expect("subgraph mode");
+        let sptr = format!("{ptr}/subgraph");
+        if file.contains("://") {
+            self.error(
+                Diagnostic::error(
+                    &sptr,
+                    format!("`{file}` is remote; Weft loads subgraphs from local files only"),
+                )
+                .hint("download the file next to the flow and name it by a relative path"),
+            );
+            return None;
+        }
+        if self.depth >= MAX_SUBGRAPH_DEPTH {
+            self.error(Diagnostic::error(&sptr, format!("subgraphs nest deeper than {MAX_SUBGRAPH_DEPTH} files; is one including itself?")));
+            return None;
+        }
+        let path = self.base_dir.unwrap_or(Path::new(".")).join(file);
+        let loaded = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))
+            .and_then(|text| {
+                let (v, m) = crate::source_map::parse(&text)
+                    .map_err(|d| d.render(&path.display().to_string()))?;
+                let dir = path.parent();
+                let compiled = if crate::detect(&v) == Ok("native") {
+                    crate::native::compile(v, &m, dir)
+                } else {
+                    compile_at(v, &m, dir, self.depth + 1)
+                };
+                compiled.map(|(f, _)| f).map_err(|ds| {
+                    ds.iter()
+                        .map(|d| d.render(&path.display().to_string()))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
+            });
+        let flow = match loaded {
+            Ok(f) => f,
+            Err(m) => {
+                self.error(Diagnostic::error(
+                    &sptr,
+                    format!("subgraph `{file}` does not load:\n{m}"),
+                ));
+                return None;
+            }
+        };
+        let flow_name = format!("{name}.subgraph");
+        self.flows.insert(flow_name.clone(), flow);
+        let mut b = Block::new(BlockKind::SubFlow(SubFlowSpec {
+            flow: flow_name,
+            share_state: false,
+        }));
+        b.data.input = Some(ValueTemplate(
+            n.input
+                .clone()
+                .unwrap_or_else(|| Value::from("{{ state }}")),
+        ));
+        b.data.merge_output = true;
+        Some(b)
+    }
+
+    fn graph(&mut self, tea: &TeaDoc) -> Option<Block> {
+        let mut nodes = IndexMap::new();
+        let joins = navigation::fan_in_nodes(tea);
+        for (i, n) in tea.nodes.iter().enumerate() {
+            let ptr = format!("/nodes/{i}");
+            let Some(name) = self.node_name(n, &ptr, &nodes) else {
+                continue;
+            };
+            let fan_in = joins.contains(&name);
+            if let Some(b) = self.node(n, &ptr, &name, fan_in, false) {
+                nodes.insert(name.clone(), b.with_id(name));
+            } else {
+                nodes.insert(name, Block::new(BlockKind::Passthrough));
+            }
+        }
+        let (entry, edges) = self.navigation(tea, &nodes)?;
+        Some(Block::new(BlockKind::Graph(GraphSpec {
+            entry,
+            nodes,
+            edges,
+            routing: Default::default(),
+            joins: joins.into_iter().collect(),
+            on_error: IndexMap::new(),
+            max_steps: None,
+            isolate: true,
+        })))
+    }
+
+    fn node_name(&mut self, n: &Node, ptr: &str, seen: &IndexMap<String, Block>) -> Option<String> {
+        let Some(name) = n.name.clone() else {
+            self.error(
+                Diagnostic::error(ptr, "a node needs a `name`").hint("nodes: [{name: fetch, ...}]"),
+            );
+            return None;
+        };
+        let nptr = format!("{ptr}/name");
+        if name.is_empty() || name.contains('/') || name.contains('@') || name.contains('#') {
+            self.error(
+                Diagnostic::error(nptr, format!("`{name}` cannot name a node"))
+                    .hint("use letters, digits, `_`, `-` and `.`"),
+            );
+            return None;
+        }
+        if ["__start__", "__end__", weft_core::ir::END].contains(&name.as_str()) {
+            self.error(
+                Diagnostic::error(nptr, format!("`{name}` is reserved and cannot name a node"))
+                    .hint("`__start__` and `__end__` name the graph's ends (and Weft reserves `end`); rename the node"),
+            );
+            return None;
+        }
+        if seen.contains_key(&name) {
+            self.error(
+                Diagnostic::error(nptr, format!("two nodes are named `{name}`"))
+                    .hint("node names are unique"),
+            );
+            return None;
+        }
+        Some(name)
+    }
+}
+
+/// `{{ expr }}` -> `expr`, for fields that hold a bare expression.
+fn strip_braces(s: &str) -> &str {
+    let t = s.trim();
+    match t.strip_prefix("{{").and_then(|r| r.strip_suffix("}}")) {
+        Some(inner) if !inner.contains("{{") => inner.trim(),
+        _ => t,
+    }
+}
