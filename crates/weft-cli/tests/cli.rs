@@ -88,7 +88,7 @@ fn every_example_runs_offline() {
 }
 
 #[test]
-fn tea_examples_run_and_bad_tea_files_exit_2() {
+fn tea_examples_run_convert_to_native_identically_and_bad_files_exit_2() {
     let env = Env::new();
     for (file, input, key, expected) in [
         (
@@ -120,6 +120,21 @@ fn tea_examples_run_and_bad_tea_files_exit_2() {
         assert_eq!(code(&o), 0, "{file}: {}", stderr(&o));
         let v = stdout_json(&o);
         assert_eq!(v["output"][key], expected, "{file}: {v}");
+        // Round trip: the native conversion runs to the same output.
+        let c = env.weft(&["convert", &example(file)]);
+        assert_eq!(code(&c), 0, "{file}: {}", stderr(&c));
+        let native = env.path("converted.yaml");
+        std::fs::write(&native, &c.stdout).unwrap();
+        let o = env.weft(&[
+            "run",
+            native.to_str().unwrap(),
+            "--json",
+            "-q",
+            "--input",
+            input,
+        ]);
+        assert_eq!(code(&o), 0, "{file} converted: {}", stderr(&o));
+        assert_eq!(stdout_json(&o)["output"], v["output"], "{file} converted");
     }
     let bad = env.dir.path().join("bad.yaml");
     std::fs::write(&bad, "name: t\nnodes:\n  - name: a\n    goto: b\n").unwrap();
