@@ -103,8 +103,7 @@ impl Native for Write {
         let rel = str_param(&call, "path")?;
         let path = self.root.resolve(rel)?;
         let content = match call.config.get("content") {
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => other.to_string(),
+            Some(v) => crate::as_text(v).into_owned(),
             None => {
                 return Err(BlockError::new(
                     ErrorKind::Input,

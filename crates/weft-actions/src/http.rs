@@ -5,7 +5,7 @@
 //! 429, `action` otherwise) carrying the status and the start of the body, so retry
 //! policies and error routes can act on it.
 
-use super::str_param;
+use super::{as_text, str_param};
 use async_trait::async_trait;
 use std::time::Duration;
 use weft_core::ports::{Native, NativeCall, NativeOutput};
@@ -61,10 +61,7 @@ impl Native for Http {
                 .ok_or_else(|| fail(ErrorKind::Input, format!("{name}: params is an object")))?;
             let mut query = parsed.query_pairs_mut();
             for (k, v) in p {
-                match v {
-                    Value::String(s) => query.append_pair(k, s),
-                    other => query.append_pair(k, &other.to_string()),
-                };
+                query.append_pair(k, &as_text(v));
             }
         }
         let mut req = if self.post {
@@ -90,11 +87,7 @@ impl Native for Http {
                 )
             })?;
             for (k, v) in h {
-                let v = match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                req = req.header(k.as_str(), v);
+                req = req.header(k.as_str(), as_text(v).into_owned());
             }
         }
         if self.post {

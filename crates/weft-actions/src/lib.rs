@@ -36,6 +36,14 @@ fn str_param<'a>(call: &'a NativeCall, name: &str) -> Result<&'a str, BlockError
     })
 }
 
+/// A parameter as text: a string as it is, any other value as its JSON.
+fn as_text(v: &Value) -> std::borrow::Cow<'_, str> {
+    match v {
+        Value::String(s) => s.as_str().into(),
+        other => other.to_string().into(),
+    }
+}
+
 /// `json.parse`: parses `with.text` as JSON.
 struct JsonParse;
 

@@ -253,6 +253,20 @@ impl Diagnostic {
         self
     }
 
+    /// Hints the candidate closest to `word` (`did you mean ...?`), or `otherwise` when
+    /// none is a likely typo.
+    pub fn hint_closest<'a>(
+        self,
+        word: &str,
+        candidates: impl IntoIterator<Item = &'a str>,
+        otherwise: impl Into<String>,
+    ) -> Self {
+        match did_you_mean(word, candidates) {
+            Some(s) => self.hint(format!("did you mean `{s}`?")),
+            None => self.hint(otherwise),
+        }
+    }
+
     /// Renders as `file:line:col: severity: message` plus an indented hint line.
     pub fn render(&self, file: &str) -> String {
         let sev = match self.severity {

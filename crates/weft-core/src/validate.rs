@@ -5,7 +5,7 @@
 //! dialects carry their own `origin`. Expression syntax is checked by the engine when it
 //! prepares a flow, through [`expression_sites`].
 
-use crate::error::{Diagnostic, did_you_mean};
+use crate::error::Diagnostic;
 use crate::ir::*;
 use crate::value::Value;
 use std::collections::{HashMap, HashSet};
@@ -296,12 +296,16 @@ fn check_budget(b: &Budget, ptr: &str, diags: &mut Vec<Diagnostic>) {
 }
 
 fn unknown_ref(ptr: String, what: &str, name: &str, known: &[&str]) -> Diagnostic {
-    let d = Diagnostic::error(ptr, format!("unknown {what} `{name}`"));
-    match did_you_mean(name, known.iter().copied()) {
-        Some(s) => d.hint(format!("did you mean `{s}`?")),
-        None if known.is_empty() => d.hint(format!("no {what} is defined")),
-        None => d.hint(format!("defined: {}", known.join(", "))),
-    }
+    let otherwise = if known.is_empty() {
+        format!("no {what} is defined")
+    } else {
+        format!("defined: {}", known.join(", "))
+    };
+    Diagnostic::error(ptr, format!("unknown {what} `{name}`")).hint_closest(
+        name,
+        known.iter().copied(),
+        otherwise,
+    )
 }
 
 fn check_concurrency(mc: Option<u32>, ptr: String, diags: &mut Vec<Diagnostic>) {

@@ -154,12 +154,12 @@ fn resolve_dialect_name(name: &str) -> Result<&'static str, Diagnostic> {
         .hint(format!("this build reads: {}", DIALECTS.join(", "))));
     }
     let all: Vec<&str> = DIALECTS.iter().chain(PLANNED).copied().collect();
-    let d = Diagnostic::error("", format!("unknown dialect `{name}`"));
     Err(
-        match weft_core::error::did_you_mean(name, all.iter().copied()) {
-            Some(s) => d.hint(format!("did you mean `{s}`?")),
-            None => d.hint(format!("dialects: {}", all.join(", "))),
-        },
+        Diagnostic::error("", format!("unknown dialect `{name}`")).hint_closest(
+            name,
+            all.iter().copied(),
+            format!("dialects: {}", all.join(", ")),
+        ),
     )
 }
 

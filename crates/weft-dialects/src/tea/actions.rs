@@ -50,20 +50,16 @@ impl Compiler<'_> {
                 params: with.cloned().map(ValueTemplate),
             })));
         }
-        let known = BUILTIN.iter().chain(MODEL).copied();
-        let mut d = Diagnostic::error(format!("{ptr}/uses"), format!("unknown action `{uses}`"));
-        d = match weft_core::error::did_you_mean(uses, known) {
-            Some(s) => d.hint(format!("did you mean `{s}`?")),
-            None => d.hint(format!(
-                "Weft runs these actions: {}",
-                BUILTIN
-                    .iter()
-                    .chain(MODEL)
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        };
+        let known = || BUILTIN.iter().chain(MODEL).copied();
+        let d = Diagnostic::error(format!("{ptr}/uses"), format!("unknown action `{uses}`"))
+            .hint_closest(
+                uses,
+                known(),
+                format!(
+                    "Weft runs these actions: {}",
+                    known().collect::<Vec<_>>().join(", ")
+                ),
+            );
         self.error(d);
         None
     }
@@ -87,12 +83,11 @@ impl Compiler<'_> {
                     weft_core::validate::child_pointer(&wptr, key),
                     format!("llm.call has no option `{key}`"),
                 );
-                self.error(
-                    match weft_core::error::did_you_mean(key, LLM_OPTIONS.iter().copied()) {
-                        Some(s) => d.hint(format!("did you mean `{s}`?")),
-                        None => d.hint(format!("its options: {}", LLM_OPTIONS.join(", "))),
-                    },
-                );
+                self.error(d.hint_closest(
+                    key,
+                    LLM_OPTIONS.iter().copied(),
+                    format!("its options: {}", LLM_OPTIONS.join(", ")),
+                ));
             }
         }
         let mut spec = LlmSpec {

@@ -135,14 +135,11 @@ impl Compiler<'_> {
             let name = ty.as_str().map(|t| t.split('[').next().unwrap_or(t).trim());
             if !name.is_some_and(|t| TYPES.contains(&t.to_lowercase().as_str())) {
                 let d = Diagnostic::error(&ptr, format!("`{key}` has an unknown type {ty}"));
-                self.error(
-                    match name
-                        .and_then(|n| weft_core::error::did_you_mean(n, TYPES.iter().copied()))
-                    {
-                        Some(s) => d.hint(format!("did you mean `{s}`?")),
-                        None => d.hint(format!("types: {}", TYPES.join(", "))),
-                    },
-                );
+                self.error(d.hint_closest(
+                    name.unwrap_or_default(),
+                    TYPES.iter().copied(),
+                    format!("types: {}", TYPES.join(", ")),
+                ));
             }
         }
     }
@@ -182,16 +179,7 @@ impl Compiler<'_> {
             (Some("run" | "script"), _) => self.run_block(n, ptr, name, fan_in)?,
             (Some("uses"), _) => {
                 let uses = n.uses.as_deref().unwrap_or_default();
-                let mut b = self.action(uses, n.with.as_ref(), ptr, name)?;
-                match &n.output {
-                    Some(key) => {
-                        b.data
-                            .set
-                            .insert(key.clone(), ValueTemplate(Value::from("{{ output }}")));
-                    }
-                    None => b.data.merge_output = true,
-                }
-                b
+                self.action_into_state(uses, n.with.as_ref(), n.output.as_ref(), ptr, name)?
             }
             (Some("steps"), _) => self.steps(
                 n.steps.as_deref().unwrap_or_default(),
@@ -205,13 +193,11 @@ impl Compiler<'_> {
                     format!("{ptr}/type"),
                     format!("unknown node type `{other}`"),
                 );
-                self.error(
-                    match weft_core::error::did_you_mean(other, ["while_loop", "dynamic_parallel"])
-                    {
-                        Some(s) => d.hint(format!("did you mean `{s}`?")),
-                        None => d.hint("node types: while_loop, dynamic_parallel"),
-                    },
-                );
+                self.error(d.hint_closest(
+                    other,
+                    ["while_loop", "dynamic_parallel"],
+                    "node types: while_loop, dynamic_parallel",
+                ));
                 return None;
             }
             _ => unreachable!("methods are the listed ones"),
@@ -368,19 +354,58 @@ impl Compiler<'_> {
             self.error(Diagnostic::error(ptr, "`steps` is empty"));
             return None;
         }
+        let blocks = self.in_order(
+            steps,
+            ptr,
+            "a step cannot navigate (`goto`, `fan_in`); steps run in order",
+            in_loop,
+            |i| format!("step{i}"),
+        )?;
+        Some(Block::new(BlockKind::Sequence(blocks)))
+    }
+
+    /// Nodes that run one after another (`steps`, a loop `body`): one that navigates gets
+    /// `no_navigation` as its error, and an unnamed one is called `default_name(index)`.
+    /// None if any does not compile.
+    fn in_order(
+        &mut self,
+        nodes: &[Node],
+        ptr: &str,
+        no_navigation: &str,
+        in_loop: bool,
+        default_name: impl Fn(usize) -> String,
+    ) -> Option<Vec<Block>> {
         let mut blocks = Vec::new();
-        for (i, s) in steps.iter().enumerate() {
-            let sptr = format!("{ptr}/{i}");
-            if s.goto.is_some() || s.fan_in.is_some() {
-                self.error(Diagnostic::error(
-                    &sptr,
-                    "a step cannot navigate (`goto`, `fan_in`); steps run in order",
-                ));
+        for (i, n) in nodes.iter().enumerate() {
+            let nptr = format!("{ptr}/{i}");
+            if n.goto.is_some() || n.fan_in.is_some() {
+                self.error(Diagnostic::error(&nptr, no_navigation));
             }
-            let name = s.name.clone().unwrap_or_else(|| format!("step{i}"));
-            blocks.extend(self.node(s, &sptr, &name, false, in_loop));
+            let name = n.name.clone().unwrap_or_else(|| default_name(i));
+            blocks.extend(self.node(n, &nptr, &name, false, in_loop));
         }
-        (blocks.len() == steps.len()).then(|| Block::new(BlockKind::Sequence(blocks)))
+        (blocks.len() == nodes.len()).then_some(blocks)
+    }
+
+    /// An action whose result goes to state key `output`, or merges into the state.
+    fn action_into_state(
+        &mut self,
+        uses: &str,
+        with: Option<&Value>,
+        output: Option<&String>,
+        ptr: &str,
+        node: &str,
+    ) -> Option<Block> {
+        let mut b = self.action(uses, with, ptr, node)?;
+        match output {
+            Some(key) => {
+                b.data
+                    .set
+                    .insert(key.clone(), ValueTemplate(Value::from("{{ output }}")));
+            }
+            None => b.data.merge_output = true,
+        }
+        Some(b)
     }
 
     fn while_loop(&mut self, n: &Node, ptr: &str, name: &str, in_loop: bool) -> Option<Block> {
@@ -428,21 +453,13 @@ impl Compiler<'_> {
                 return None;
             }
         };
-        let mut blocks = Vec::new();
-        for (i, s) in body.iter().enumerate() {
-            let sptr = format!("{ptr}/body/{i}");
-            if s.goto.is_some() || s.fan_in.is_some() {
-                self.error(Diagnostic::error(
-                    &sptr,
-                    "a loop body node cannot navigate (`goto`, `fan_in`); the body runs in order",
-                ));
-            }
-            let bname = s.name.clone().unwrap_or_else(|| format!("{name}.{i}"));
-            blocks.extend(self.node(s, &sptr, &bname, false, true));
-        }
-        if blocks.len() != body.len() {
-            return None;
-        }
+        let blocks = self.in_order(
+            body,
+            &format!("{ptr}/body"),
+            "a loop body node cannot navigate (`goto`, `fan_in`); the body runs in order",
+            true,
+            |i| format!("{name}.{i}"),
+        )?;
         Some(Block::new(BlockKind::Loop(LoopSpec {
             body: Box::new(Block::new(BlockKind::Sequence(blocks))),
             max_iterations: max,
@@ -516,17 +533,8 @@ impl Compiler<'_> {
         let work = match modes[0] {
             "action" => {
                 let a = n.action.as_ref().expect("action mode");
-                let mut b =
-                    self.action(&a.uses, a.with.as_ref(), &format!("{ptr}/action"), name)?;
-                match &a.output {
-                    Some(key) => {
-                        b.data
-                            .set
-                            .insert(key.clone(), ValueTemplate(Value::from("{{ output }}")));
-                    }
-                    None => b.data.merge_output = true,
-                }
-                b
+                let aptr = format!("{ptr}/action");
+                self.action_into_state(&a.uses, a.with.as_ref(), a.output.as_ref(), &aptr, name)?
             }
             "steps" => self.steps(
                 n.steps.as_deref().unwrap_or_default(),

@@ -144,10 +144,11 @@ impl Compiler<'_> {
                                 weft_core::validate::child_pointer(&rptr, key),
                                 format!("unknown key `{key}` in a goto rule"),
                             );
-                            self.error(match weft_core::error::did_you_mean(key, ["if", "to"]) {
-                                Some(s) => d.hint(format!("did you mean `{s}`?")),
-                                None => d.hint("a goto rule is {if: CONDITION, to: NODE}"),
-                            });
+                            self.error(d.hint_closest(
+                                key,
+                                ["if", "to"],
+                                "a goto rule is {if: CONDITION, to: NODE}",
+                            ));
                         }
                     }
                     let Some(to) = rule.get("to").and_then(Value::as_str) else {
@@ -272,10 +273,7 @@ impl Compiler<'_> {
     fn unknown_node(&mut self, name: &str, ptr: &str, names: &[&str]) {
         let d = Diagnostic::error(ptr, format!("unknown node `{name}`"));
         let candidates = names.iter().copied().chain([FINISH]);
-        self.error(match weft_core::error::did_you_mean(name, candidates) {
-            Some(s) => d.hint(format!("did you mean `{s}`?")),
-            None => d.hint(format!("nodes: {}", names.join(", "))),
-        });
+        self.error(d.hint_closest(name, candidates, format!("nodes: {}", names.join(", "))));
     }
 }
 
