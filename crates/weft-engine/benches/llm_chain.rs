@@ -6,6 +6,8 @@
 //! within 1.2x of it. The server runs on its own runtime thread, as a separate process
 //! would, but shares the machine's cores with the engine. After the criterion groups the
 //! benchmark prints the whole process's CPU time per call (engine, HTTP client, server).
+//! A reference row sends the same calls as plain `reqwest` POSTs, with no engine and no
+//! `genai`: the floor this machine's HTTP stack sets for the concurrent case.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
@@ -54,6 +56,36 @@ async fn run_many(engine: &Engine, flow: &Arc<Prepared>, n: usize) {
     while let Some(r) = runs.join_next().await {
         let r = r.expect("run task").expect("run");
         assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
+    }
+}
+
+/// The transport alone, for reference: the same 1,000 × 5 calls as plain `reqwest` POSTs
+/// of an OpenAI chat body, each answer parsed as JSON, with no engine and no `genai`.
+async fn transport_floor(client: &reqwest::Client, url: &str) {
+    let mut runs = tokio::task::JoinSet::new();
+    for i in 0..RUNS {
+        let (client, url) = (client.clone(), url.to_owned());
+        runs.spawn(async move {
+            let mut answer = format!("topic {i}");
+            for step in 1..=STEPS {
+                let body = json!({"model": "gpt-bench", "stream": false, "messages": [
+                    {"role": "user", "content": format!("Step {step} on topic {i}; so far: {answer}")}
+                ]});
+                let reply: serde_json::Value = client
+                    .post(&url)
+                    .json(&body)
+                    .send()
+                    .await
+                    .expect("send")
+                    .json()
+                    .await
+                    .expect("json");
+                answer = reply["choices"][0]["message"]["content"].to_string();
+            }
+        });
+    }
+    while let Some(r) = runs.join_next().await {
+        r.expect("transport task");
     }
 }
 
@@ -115,6 +147,7 @@ fn benches(c: &mut Criterion) {
         server.base_url()
     );
     let http = chain(&model);
+    let whole = chain(&model.replace("model: gpt-bench", "model: gpt-bench, stream: false"));
     g.sample_size(10).measurement_time(Duration::from_secs(10));
     g.throughput(Throughput::Elements((RUNS * STEPS) as u64));
     g.bench_function(
@@ -127,6 +160,23 @@ fn benches(c: &mut Criterion) {
         },
     );
     g.bench_function(
+        BenchmarkId::new("1000_runs", "openai_http_20ms_memory_unstreamed"),
+        |b| {
+            b.iter(|| {
+                rt.block_on(run_many(&mem, &whole, RUNS));
+                assert_eq!(server.take_received().len(), RUNS * STEPS);
+            })
+        },
+    );
+    let client = reqwest::Client::new();
+    let url = format!("{}/chat/completions", server.base_url());
+    g.bench_function(BenchmarkId::new("1000_runs", "reqwest_alone_20ms"), |b| {
+        b.iter(|| {
+            rt.block_on(transport_floor(&client, &url));
+            assert_eq!(server.take_received().len(), RUNS * STEPS);
+        })
+    });
+    g.bench_function(
         BenchmarkId::new("1000_runs", "openai_http_20ms_sqlite"),
         |b| {
             b.iter(|| {
@@ -138,16 +188,27 @@ fn benches(c: &mut Criterion) {
     g.finish();
 
     // Whole-process CPU per call (engine, genai + reqwest, the axum server, SQLite).
-    for (name, engine) in [("memory", &mem), ("sqlite", &durable)] {
+    for (name, engine, flow) in [
+        ("memory", &mem, &http),
+        ("memory_unstreamed", &mem, &whole),
+        ("sqlite", &durable, &http),
+    ] {
         let rounds = 5;
         let before = process_cpu();
         for _ in 0..rounds {
-            rt.block_on(run_many(engine, &http, RUNS));
+            rt.block_on(run_many(engine, flow, RUNS));
         }
         let per_call = (process_cpu() - before) / (rounds * RUNS * STEPS) as u32;
         server.take_received();
         println!("llm_chain/process_cpu_per_http_call/{name}: {per_call:.1?}");
     }
+    let before = process_cpu();
+    for _ in 0..5 {
+        rt.block_on(transport_floor(&client, &url));
+    }
+    let per_call = (process_cpu() - before) / (5 * RUNS * STEPS) as u32;
+    server.take_received();
+    println!("llm_chain/process_cpu_per_http_call/reqwest_alone: {per_call:.1?}");
 }
 
 criterion_group!(llm, benches);
