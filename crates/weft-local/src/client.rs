@@ -3,6 +3,7 @@
 //! it dies.
 
 use crate::protocol::{Done, Request, Turn, WorkerLine};
+use crate::tools;
 use async_trait::async_trait;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -180,26 +181,32 @@ impl Model for LocalModel {
         request: &ModelRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelResponse, BlockError> {
-        if !request.tools.is_empty() {
-            return Err(BlockError::new(
-                ErrorKind::Config,
-                "the local model does not call tools; give this block a cloud or Ollama model",
-            ));
-        }
-        let req = Request {
-            messages: request
+        let offers_tools = !request.tools.is_empty();
+        let (messages, schema) = if offers_tools {
+            let (turns, schema) = tools::prompt(request);
+            (turns, Some(schema))
+        } else {
+            let turns = request
                 .messages
                 .iter()
                 .map(|m| Turn {
                     role: m.role.clone(),
                     content: m.content.clone(),
                 })
-                .collect(),
+                .collect();
+            (turns, request.output_schema.clone())
+        };
+        let req = Request {
+            messages,
             max_tokens: request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
             temperature: request.temperature,
             seed: 0,
-            schema: request.output_schema.clone(),
+            schema,
         };
+        // With tools the tokens spell a JSON choice, not the answer: the answer is
+        // passed on whole once it is known.
+        let quiet = |_: &str| {};
+        let stream_to: DeltaSink<'_> = if offers_tools { &quiet } else { on_delta };
         // One generation at a time: the worker uses every core it is given.
         let mut slot = self.worker.lock().await;
         if slot.is_none() {
@@ -207,17 +214,31 @@ impl Model for LocalModel {
         }
         let worker = slot.as_mut().expect("set above");
         let outcome =
-            tokio::time::timeout(self.timeout, Self::exchange(worker, &req, on_delta)).await;
+            tokio::time::timeout(self.timeout, Self::exchange(worker, &req, stream_to)).await;
         match outcome {
-            Ok(Ok(Ok(done))) => Ok(ModelResponse {
-                content: done.content,
-                tool_calls: Vec::new(),
-                usage: Usage {
+            Ok(Ok(Ok(done))) => {
+                let usage = Usage {
                     input_tokens: done.input_tokens,
                     output_tokens: done.output_tokens,
                     cost_usd: 0.0,
-                },
-            }),
+                };
+                let (content, tool_calls) = if offers_tools {
+                    let (content, calls) = tools::read(&done.content, request).map_err(|m| {
+                        BlockError::new(ErrorKind::Model, format!("the local model: {m}"))
+                    })?;
+                    if !content.is_empty() {
+                        on_delta(&content);
+                    }
+                    (content, calls)
+                } else {
+                    (done.content, Vec::new())
+                };
+                Ok(ModelResponse {
+                    content,
+                    tool_calls,
+                    usage,
+                })
+            }
             Ok(Ok(Err(message))) => {
                 let kind = if message.contains("context window") {
                     ErrorKind::ContextOverflow

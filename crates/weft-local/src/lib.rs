@@ -16,6 +16,7 @@
 
 mod client;
 pub mod protocol;
+mod tools;
 mod worker;
 
 pub use client::{LocalModel, ModelCommand, model_path};

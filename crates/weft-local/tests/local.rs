@@ -5,7 +5,6 @@
 use serde_json::{Value, json};
 use std::sync::Mutex;
 use std::time::Duration;
-use weft_core::ErrorKind;
 use weft_core::ports::{Message, Model, ModelRequest, ToolDef};
 use weft_local::{LocalModel, ModelCommand, model_path};
 
@@ -86,14 +85,52 @@ fn the_local_model_answers_streams_and_follows_a_schema() {
         let validator = jsonschema::validator_for(&schema).unwrap();
         assert!(validator.is_valid(&v), "{v}");
 
-        // The local model offers no tool calling, and says so.
-        let mut req = ask("x", "y");
-        req.tools = vec![ToolDef {
-            name: "t".into(),
-            description: "d".into(),
-            parameters: json!({"type": "object"}),
-        }];
-        let e = model.complete(&req, &|_| {}).await.unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Config);
+        // Tool calling: the grammar lets the model only call an offered tool with
+        // arguments that match its schema, or answer; fed the result, it answers.
+        let weather = ToolDef {
+            name: "weather".into(),
+            description: "Gives the current weather in a city.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+                "additionalProperties": false
+            }),
+        };
+        let mut req = ask(
+            "You are a helpful assistant.",
+            "Call the weather tool to find the weather in Paris.",
+        );
+        req.tools = vec![weather.clone()];
+        req.max_tokens = Some(64);
+        let deltas = Mutex::new(Vec::new());
+        let r = model
+            .complete(&req, &|d: &str| deltas.lock().unwrap().push(d.to_owned()))
+            .await
+            .unwrap();
+        assert_eq!(r.tool_calls.len(), 1, "{r:?}");
+        let call = &r.tool_calls[0];
+        assert_eq!(call.name, "weather");
+        assert_eq!(call.id, "local-call-1");
+        let arguments = jsonschema::validator_for(&weather.parameters).unwrap();
+        assert!(arguments.is_valid(&call.arguments), "{}", call.arguments);
+        assert!(r.content.is_empty() && deltas.lock().unwrap().is_empty());
+
+        req.messages.push(Message {
+            tool_calls: r.tool_calls.clone(),
+            ..Message::new("assistant", "")
+        });
+        req.messages.push(Message {
+            tool_call_id: Some(call.id.clone()),
+            ..Message::new("tool", "Sunny, 24 degrees Celsius.")
+        });
+        let r = model.complete(&req, &|_| {}).await.unwrap();
+        assert!(
+            r.tool_calls
+                .iter()
+                .all(|c| c.name == "weather" && c.id == "local-call-2"),
+            "{r:?}"
+        );
+        assert!(!r.content.is_empty() || !r.tool_calls.is_empty(), "{r:?}");
     });
 }
