@@ -386,8 +386,8 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-/// A language-model call.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// A language-model call. Its `Default` has the same bounds a file that omits them gets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LlmSpec {
     /// `provider/model` or a flow model alias; else the run's default model.
@@ -432,6 +432,27 @@ pub struct LlmSpec {
     /// Provider-native web search (`true` or a config object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<Value>,
+}
+
+impl Default for LlmSpec {
+    fn default() -> Self {
+        LlmSpec {
+            model: None,
+            system: None,
+            prompt: None,
+            messages: Vec::new(),
+            history: None,
+            tools: Vec::new(),
+            max_tool_rounds: default_tool_rounds(),
+            output_schema: None,
+            max_repairs: default_repairs(),
+            output: LlmOutput::default(),
+            temperature: None,
+            max_tokens: None,
+            reasoning_effort: None,
+            search: None,
+        }
+    }
 }
 
 fn default_tool_rounds() -> u32 {

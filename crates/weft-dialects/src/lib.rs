@@ -7,7 +7,9 @@
 //!
 //! Must not depend on the engine: it produces a [`Flow`] and diagnostics, nothing runs.
 
+pub mod blocks;
 pub mod native;
+mod python_body;
 pub mod source_map;
 pub mod tea;
 
@@ -17,10 +19,10 @@ use weft_core::{Diagnostic, Flow};
 pub use source_map::SourceMap;
 
 /// Dialects Weft knows by name, in detection order.
-pub const DIALECTS: &[&str] = &["native", "tea"];
+pub const DIALECTS: &[&str] = &["native", "tea", "blocks"];
 
 /// Dialects the specs describe that this build cannot compile yet.
-pub const PLANNED: &[&str] = &["blocks", "souls", "graph"];
+pub const PLANNED: &[&str] = &["souls", "graph"];
 
 /// A flow loaded from a file.
 #[derive(Debug)]
@@ -124,6 +126,7 @@ pub fn load_str(
     let compiled = match dialect {
         "native" => native::compile(value, &map, base_dir),
         "tea" => tea::compile(value, &map, base_dir),
+        "blocks" => blocks::compile(value, &map),
         other => unreachable!("dialect `{other}` is listed but not wired"),
     };
     compiled
@@ -172,6 +175,9 @@ pub fn detect(doc: &serde_json::Value) -> Result<&'static str, Diagnostic> {
         )
         .hint("start the file with `weft: 1` and `name:` for Weft's native format"));
     };
+    if !obj.contains_key("weft") && blocks::looks_like(doc) {
+        return Ok("blocks");
+    }
     if obj.contains_key("weft") || (obj.contains_key("root") && obj.contains_key("name")) {
         return Ok("native");
     }
@@ -191,8 +197,8 @@ pub fn detect(doc: &serde_json::Value) -> Result<&'static str, Diagnostic> {
     } else {
         None
     };
-    if guess == Some("tea") {
-        return Ok("tea");
+    if let Some(g @ ("tea" | "blocks")) = guess {
+        return Ok(g);
     }
     Err(match guess {
         Some(g) => Diagnostic::error("", format!("this looks like a `{g}` flow, and the `{g}` dialect is not implemented in this build yet"))

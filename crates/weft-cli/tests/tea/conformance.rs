@@ -10,7 +10,7 @@ async fn the_counter_example_ends_with_count_5_and_sum_15() {
     // 004, Method 6: "Final state: {count: 5, sum: 15}" and "Exit reason: condition_false".
     let yaml = include_str!("../../../../examples/tea/counter.yaml");
     let ran = run(yaml, json!({"count": 0, "sum": 0})).await;
-    assert_eq!(ran.state(), &json!({"count": 5, "sum": 15}));
+    assert_eq!(ran.output(), &json!({"count": 5, "sum": 15}));
     // 004: "LoopStart {node_name, max_iterations}", "LoopIteration {node_name, iteration,
     // condition_result}", "LoopEnd {node_name, iterations_completed, exit_reason}".
     let kinds = ran.kinds();
@@ -60,7 +60,7 @@ nodes:
 "#;
     let ran = run(yaml, json!({"input": "hello tea world"})).await;
     assert_eq!(
-        ran.state(),
+        ran.output(),
         &json!({"input": "hello tea world", "processed": "HELLO TEA WORLD", "word_count": 3})
     );
 }
@@ -81,7 +81,7 @@ nodes:
 "#;
     let ran = run(yaml, json!({"value": 21})).await;
     assert_eq!(
-        ran.state(),
+        ran.output(),
         &json!({"value": 21, "doubled": 42, "text": "{\"g\": \"Hello\"}", "has_key": true})
     );
 }
@@ -107,7 +107,7 @@ nodes:
 "#;
     let ran = run(yaml, json!({"value": 4, "name": "tea"})).await;
     assert_eq!(
-        ran.state(),
+        ran.output(),
         &json!({"value": 8, "name": "tea", "message": "tea!", "twice": 16})
     );
 }
@@ -126,7 +126,7 @@ nodes:
       return(result, V2).
 "#;
     let ran = run(yaml, json!({"value": 21})).await;
-    assert_eq!(ran.state(), &json!({"value": 21, "result": 42}));
+    assert_eq!(ran.output(), &json!({"value": 21, "result": 42}));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -142,11 +142,11 @@ nodes:
       output_key: has_items
 "#;
     assert_eq!(
-        run(yaml, json!({"items": [1]})).await.state()["has_items"],
+        run(yaml, json!({"items": [1]})).await.output()["has_items"],
         json!(true)
     );
     assert_eq!(
-        run(yaml, json!({})).await.state()["has_items"],
+        run(yaml, json!({})).await.output()["has_items"],
         json!(false)
     );
 }
@@ -174,7 +174,7 @@ nodes:
 "#;
     let ran = run(yaml, json!({"input": "doc"})).await;
     assert_eq!(
-        ran.state(),
+        ran.output(),
         &json!({"input": "doc", "intermediate": "doc processed", "length": 13, "final": "Submitted: doc processed"})
     );
 }
@@ -201,7 +201,7 @@ nodes:
       output_key: after
 "#;
     let ran = run(yaml, json!({})).await;
-    assert_eq!(ran.state(), &json!({"n": 3, "after": 30}));
+    assert_eq!(ran.output(), &json!({"n": 3, "after": 30}));
     assert!(ran.kinds().iter().any(|k| matches!(
         k,
         EventKind::LoopEnded {
@@ -228,7 +228,7 @@ nodes:
           return {"count": state["count"] + 1}
 "#;
     assert_eq!(
-        run(yaml, json!({"count": 9})).await.state(),
+        run(yaml, json!({"count": 9})).await.output(),
         &json!({"count": 9})
     );
 }
@@ -289,7 +289,7 @@ nodes:
       return {"labels": [r["state"]["label"] for r in state["processed_docs"]]}
 "#;
     let ran = run(yaml, json!({"documents": ["a b c", "d", "e f"]})).await;
-    let s = ran.state();
+    let s = ran.output();
     assert_eq!(s["labels"], json!(["doc 0: 3", "doc 1: 1", "doc 2: 2"]));
     let first = &s["processed_docs"][0];
     assert_eq!(first["source_node"], "process_documents");
@@ -326,7 +326,7 @@ nodes:
         run: |
           return {"sq": state["item"] * state["item"], "at": state["index"]}
 "#;
-    let s = run(yaml, json!({"xs": [2, 3]})).await.state().clone();
+    let s = run(yaml, json!({"xs": [2, 3]})).await.output().clone();
     let got: Vec<_> = s["parallel_results"]
         .as_array()
         .unwrap()
@@ -334,7 +334,7 @@ nodes:
         .map(|r| (r["state"]["sq"].clone(), r["state"]["at"].clone()))
         .collect();
     assert_eq!(got, vec![(json!(4), json!(0)), (json!(9), json!(1))]);
-    let s = run(yaml, json!({"xs": []})).await.state().clone();
+    let s = run(yaml, json!({"xs": []})).await.output().clone();
     assert_eq!(s["parallel_results"], json!([]));
 }
 
@@ -358,7 +358,7 @@ nodes:
         )
     };
     let ran = run(&yaml(false), json!({"xs": [1, 0, 2]})).await;
-    let results = ran.state()["parallel_results"].as_array().unwrap().clone();
+    let results = ran.output()["parallel_results"].as_array().unwrap().clone();
     assert_eq!(results.len(), 3);
     assert_eq!(results[0]["state"]["inv"], json!(1.0));
     assert!(
@@ -403,7 +403,7 @@ nodes:
         dir.path(),
     )
     .await;
-    let r = &ran.state()["analysis_results"];
+    let r = &ran.output()["analysis_results"];
     assert_eq!(r[0]["state"]["size"], 2);
     assert_eq!(r[1]["state"]["size"], 4);
     assert_eq!(r[1]["state"]["mode"], "fast");
@@ -432,7 +432,7 @@ nodes:
     run: |
       return {"total": sum(r["state"]["d"] for r in state["parallel_results"])}
 "#;
-    let s = run(yaml, json!({"xs": [1, 2, 3]})).await.state().clone();
+    let s = run(yaml, json!({"xs": [1, 2, 3]})).await.output().clone();
     assert_eq!(s["total"], 12);
     assert!(s.get("skipped").is_none());
 }
@@ -468,7 +468,7 @@ edges:
   - {from: right, to: aggregate}
   - {from: aggregate, to: __end__}
 "#;
-    let s = run(yaml, json!({})).await.state().clone();
+    let s = run(yaml, json!({})).await.output().clone();
     assert_eq!(s["combined_results"], "left tea\nright tea");
     // Each branch wrote `data` into its own copy of the state.
     assert!(s.get("data").is_none(), "{s}");
@@ -504,7 +504,7 @@ nodes:
     run: |
       return {"never": True}
 "#;
-    let s = run(yaml, json!({})).await.state().clone();
+    let s = run(yaml, json!({})).await.output().clone();
     assert_eq!(s, json!({"drafts": 3, "good": true, "published": true}));
 }
 
@@ -525,7 +525,7 @@ nodes:
     run: |
       return {"trail": state["trail"] + "c"}
 "#;
-    assert_eq!(run(yaml, json!({})).await.state()["trail"], "abc");
+    assert_eq!(run(yaml, json!({})).await.output()["trail"], "abc");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -563,11 +563,11 @@ edges:
   - {from: note, to: __end__}
 "#;
     assert_eq!(
-        run(yaml, json!({"n": 3})).await.state(),
+        run(yaml, json!({"n": 3})).await.output(),
         &json!({"n": 3, "ok": true, "sign": "+", "noted": true})
     );
     assert_eq!(
-        run(yaml, json!({"n": -3})).await.state(),
+        run(yaml, json!({"n": -3})).await.output(),
         &json!({"n": -3, "ok": false, "sign": "-"})
     );
 }
@@ -592,7 +592,7 @@ nodes:
 edges:
   - {from: a, to: b}
 "#;
-    assert_eq!(run(yaml, json!({})).await.state()["trail"], "ac");
+    assert_eq!(run(yaml, json!({})).await.output()["trail"], "ac");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -640,7 +640,7 @@ nodes:
 "#;
     let s = run_in(yaml, json!({"name": "ada"}), dir.path())
         .await
-        .state()
+        .output()
         .clone();
     assert_eq!(s["text"], "hi ada");
     assert_eq!(
@@ -677,7 +677,7 @@ nodes:
 "#;
     let s = run(yaml, json!({"raw": "{\"a\": [1, 2]}"}))
         .await
-        .state()
+        .output()
         .clone();
     assert_eq!(s["parsed"], json!({"a": [1, 2]}));
 }
@@ -732,7 +732,7 @@ nodes:
     );
     let s = run(&yaml, json!({"paths": ["a", "b"]}))
         .await
-        .state()
+        .output()
         .clone();
     let r = &s["responses"];
     assert_eq!(r[0]["state"]["response"]["body"], json!({"ok": true}));
@@ -771,7 +771,7 @@ nodes:
     );
     let s = run(&yaml, json!({"country": "France"}))
         .await
-        .state()
+        .output()
         .clone();
     assert_eq!(s["answer"]["content"], "Paris.");
     assert!(s["answer"]["usage"]["prompt_tokens"].as_u64().unwrap() > 0);

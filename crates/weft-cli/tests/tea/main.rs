@@ -5,78 +5,21 @@
 
 mod conformance;
 mod invalid;
+#[path = "../support/mod.rs"]
+mod support;
 
 use serde_json::Value;
 use std::path::Path;
-use std::sync::Arc;
-use weft_core::event::{Event, EventKind};
-use weft_core::ports::RunStatus;
-use weft_engine::{CollectingSink, Engine, Prepared, RunOptions, RunResult};
-
-/// An engine as `weft run` builds it, over files in `files`.
-pub fn engine(files: &Path, events: Arc<CollectingSink>) -> Engine {
-    let router = weft_llm::Router::new().with_env(Arc::new(|k: &str| {
-        k.ends_with("_API_KEY").then(|| "sk-test".to_owned())
-    }));
-    let worker = weft_code::WorkerCommand {
-        program: env!("CARGO_BIN_EXE_weft").into(),
-        args: vec!["sandbox-worker".into()],
-    };
-    let mut b = Engine::builder(Arc::new(weft_store::MemoryStore::new()))
-        .models(Arc::new(router))
-        .code_runner(Arc::new(weft_code::Sandboxes::new(worker, 1)))
-        .secrets(serde_json::json!({"api_key": "s3cret"}))
-        .sink(events);
-    for (name, action) in weft_actions::builtins(files.to_path_buf()) {
-        b = b.action(name, action);
-    }
-    b.build()
-}
+pub use support::Ran;
 
 /// Compiles `yaml` as a tea file in `dir` (or panics with the diagnostics).
-pub fn load(yaml: &str, dir: &Path) -> Arc<Prepared> {
-    let loaded = weft_dialects::load_str(yaml, "flow.yaml", Some(dir), None)
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(loaded.dialect, "tea");
-    Arc::new(Prepared::new(loaded.flow).unwrap_or_else(|d| panic!("{d:?}")))
+pub fn load(yaml: &str, dir: &Path) -> std::sync::Arc<weft_engine::Prepared> {
+    support::load(yaml, dir, "tea")
 }
 
-/// The diagnostics of a file that must not load, rendered.
+/// The diagnostics of a tea file that must not load, rendered.
 pub fn load_error(yaml: &str) -> String {
-    match weft_dialects::load_str(yaml, "flow.yaml", None, Some("tea")) {
-        Ok(l) => match Prepared::new(l.flow.clone()) {
-            Ok(_) => panic!("the flow loaded:\n{yaml}"),
-            Err(d) => d
-                .into_iter()
-                .map(|d| l.locate(d).render("flow.yaml"))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        },
-        Err(e) => e.render(),
-    }
-}
-
-/// A run's result and its events.
-pub struct Ran {
-    pub result: RunResult,
-    pub events: Vec<Event>,
-}
-
-impl Ran {
-    /// The final state (the run's output), for a completed run.
-    pub fn state(&self) -> &Value {
-        assert_eq!(
-            self.result.status,
-            RunStatus::Completed,
-            "{:?}",
-            self.result.error
-        );
-        self.result.output.as_ref().expect("an output")
-    }
-
-    pub fn kinds(&self) -> Vec<&EventKind> {
-        self.events.iter().map(|e| &e.kind).collect()
-    }
+    support::load_error(yaml, "tea")
 }
 
 /// Runs `yaml` with `input` as the initial state, with files in a fresh directory.
@@ -87,14 +30,5 @@ pub async fn run(yaml: &str, input: Value) -> Ran {
 
 /// Runs `yaml` with its files (subgraphs, `file.*`) in `dir`.
 pub async fn run_in(yaml: &str, input: Value, dir: &Path) -> Ran {
-    let events = Arc::new(CollectingSink::new());
-    let engine = engine(dir, events.clone());
-    let result = engine
-        .start(load(yaml, dir), Some(input), RunOptions::default())
-        .await
-        .expect("the engine drives the run");
-    Ran {
-        result,
-        events: events.events(),
-    }
+    support::run_in(yaml, "tea", input, dir, support::test_keys()).await
 }

@@ -92,8 +92,6 @@ impl Compiler<'_> {
         }
         let mut spec = LlmSpec {
             output: LlmOutput::Message,
-            max_tool_rounds: 8,
-            max_repairs: 2,
             ..LlmSpec::default()
         };
         spec.model = self.model_of(with, &wptr, node);

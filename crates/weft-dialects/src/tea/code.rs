@@ -59,33 +59,15 @@ pub(super) fn code_spec(language: &'static str, source: &str, fan_in: bool) -> C
 /// `def _tea_node(...)` around the dedented body; `json` is always imported and
 /// `datetime` when the body names it without importing it, as The Edge Agent does.
 pub(super) fn wrap_python(body: &str, fan_in: bool) -> String {
-    let body = dedent(body);
-    let mut out = String::from("import json\n");
-    if mentions(&body, "datetime") && !body.contains("import datetime") {
-        out.push_str("import datetime\n");
+    let mut prelude = String::from("import json\n");
+    if mentions(body, "datetime") && !body.contains("import datetime") {
+        prelude.push_str("import datetime\n");
     }
-    out.push_str("def ");
-    out.push_str(ENTRY);
-    out.push_str("(state, variables, secrets");
+    let mut params = vec!["state", "variables", "secrets"];
     if fan_in {
-        out.push_str(", parallel_results");
+        params.push("parallel_results");
     }
-    out.push_str("):\n");
-    let mut any = false;
-    for line in body.lines() {
-        if line.trim().is_empty() {
-            out.push('\n');
-        } else {
-            out.push_str("    ");
-            out.push_str(line);
-            out.push('\n');
-            any = true;
-        }
-    }
-    if !any {
-        out.push_str("    return None\n");
-    }
-    out
+    crate::python_body::define(&prelude, ENTRY, &params, body)
 }
 
 /// Whether `word` appears in `text` as a whole identifier.
@@ -96,26 +78,6 @@ fn mentions(text: &str, word: &str) -> bool {
         let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
         !ident(before) && !ident(after)
     })
-}
-
-/// Removes the indentation every non-blank line shares.
-fn dedent(text: &str) -> String {
-    let indent = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.len() - l.trim_start().len())
-        .min()
-        .unwrap_or(0);
-    text.lines()
-        .map(|l| {
-            if l.len() >= indent {
-                &l[indent..]
-            } else {
-                l.trim_start()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[cfg(test)]

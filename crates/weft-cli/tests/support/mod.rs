@@ -1,0 +1,100 @@
+//! What the dialect conformance suites share: an engine as `weft run` builds it (real
+//! sandboxes with this package's `weft` binary as the worker, an in-memory store, the
+//! model router with test keys, the built-in actions), loading and running a file.
+
+#![allow(dead_code)] // each suite uses its own part
+
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Arc;
+use weft_core::event::{Event, EventKind};
+use weft_core::ports::RunStatus;
+use weft_engine::{CollectingSink, Engine, Prepared, RunOptions, RunResult};
+
+pub use weft_llm::Env;
+
+/// Test keys for every provider, and nothing else.
+pub fn test_keys() -> Env {
+    Arc::new(|k: &str| k.ends_with("_API_KEY").then(|| "sk-test".to_owned()))
+}
+
+/// An engine as `weft run` builds it, over files in `files`, its models configured
+/// from `env`.
+pub fn engine(files: &Path, events: Arc<CollectingSink>, env: Env) -> Engine {
+    let router = weft_llm::Router::new().with_env(env);
+    let worker = weft_code::WorkerCommand {
+        program: env!("CARGO_BIN_EXE_weft").into(),
+        args: vec!["sandbox-worker".into()],
+    };
+    let mut b = Engine::builder(Arc::new(weft_store::MemoryStore::new()))
+        .models(Arc::new(router))
+        .code_runner(Arc::new(weft_code::Sandboxes::new(worker, 1)))
+        .secrets(serde_json::json!({"api_key": "s3cret"}))
+        .sink(events);
+    for (name, action) in weft_actions::builtins(files.to_path_buf()) {
+        b = b.action(name, action);
+    }
+    b.build()
+}
+
+/// Compiles `text` in `dir`, checking that it is detected as `dialect` (or panics with
+/// the diagnostics).
+pub fn load(text: &str, dir: &Path, dialect: &str) -> Arc<Prepared> {
+    let loaded = weft_dialects::load_str(text, "flow.yaml", Some(dir), None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(loaded.dialect, dialect);
+    Arc::new(Prepared::new(loaded.flow).unwrap_or_else(|d| panic!("{d:?}")))
+}
+
+/// The diagnostics of a `dialect` file that must not load, rendered.
+pub fn load_error(yaml: &str, dialect: &str) -> String {
+    match weft_dialects::load_str(yaml, "flow.yaml", None, Some(dialect)) {
+        Ok(l) => match Prepared::new(l.flow.clone()) {
+            Ok(_) => panic!("the flow loaded:\n{yaml}"),
+            Err(d) => d
+                .into_iter()
+                .map(|d| l.locate(d).render("flow.yaml"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        },
+        Err(e) => e.render(),
+    }
+}
+
+/// A run's result and its events.
+pub struct Ran {
+    pub result: RunResult,
+    pub events: Vec<Event>,
+}
+
+impl Ran {
+    /// The run's output, for a completed run.
+    pub fn output(&self) -> &Value {
+        assert_eq!(
+            self.result.status,
+            RunStatus::Completed,
+            "{:?}",
+            self.result.error
+        );
+        self.result.output.as_ref().expect("an output")
+    }
+
+    pub fn kinds(&self) -> Vec<&EventKind> {
+        self.events.iter().map(|e| &e.kind).collect()
+    }
+}
+
+/// Runs the `dialect` file `text` with `input`, with its files (subgraphs, `file.*`) in
+/// `dir`.
+pub async fn run_in(text: &str, dialect: &str, input: Value, dir: &Path, env: Env) -> Ran {
+    let events = Arc::new(CollectingSink::new());
+    let engine = engine(dir, events.clone(), env);
+    let result = engine
+        .start(load(text, dir, dialect), Some(input), RunOptions::default())
+        .await
+        .expect("the engine drives the run");
+    Ran {
+        result,
+        events: events.events(),
+    }
+}
