@@ -144,6 +144,87 @@ fn tea_examples_run_convert_to_native_identically_and_bad_files_exit_2() {
 }
 
 #[test]
+fn blocks_examples_run_convert_to_native_identically_and_bad_files_exit_2() {
+    let env = Env::new();
+    let people = r#"{"people": [{"first_name": "Ada", "last_name": "Lovelace", "age": 36}, {"first_name": "Alan", "last_name": "Turing", "age": 17}], "adult_at": 18}"#;
+    let reviews = r#"{"reviews": ["Great battery, fast shipping.", "Broke after a day."], "product": "headphones"}"#;
+    type Check<'a> = &'a dyn Fn(&Value);
+    let checks: [(&str, &str, Check); 3] = [
+        ("blocks/people.yaml", people, &|out| {
+            assert_eq!(
+                out,
+                &json!([
+                    {"full_name": "Ada Lovelace", "is_adult": true},
+                    {"full_name": "Alan Turing", "is_adult": false}
+                ])
+            )
+        }),
+        (
+            "blocks/word-stats.json",
+            r#"{"text": "The cat saw the other cat. The end!", "title": "a tiny story"}"#,
+            &|out| {
+                assert_eq!(
+                    out,
+                    &json!({
+                        "summary": "8 words (5 distinct), longest: other, for a tiny story",
+                        "top": [["the", 3], ["cat", 2], ["end", 1]]
+                    })
+                )
+            },
+        ),
+        // The local model's opinions are not asserted; the grammar's guarantee is.
+        ("blocks/classify-local.yaml", reviews, &|out| {
+            let items = out.as_array().expect("a list");
+            assert_eq!(items.len(), 2, "{out}");
+            for item in items {
+                assert!(
+                    item["sentiment"].is_string() && item["positive"].is_boolean(),
+                    "{out}"
+                );
+                assert_eq!(item.as_object().unwrap().len(), 2, "{out}");
+            }
+        }),
+    ];
+    for (file, input, check) in checks {
+        let o = env.weft(&["run", &example(file), "--json", "-q", "--input", input]);
+        assert_eq!(code(&o), 0, "{file}: {}", stderr(&o));
+        let v = stdout_json(&o);
+        check(&v["output"]);
+        // Round trip: the native conversion runs to the same output.
+        let c = env.weft(&["convert", &example(file)]);
+        assert_eq!(code(&c), 0, "{file}: {}", stderr(&c));
+        let native = env.path("converted.yaml");
+        std::fs::write(&native, &c.stdout).unwrap();
+        let o = env.weft(&[
+            "run",
+            native.to_str().unwrap(),
+            "--json",
+            "-q",
+            "--input",
+            input,
+        ]);
+        assert_eq!(code(&o), 0, "{file} converted: {}", stderr(&o));
+        assert_eq!(stdout_json(&o)["output"], v["output"], "{file} converted");
+        // And it draws.
+        let g = env.weft(&["graph", &example(file)]);
+        assert_eq!(code(&g), 0, "{file}: {}", stderr(&g));
+    }
+    let bad = env.dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "name: t\nroot:\n  type: h\n  children:\n    - {step_id: a, type: lmm}\n",
+    )
+    .unwrap();
+    let o = env.weft(&["run", bad.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("bad.yaml:5:") && stderr(&o).contains("did you mean `llm`?"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn json_output_has_the_documented_shape() {
     let env = Env::new();
     let o = env.weft(&[

@@ -417,3 +417,31 @@ async fn empty_containers_pass_through_merge_nothing_or_list_the_items() {
     .await;
     assert_eq!(l.output(), &json!([{"a": 1}, {"a": 2}]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_field_missing_from_the_input_fails_the_block_instead_of_rendering_empty() {
+    // 000: "{{fieldName}} references resolve to keys in pipeline_input" — a key that is not
+    // there must not silently become an empty string in the prompt.
+    let server = answering(|p, _| p.to_owned()).await;
+    let flow = format!(
+        "name: t\nroot: {{type: h, children: [{{step_id: ask, type: llm, model: {MODEL}, prompt: \"About {{{{topic}}}} for {{{{initial.user}}}}\"}}]}}\n"
+    );
+    let ran = run_with(&flow, json!({"topic": "rust"}), Some(&server)).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    let e = ran.result.error.unwrap();
+    assert!(
+        e.message
+            .contains("reads `{{initial.user}}`, which its flow input does not have"),
+        "{}",
+        e.message
+    );
+    assert!(server.received().is_empty(), "no call was made");
+    let ran = run_with(&flow, json!({"user": "Ada"}), Some(&server)).await;
+    let e = ran.result.error.unwrap();
+    assert!(
+        e.message
+            .contains("reads `{{topic}}`, which its input does not have"),
+        "{}",
+        e.message
+    );
+}

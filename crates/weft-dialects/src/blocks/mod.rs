@@ -311,6 +311,21 @@ impl Compiler<'_> {
                     .hint("model: openai/gpt-4o-mini"),
             );
         }
+        // Templates render a missing key as nothing; a prompt must not lose a field
+        // silently, so the block's input is checked for each one first.
+        let mut check = Block::new(BlockKind::Passthrough);
+        for r in &prompt.refs {
+            let root = if r.initial { "initial" } else { "output" };
+            check.policy.assert.push(Assertion {
+                that: Expr(format!("{root}{} is defined", r.subscripts)),
+                message: Some(format!(
+                    "llm block `{}` reads `{{{{{}}}}}`, which its {} does not have",
+                    b.step_id,
+                    r.shown,
+                    if r.initial { "flow input" } else { "input" }
+                )),
+            });
+        }
         let output = output.flatten();
         let spec = LlmSpec {
             model: b.model,
@@ -320,13 +335,20 @@ impl Compiler<'_> {
         };
         let mut call = Block::new(BlockKind::Llm(spec)).with_id(b.step_id);
         call.description = b.description;
-        if output.is_some() {
-            return Some(call);
-        }
-        // The output is a dict; without field names the answer goes under one key.
         call.origin = self.map.loc(ptr);
-        let wrap = constant(json!({ TEXT_KEY: "{{ input }}" }));
-        Some(Block::new(BlockKind::Sequence(vec![call, wrap])))
+        let mut steps = Vec::new();
+        if !check.policy.assert.is_empty() {
+            steps.push(check);
+        }
+        steps.push(call);
+        if output.is_none() {
+            // The output is a dict; without field names the answer goes under one key.
+            steps.push(constant(json!({ TEXT_KEY: "{{ input }}" })));
+        }
+        Some(match steps.len() {
+            1 => steps.pop().expect("one step"),
+            _ => Block::new(BlockKind::Sequence(steps)),
+        })
     }
 
     fn code(&mut self, b: CodeBlock, ptr: &str) -> Option<Block> {

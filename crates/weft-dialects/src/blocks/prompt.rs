@@ -10,12 +10,27 @@ pub(super) struct Prompt {
     pub template: String,
     /// The first segment of each `{{field...}}` reference (not `initial`), in order.
     pub fields: Vec<String>,
+    /// Every reference: as written, and as an expression over `root` (`input` for
+    /// fields, `initial`) once `{root}` is replaced.
+    pub refs: Vec<Reference>,
+}
+
+/// One `{{...}}` reference of a prompt.
+#[derive(Debug, PartialEq)]
+pub(super) struct Reference {
+    /// As written, trimmed: `doc.title`, `initial.lang`.
+    pub shown: String,
+    /// `true` for `initial.…`, `false` for the block's input.
+    pub initial: bool,
+    /// The subscripts after the root: `["doc"]["title"]`.
+    pub subscripts: String,
 }
 
 /// Rewrites `prompt`; the error says which reference is not a field path.
 pub(super) fn translate(prompt: &str) -> Result<Prompt, String> {
     let mut template = String::new();
     let mut fields = Vec::new();
+    let mut refs = Vec::new();
     let mut rest = prompt;
     while let Some(open) = rest.find("{{") {
         literal(&mut template, &rest[..open]);
@@ -39,18 +54,24 @@ pub(super) fn translate(prompt: &str) -> Result<Prompt, String> {
                 ("input", &path[..])
             }
         };
-        template.push_str("{{ ");
-        template.push_str(root);
-        for s in segments {
-            template.push('[');
-            template.push_str(&Value::from(*s).to_string());
-            template.push(']');
-        }
-        template.push_str(" }}");
+        let subscripts: String = segments
+            .iter()
+            .map(|s| format!("[{}]", Value::from(*s)))
+            .collect();
+        template.push_str(&format!("{{{{ {root}{subscripts} }}}}"));
+        refs.push(Reference {
+            shown: inner.to_owned(),
+            initial: root == "initial",
+            subscripts,
+        });
         rest = &after[close + 2..];
     }
     literal(&mut template, rest);
-    Ok(Prompt { template, fields })
+    Ok(Prompt {
+        template,
+        fields,
+        refs,
+    })
 }
 
 /// Literal text; block syntax of the template language is kept inert.
@@ -91,6 +112,9 @@ mod tests {
             r#"Hi {{ input["name"] }}, in {{ initial["lang"] }} about {{ input["doc"]["title"] }}."#
         );
         assert_eq!(p.fields, vec!["name", "doc"]);
+        assert_eq!(p.refs[1].shown, "initial.lang");
+        assert!(p.refs[1].initial);
+        assert_eq!(p.refs[2].subscripts, r#"["doc"]["title"]"#);
     }
 
     #[test]
