@@ -1,6 +1,7 @@
 //! What each command does.
 
 use crate::cli::{Cli, Command, DbArgs, GraphFormat, OutputArgs, RunsCommand};
+use crate::event_file::EventFile;
 use crate::exit;
 use crate::progress::Progress;
 use serde_json::{Value, json};
@@ -8,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use weft_core::ports::{RunStatus, Store};
 use weft_core::{Diagnostic, Severity};
-use weft_dialects::{LoadError, Loaded};
-use weft_engine::{Engine, EngineError, JsonlSink, Prepared, RunOptions, RunResult};
+use weft_dialects::{EventView, LoadError, Loaded};
+use weft_engine::{Engine, EngineError, Prepared, RunOptions, RunResult};
 use weft_store::{Durability, SqliteStore};
 
 /// A command's failure: what to print and the exit code.
@@ -119,6 +120,7 @@ fn engine(
     store: Arc<SqliteStore>,
     out: &OutputArgs,
     progress: Option<Arc<Progress>>,
+    view: EventView,
 ) -> Result<Engine, Failure> {
     let me = std::env::current_exe().map_err(|e| {
         Failure::invalid(format!(
@@ -159,9 +161,10 @@ fn engine(
                 path.display()
             ))
         })?;
-        b = b.sink(Arc::new(JsonlSink::new(Box::new(std::io::BufWriter::new(
-            file,
-        )))));
+        b = b.sink(Arc::new(EventFile::new(
+            Box::new(std::io::BufWriter::new(file)),
+            view,
+        )));
     }
     Ok(b.build())
 }
@@ -222,7 +225,7 @@ async fn run(
     };
     let store = open_store(db)?;
     let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-    let engine = engine(store, out, progress.clone())?;
+    let engine = engine(store, out, progress.clone(), loaded.events.clone())?;
     let opts = RunOptions {
         source: Some(
             std::fs::canonicalize(flow)
@@ -381,7 +384,7 @@ async fn approve(
 ) -> Result<u8, Failure> {
     let store = open_store(db)?;
     let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-    let engine = engine(store, out, progress.clone())?;
+    let engine = engine(store, out, progress.clone(), EventView::default())?;
     let result = engine.answer(id, step, answer).await?;
     if let Some(p) = progress {
         p.finish();
@@ -459,7 +462,7 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
             out,
         } => {
             let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-            let engine = engine(store, &out, progress.clone())?;
+            let engine = engine(store, &out, progress.clone(), EventView::default())?;
             let result = match input {
                 Some(text) => engine.answer(&id, None, normalize_answer(&text)).await?,
                 None => engine.resume(&id, force).await?,
@@ -497,7 +500,7 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
                 }
             }
             let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-            let engine = engine(store, &out, progress.clone())?;
+            let engine = engine(store, &out, progress.clone(), EventView::default())?;
             let result = engine.retry(&rec.id, changed_flow).await?;
             if let Some(p) = progress {
                 p.finish();

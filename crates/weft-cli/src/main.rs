@@ -6,6 +6,7 @@
 mod cli;
 mod commands;
 mod draw;
+mod event_file;
 #[cfg(feature = "local")]
 mod local;
 mod progress;

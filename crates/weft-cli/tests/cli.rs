@@ -136,6 +136,69 @@ fn tea_examples_run_convert_to_native_identically_and_bad_files_exit_2() {
         assert_eq!(code(&o), 0, "{file} converted: {}", stderr(&o));
         assert_eq!(stdout_json(&o)["output"], v["output"], "{file} converted");
     }
+    // spec 004's event names, in the events file beside the engine's own.
+    let events = env.path("events.jsonl");
+    let o = env.weft(&[
+        "run",
+        &example("tea/counter.yaml"),
+        "-q",
+        "--input",
+        r#"{"count": 0, "sum": 0}"#,
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let named: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"].as_str().is_some_and(|t| t.starts_with("Loop")))
+        .collect();
+    assert_eq!(named.len(), 7, "{named:?}");
+    assert_eq!(named[0]["type"], "LoopStart");
+    assert_eq!(named[0]["node_name"], "count_loop");
+    assert_eq!(named[0]["max_iterations"], 10);
+    assert_eq!(named[1]["type"], "LoopIteration");
+    assert_eq!(named[1]["condition_result"], true);
+    assert_eq!(named[6]["type"], "LoopEnd");
+    assert_eq!(named[6]["iterations_completed"], 5);
+    assert_eq!(named[6]["exit_reason"], "condition_false");
+    let o = env.weft(&[
+        "run",
+        &example("tea/fan-out.yaml"),
+        "-q",
+        "--input",
+        r#"{"documents": ["a b", "c"]}"#,
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let named: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| {
+            e["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("DynamicParallel"))
+        })
+        .collect();
+    let kinds: Vec<&str> = named.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"DynamicParallelStart"));
+    assert_eq!(kinds.last(), Some(&"DynamicParallelEnd"));
+    assert_eq!(kinds.len(), 6, "{kinds:?}");
+    assert_eq!(named[0]["item_count"], 2);
+    assert_eq!(named[5]["total_branches"], 2);
+    assert_eq!(named[5]["successful"], 2);
+    let starts: Vec<&Value> = named
+        .iter()
+        .filter(|e| e["type"] == "DynamicParallelBranchStart")
+        .collect();
+    assert!(
+        starts.iter().any(|e| e["index"] == 1 && e["item"] == "c"),
+        "{starts:?}"
+    );
+
     let bad = env.dir.path().join("bad.yaml");
     std::fs::write(&bad, "name: t\nnodes:\n  - name: a\n    goto: b\n").unwrap();
     let o = env.weft(&["run", bad.to_str().unwrap()]);

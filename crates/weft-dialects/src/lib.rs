@@ -37,6 +37,31 @@ pub struct Loaded {
     pub warnings: Vec<Diagnostic>,
     /// Locates pointers into the IR, when the IR mirrors the file (native format).
     pub source_map: Option<SourceMap>,
+    /// The dialect's own names for some of the run's events.
+    pub events: EventView,
+}
+
+/// Events under the names a dialect's specification gives them (`LoopStart`, ...), for
+/// event streams meant for that dialect's users. The engine's events stay as they are;
+/// a view adds a line of the dialect's own for the events it knows.
+#[derive(Debug, Clone, Default)]
+pub enum EventView {
+    /// The dialect names no events of its own.
+    #[default]
+    Engine,
+    /// Spec 004's loop and dynamic-parallel events.
+    Tea(tea::events::TeaEvents),
+}
+
+impl EventView {
+    /// The dialect's event for `e`, if it has one: a JSON object with `run_id`, `seq`,
+    /// `at_ms`, `type` and the dialect's payload.
+    pub fn translate(&self, e: &weft_core::event::Event) -> Option<serde_json::Value> {
+        match self {
+            EventView::Engine => None,
+            EventView::Tea(t) => t.translate(e),
+        }
+    }
 }
 
 impl Loaded {
@@ -123,6 +148,10 @@ pub fn load_str(
         None => detect(&value).map_err(|d| LoadError::one(file, map.locate(d)))?,
     };
     let source_hash = weft_core::hash::content_hash(text.as_bytes());
+    let events = match dialect {
+        "tea" => EventView::Tea(tea::events::TeaEvents::of(&value)),
+        _ => EventView::Engine,
+    };
     let compiled = match dialect {
         "native" => native::compile(value, &map, base_dir),
         "tea" => tea::compile(value, &map, base_dir),
@@ -138,6 +167,7 @@ pub fn load_str(
             // Only the native format's pointers lead into the file; the other dialects
             // locate problems through each block's origin.
             source_map: (dialect == "native").then_some(map),
+            events,
         })
         .map_err(|diagnostics| LoadError {
             file: file.to_owned(),

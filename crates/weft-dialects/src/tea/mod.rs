@@ -8,6 +8,7 @@
 mod actions;
 mod code;
 mod doc;
+pub mod events;
 mod navigation;
 
 use crate::source_map::SourceMap;
