@@ -386,7 +386,7 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-/// A language-model call. Its `Default` has the same bounds a file that omits them gets.
+/// A language-model call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LlmSpec {
@@ -434,6 +434,7 @@ pub struct LlmSpec {
     pub search: Option<Value>,
 }
 
+// The same bounds a file that omits them gets, so blocks built in Rust are valid.
 impl Default for LlmSpec {
     fn default() -> Self {
         LlmSpec {

@@ -125,7 +125,9 @@ pub(crate) fn serde_diagnostic(e: &serde_path_to_error::Error<serde_json::Error>
         };
         let bad = names.first().copied().unwrap_or("");
         let expected = &names[1.min(names.len())..];
-        let at = if what == "key" {
+        // The path may already end at the unknown key (it does when deserializing from
+        // a JSON value), or stop at its parent.
+        let at = if what == "key" && !pointer.ends_with(&child_pointer("", bad)) {
             child_pointer(&pointer, bad)
         } else {
             pointer

@@ -213,3 +213,11 @@ fn a_code_block_without_an_input_schema_loads_with_a_warning() {
     assert_eq!(loaded.warnings.len(), 1);
     assert!(loaded.warnings[0].message.contains("no input_schema"));
 }
+
+#[test]
+fn only_a_v_container_merges_by_name() {
+    // 000's merge rule is the v container's; in an h container a block `1` beside a
+    // nested container at index 1 is fine.
+    let text = "name: t\nroot:\n  type: h\n  children:\n    - {step_id: \"1\", type: passthrough}\n    - {type: h, children: []}\n";
+    assert!(weft_dialects::load_str(text, "flow.yaml", None, None).is_ok());
+}

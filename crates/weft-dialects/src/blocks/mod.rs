@@ -123,7 +123,7 @@ impl Compiler<'_> {
         let mut block = match kind.as_str().unwrap_or_default() {
             "h" => {
                 let c: Container = self.parse(v, ptr)?;
-                let children = self.children(&c.children, ptr);
+                let children = self.children(&c.children, ptr, false);
                 Block::new(match children?.into_values().collect::<Vec<_>>() {
                     none if none.is_empty() => BlockKind::Passthrough,
                     steps => BlockKind::Sequence(steps),
@@ -131,7 +131,7 @@ impl Compiler<'_> {
             }
             "v" => {
                 let c: Container = self.parse(v, ptr)?;
-                let branches = self.children(&c.children, ptr)?;
+                let branches = self.children(&c.children, ptr, true)?;
                 if branches.is_empty() {
                     // Nothing runs; the merged dict of no outputs is empty.
                     constant(json!({}))
@@ -196,7 +196,14 @@ impl Compiler<'_> {
 
     /// A container's children by the name their output is merged under in a `v`
     /// container: the `step_id` of a block, the index of a nested container.
-    fn children(&mut self, children: &[Value], ptr: &str) -> Option<IndexMap<String, Block>> {
+    /// `merged` says whether the names matter (a `v` container); elsewhere each child is
+    /// keyed by its index.
+    fn children(
+        &mut self,
+        children: &[Value],
+        ptr: &str,
+        merged: bool,
+    ) -> Option<IndexMap<String, Block>> {
         let mut out = IndexMap::new();
         let mut ok = true;
         for (i, child) in children.iter().enumerate() {
@@ -206,7 +213,7 @@ impl Compiler<'_> {
                 continue;
             };
             let key = match child.get("step_id").and_then(Value::as_str) {
-                Some(id) if !is_container(child) => id.to_owned(),
+                Some(id) if merged && !is_container(child) => id.to_owned(),
                 _ => i.to_string(),
             };
             if out.contains_key(&key) {
@@ -232,7 +239,7 @@ impl Compiler<'_> {
             );
             return None;
         }
-        let children = self.children(&l.children, ptr)?;
+        let children = self.children(&l.children, ptr, false)?;
         let body = match children.into_values().collect::<Vec<_>>() {
             none if none.is_empty() => Block::new(BlockKind::Passthrough),
             steps => Block::new(BlockKind::Sequence(steps)),
