@@ -87,6 +87,30 @@ fn every_example_runs_offline() {
     }
 }
 
+/// Runs the example `file` with `input`, converts it to native YAML, runs that too, and
+/// checks both give the same output, which it returns.
+fn run_and_round_trip(env: &Env, file: &str, input: &str) -> Value {
+    let o = env.weft(&["run", &example(file), "--json", "-q", "--input", input]);
+    assert_eq!(code(&o), 0, "{file}: {}", stderr(&o));
+    let v = stdout_json(&o);
+    // Round trip: the native conversion runs to the same output.
+    let c = env.weft(&["convert", &example(file)]);
+    assert_eq!(code(&c), 0, "{file}: {}", stderr(&c));
+    let native = env.path("converted.yaml");
+    std::fs::write(&native, &c.stdout).unwrap();
+    let o = env.weft(&[
+        "run",
+        native.to_str().unwrap(),
+        "--json",
+        "-q",
+        "--input",
+        input,
+    ]);
+    assert_eq!(code(&o), 0, "{file} converted: {}", stderr(&o));
+    assert_eq!(stdout_json(&o)["output"], v["output"], "{file} converted");
+    v["output"].clone()
+}
+
 #[test]
 fn tea_examples_run_convert_to_native_identically_and_bad_files_exit_2() {
     let env = Env::new();
@@ -116,25 +140,8 @@ fn tea_examples_run_convert_to_native_identically_and_bad_files_exit_2() {
             json!(true),
         ),
     ] {
-        let o = env.weft(&["run", &example(file), "--json", "-q", "--input", input]);
-        assert_eq!(code(&o), 0, "{file}: {}", stderr(&o));
-        let v = stdout_json(&o);
-        assert_eq!(v["output"][key], expected, "{file}: {v}");
-        // Round trip: the native conversion runs to the same output.
-        let c = env.weft(&["convert", &example(file)]);
-        assert_eq!(code(&c), 0, "{file}: {}", stderr(&c));
-        let native = env.path("converted.yaml");
-        std::fs::write(&native, &c.stdout).unwrap();
-        let o = env.weft(&[
-            "run",
-            native.to_str().unwrap(),
-            "--json",
-            "-q",
-            "--input",
-            input,
-        ]);
-        assert_eq!(code(&o), 0, "{file} converted: {}", stderr(&o));
-        assert_eq!(stdout_json(&o)["output"], v["output"], "{file} converted");
+        let output = run_and_round_trip(&env, file, input);
+        assert_eq!(output[key], expected, "{file}: {output}");
     }
     // spec 004's event names, in the events file beside the engine's own.
     let events = env.path("events.jsonl");
@@ -249,25 +256,7 @@ fn blocks_examples_run_convert_to_native_identically_and_bad_files_exit_2() {
         }),
     ];
     for (file, input, check) in checks {
-        let o = env.weft(&["run", &example(file), "--json", "-q", "--input", input]);
-        assert_eq!(code(&o), 0, "{file}: {}", stderr(&o));
-        let v = stdout_json(&o);
-        check(&v["output"]);
-        // Round trip: the native conversion runs to the same output.
-        let c = env.weft(&["convert", &example(file)]);
-        assert_eq!(code(&c), 0, "{file}: {}", stderr(&c));
-        let native = env.path("converted.yaml");
-        std::fs::write(&native, &c.stdout).unwrap();
-        let o = env.weft(&[
-            "run",
-            native.to_str().unwrap(),
-            "--json",
-            "-q",
-            "--input",
-            input,
-        ]);
-        assert_eq!(code(&o), 0, "{file} converted: {}", stderr(&o));
-        assert_eq!(stdout_json(&o)["output"], v["output"], "{file} converted");
+        check(&run_and_round_trip(&env, file, input));
         // And it draws.
         let g = env.weft(&["graph", &example(file)]);
         assert_eq!(code(&g), 0, "{file}: {}", stderr(&g));

@@ -1,8 +1,6 @@
 //! Documents that must not load: each gives a located error with a hint, never a panic,
 //! and an unknown key or node type is never silently ignored.
 
-use super::load_error;
-
 /// `(file, expected line, words the message must contain, words the hint must contain)`.
 const CASES: &[(&str, u32, &str, &str)] = &[
     // 1. A misspelt top-level key.
@@ -181,22 +179,7 @@ const CASES: &[(&str, u32, &str, &str)] = &[
 
 #[test]
 fn invalid_documents_give_located_errors_with_hints() {
-    for (i, (yaml, line, message, hint)) in CASES.iter().enumerate() {
-        let rendered = load_error(yaml);
-        let case = i + 1;
-        assert!(
-            rendered.contains(&format!("flow.yaml:{line}:")),
-            "case {case}: expected line {line} in:\n{rendered}"
-        );
-        assert!(
-            rendered.contains(message),
-            "case {case}: expected `{message}` in:\n{rendered}"
-        );
-        assert!(
-            rendered.contains(hint),
-            "case {case}: expected hint `{hint}` in:\n{rendered}"
-        );
-    }
+    super::support::assert_invalid("blocks", CASES);
 }
 
 #[test]

@@ -14,11 +14,6 @@ use std::sync::Arc;
 pub use support::Ran;
 use weft_fakes::{FakeServer, Received, Reply, Wire};
 
-/// The diagnostics of a blocks file that must not load, rendered.
-pub fn load_error(text: &str) -> String {
-    support::load_error(text, "blocks")
-}
-
 /// Runs `text` with `input` as the flow's global input; `llm` blocks reach `server`.
 pub async fn run_with(text: &str, input: Value, server: Option<&FakeServer>) -> Ran {
     let dir = tempfile::tempdir().unwrap();

@@ -98,3 +98,24 @@ pub async fn run_in(text: &str, dialect: &str, input: Value, dir: &Path, env: En
         events: events.events(),
     }
 }
+
+/// Checks invalid `dialect` documents: each `(file, line, message words, hint words)`
+/// fails to load with an error at that line whose text and hint contain those words.
+pub fn assert_invalid(dialect: &str, cases: &[(&str, u32, &str, &str)]) {
+    for (i, (text, line, message, hint)) in cases.iter().enumerate() {
+        let rendered = load_error(text, dialect);
+        let case = i + 1;
+        assert!(
+            rendered.contains(&format!("flow.yaml:{line}:")),
+            "case {case}: expected line {line} in:\n{rendered}"
+        );
+        assert!(
+            rendered.contains(message),
+            "case {case}: expected `{message}` in:\n{rendered}"
+        );
+        assert!(
+            rendered.contains(hint),
+            "case {case}: expected hint `{hint}` in:\n{rendered}"
+        );
+    }
+}

@@ -17,11 +17,6 @@ pub fn load(yaml: &str, dir: &Path) -> std::sync::Arc<weft_engine::Prepared> {
     support::load(yaml, dir, "tea")
 }
 
-/// The diagnostics of a tea file that must not load, rendered.
-pub fn load_error(yaml: &str) -> String {
-    support::load_error(yaml, "tea")
-}
-
 /// Runs `yaml` with `input` as the initial state, with files in a fresh directory.
 pub async fn run(yaml: &str, input: Value) -> Ran {
     let dir = tempfile::tempdir().unwrap();
