@@ -470,7 +470,9 @@ pub enum LlmOutput {
     /// The answer's text (or parsed JSON when `output_schema` is set).
     #[default]
     Text,
-    /// `{content, usage, model}`.
+    /// `{content, usage, model}`; a block that offers tools adds `tool_calls`
+    /// (`[{id, name, arguments}]`), `tool_results` (`[{tool_call_id, name, result}]`) and
+    /// `rounds` (model turns that called tools).
     Message,
 }
 
@@ -510,6 +512,24 @@ fn empty_object_schema() -> Value {
     serde_json::json!({"type": "object"})
 }
 
+/// Line `source_line` of a code block's source is line `file_line` of its flow file
+/// (and the lines after it follow one to one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceLines {
+    /// A line of the source (1-based).
+    pub source_line: u32,
+    /// The flow file's line it came from (1-based).
+    pub file_line: u32,
+}
+
+impl SourceLines {
+    /// The file line of source line `line`, if it came from the file.
+    pub fn file_line_of(&self, line: u32) -> Option<u32> {
+        line.checked_sub(self.source_line)
+            .map(|d| self.file_line + d)
+    }
+}
+
 /// Sandboxed code.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -518,6 +538,11 @@ pub struct CodeSpec {
     pub language: String,
     /// The source.
     pub source: String,
+    /// Where `source` sits in the flow file, so a failure names the file's line. Loaders
+    /// fill it in; it is not part of the file format.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub origin: Option<SourceLines>,
     /// A function in `source` to call; without one the source runs as a script.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,

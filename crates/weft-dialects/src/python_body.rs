@@ -4,6 +4,11 @@
 /// `def <name>(<params>):` around the dedented `body`, after `prelude` (imports the
 /// dialect provides). A body with no statements returns `None`, as an empty function
 /// would if Python allowed one.
+/// The line of `define`'s output on which the body's first line sits.
+pub(crate) fn body_line(prelude: &str) -> u32 {
+    prelude.lines().count() as u32 + 2
+}
+
 pub(crate) fn define(prelude: &str, name: &str, params: &[&str], body: &str) -> String {
     let mut out = String::from(prelude);
     out.push_str(&format!("def {name}({}):\n", params.join(", ")));

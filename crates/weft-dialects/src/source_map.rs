@@ -15,6 +15,9 @@ use weft_core::{Diagnostic, Loc};
 pub struct SourceMap {
     values: HashMap<String, Loc>,
     keys: HashMap<String, Loc>,
+    /// For each string value whose lines are the file's lines (a literal block scalar,
+    /// or a one-line scalar), the file line its text starts on.
+    text_lines: HashMap<String, u32>,
 }
 
 impl SourceMap {
@@ -31,6 +34,13 @@ impl SourceMap {
                 None => return self.values.get("").copied(),
             }
         }
+    }
+
+    /// The file line on which the text of the string at `pointer` starts, so that line
+    /// `n` of the text is file line `text_line + n - 1`; `None` when the text's lines
+    /// are not the file's (a folded or quoted multi-line string).
+    pub fn text_line(&self, pointer: &str) -> Option<u32> {
+        self.text_lines.get(pointer).copied()
     }
 
     /// Fills in the diagnostic's location from its pointer, unless it has one.
@@ -151,6 +161,41 @@ impl<'de> Deserialize<'de> for Node {
     }
 }
 
+/// The line a scalar's text starts on, when its lines are the file's: a literal block
+/// scalar (`|`) starts below its header; a one-line scalar on its own line.
+fn text_start(text: &[&str], at: Loc, value: &str) -> Option<u32> {
+    let line_at = |n: u32| text.get((n as usize).wrapping_sub(1)).copied();
+    // The parser places a block scalar at its header or at its first line of text.
+    match line_at(at.line).and_then(|l| l.chars().nth((at.col as usize).saturating_sub(1))) {
+        Some('|') => return Some(at.line + 1),
+        Some('>') => return None,
+        _ => {}
+    }
+    let leading_blank = value.chars().take_while(|c| *c == '\n').count() as u32;
+    let header = (1..at.line)
+        .rev()
+        .map(|n| line_at(n).unwrap_or(""))
+        .find(|l| !l.trim().is_empty())
+        .map(block_header);
+    match header {
+        Some(Some('|')) => Some(at.line - leading_blank),
+        Some(Some(_)) => None,
+        _ if value.trim_end_matches('\n').contains('\n') => None,
+        _ => Some(at.line),
+    }
+}
+
+/// The indicator (`|` or `>`) when `line` ends with a block scalar header (`key: |-`).
+fn block_header(line: &str) -> Option<char> {
+    let code = line.split(" #").next().unwrap_or(line).trim_end();
+    let header = code.split_whitespace().next_back()?;
+    let mut chars = header.chars();
+    let indicator = chars.next().filter(|c| matches!(c, '|' | '>'))?;
+    chars
+        .all(|c| matches!(c, '+' | '-' | '1'..='9'))
+        .then_some(indicator)
+}
+
 fn loc_of<T>(s: &Spanned<T>) -> Loc {
     Loc {
         line: s.referenced.line() as u32,
@@ -158,8 +203,14 @@ fn loc_of<T>(s: &Spanned<T>) -> Loc {
     }
 }
 
-fn build(node: Spanned<Node>, pointer: String, map: &mut SourceMap) -> Value {
-    map.values.insert(pointer.clone(), loc_of(&node));
+fn build(node: Spanned<Node>, pointer: String, map: &mut SourceMap, text: &[&str]) -> Value {
+    let loc = loc_of(&node);
+    map.values.insert(pointer.clone(), loc);
+    if let Node::Str(s) = &node.value
+        && let Some(line) = text_start(text, loc, s)
+    {
+        map.text_lines.insert(pointer.clone(), line);
+    }
     match node.value {
         Node::Null => Value::Null,
         Node::Bool(b) => Value::Bool(b),
@@ -171,7 +222,7 @@ fn build(node: Spanned<Node>, pointer: String, map: &mut SourceMap) -> Value {
             items
                 .into_iter()
                 .enumerate()
-                .map(|(i, x)| build(x, format!("{pointer}/{i}"), map))
+                .map(|(i, x)| build(x, format!("{pointer}/{i}"), map, text))
                 .collect(),
         ),
         Node::Map(entries) => {
@@ -179,7 +230,7 @@ fn build(node: Spanned<Node>, pointer: String, map: &mut SourceMap) -> Value {
             for (k, v) in entries {
                 let child = child_pointer(&pointer, &k.value.0);
                 map.keys.insert(child.clone(), loc_of(&k));
-                let value = build(v, child, map);
+                let value = build(v, child, map, text);
                 obj.insert(k.value.0, value);
             }
             Value::Object(obj)
@@ -212,7 +263,8 @@ pub fn parse(text: &str) -> Result<(Value, SourceMap), Diagnostic> {
     match serde_saphyr::from_str_with_options::<Spanned<Node>>(text, options) {
         Ok(root) => {
             let mut map = SourceMap::default();
-            let value = build(root, String::new(), &mut map);
+            let lines: Vec<&str> = text.lines().collect();
+            let value = build(root, String::new(), &mut map, &lines);
             Ok((value, map))
         }
         Err(e) => {
@@ -249,6 +301,29 @@ pub fn parse(text: &str) -> Result<(Value, SourceMap), Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_scalars_start_their_text_on_the_next_line() {
+        let text = "a: |\n  x = 1\n  y = 2\nb: \"one line\"\nc:\n  - >-\n    folded\n  - \"two\\nlines\"\n";
+        let (_, map) = parse(text).unwrap();
+        assert_eq!(map.text_line("/a"), Some(2));
+        assert_eq!(map.text_line("/b"), Some(4));
+        assert_eq!(
+            map.text_line("/c/0"),
+            None,
+            "folded lines are not the file's"
+        );
+        assert_eq!(
+            map.text_line("/c/1"),
+            None,
+            "an escaped newline is not the file's"
+        );
+        assert_eq!(map.text_line("/c"), None, "not a string");
+        let nested = "nodes:\n  - name: a\n    run: |-\n\n      y = 2\n      z\n  - run: \"x\"\n";
+        let (_, map) = parse(nested).unwrap();
+        assert_eq!(map.text_line("/nodes/0/run"), Some(4));
+        assert_eq!(map.text_line("/nodes/1/run"), Some(7));
+    }
 
     #[test]
     fn pointers_map_to_lines_and_columns() {

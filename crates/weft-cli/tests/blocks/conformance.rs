@@ -119,6 +119,20 @@ async fn code_must_return_a_dict() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_error_names_the_line_of_the_flow_file() {
+    // docs/dialects/blocks.md: an error in `code` names the flow file's line, not a line
+    // of the `def _block(...)` Weft wraps the body in.
+    let flow = "name: t\nroot:\n  type: h\n  children:\n    - step_id: c\n      type: code\n      input_schema: {fields: [{name: x}]}\n      code: |\n        y = x + 1\n        return {\"y\": y / 0}\n";
+    let e = run(flow, json!({"x": 1})).await.result.error.unwrap();
+    assert!(
+        e.message.contains("ZeroDivisionError")
+            && e.message.ends_with("(line 10 of the flow file)"),
+        "{}",
+        e.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sandbox_allows_the_listed_builtins_and_refuses_imports_eval_files_and_introspection() {
     // 000, "Sandbox Rules": "Allowed builtins: abs, bool, dict, enumerate, float, int,
     // isinstance, len, list, max, min, range, reversed, round, set, sorted, str, sum,

@@ -411,6 +411,29 @@ nodes:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_error_names_the_line_of_the_yaml_file() {
+    // docs/dialects/tea.md: an error in a `run:` body names the flow file's line, not a
+    // line of the function Weft wraps the body in.
+    let python = "name: lines\nnodes:\n  - name: ok\n    run: |\n      x = 1\n      return {\"x\": x}\n  - name: broken\n    run: |\n      y = 2\n\n      return {\"z\": undefined_name}\n";
+    let ran = run(python, json!({})).await;
+    let e = ran.result.error.clone().unwrap();
+    assert!(
+        e.message.contains("undefined_name") && e.message.ends_with("(line 11 of the flow file)"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.detail.as_deref().unwrap()["file_line"], 11);
+
+    let lua = "name: lines\nnodes:\n  - name: broken\n    language: lua\n    run: |\n      local t = nil\n      return t.x\n";
+    let e = run(lua, json!({})).await.result.error.clone().unwrap();
+    assert!(
+        e.message.contains("(line 7 of the flow file)"),
+        "{}",
+        e.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sibling_fan_in_continues_after_every_branch() {
     // tea-notes: "Newer files give `dynamic_parallel` a sibling `fan_in: NODE`: run
     // continues at that node once every branch has finished."
@@ -647,6 +670,115 @@ nodes:
         std::fs::read_to_string(dir.path().join("notes/ada.txt")).unwrap(),
         "hi ada"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_tools_runs_the_mapped_action_for_each_call_and_reports_the_calls() {
+    // The issue: "`uses` + `with` + `output` actions (at least `llm.call` and `llm.stream`
+    // returning `{content, usage}` as The Edge Agent does, `llm.tools`, ...)". The Edge
+    // Agent's `llm.tools`: tools `{name, description, parameters: {arg: {type, required}},
+    // action}`, `max_tool_rounds`, and a result `{content, tool_calls, tool_results,
+    // rounds}`.
+    use weft_fakes::{FakeServer, Reply, Wire};
+    let server = FakeServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::tool_call("read_note", json!({"path": "notes/today.txt"})),
+            Reply::text("Your note says: buy tea."),
+        ],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("notes")).unwrap();
+    std::fs::write(dir.path().join("notes/today.txt"), "buy tea").unwrap();
+    let yaml = format!(
+        r#"
+name: agent
+nodes:
+  - name: agent
+    uses: llm.tools
+    with:
+      model: gpt-4o-mini
+      api_base: "{}"
+      prompt: "What does {{{{ state.which }}}} say?"
+      max_tool_rounds: 3
+      tools:
+        - name: read_note
+          description: Read a note file
+          parameters:
+            path: {{type: string, description: The note's path, required: true}}
+          action: file.read
+    output: answer
+"#,
+        server.base_url()
+    );
+    let s = run_in(&yaml, json!({"which": "today's note"}), dir.path())
+        .await
+        .output()
+        .clone();
+    let answer = &s["answer"];
+    assert_eq!(answer["content"], "Your note says: buy tea.");
+    assert_eq!(answer["rounds"], 1);
+    assert_eq!(answer["tool_calls"][0]["name"], "read_note");
+    assert_eq!(
+        answer["tool_calls"][0]["arguments"]["path"],
+        "notes/today.txt"
+    );
+    assert_eq!(answer["tool_results"][0]["result"], "buy tea");
+    assert_eq!(
+        answer["tool_results"][0]["tool_call_id"],
+        answer["tool_calls"][0]["id"]
+    );
+    let sent = server.received();
+    let offered = &sent[0].body["tools"][0]["function"];
+    assert_eq!(offered["name"], "read_note");
+    assert_eq!(offered["parameters"]["required"], json!(["path"]));
+    assert_eq!(
+        offered["parameters"]["properties"]["path"]["type"],
+        "string"
+    );
+    // The second request carries the action's result back to the model.
+    assert!(sent[1].body["messages"].to_string().contains("buy tea"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_call_response_format_checks_and_repairs_the_json_answer() {
+    // tea-notes: "`uses: llm.call` with `with: {model, messages: [{role, content}],
+    // temperature?, provider?, api_base?, response_format?}`". An answer that does not
+    // match the schema is sent back once with the reason (docs/dialects/tea.md).
+    use weft_fakes::{FakeServer, Reply, Wire};
+    let server = FakeServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::text("{\"city\": 7}"),
+            Reply::text("{\"city\": \"Paris\"}"),
+        ],
+    )
+    .await;
+    let yaml = format!(
+        r#"
+name: ask
+nodes:
+  - name: ask
+    uses: llm.call
+    with:
+      model: gpt-4o-mini
+      api_base: "{}"
+      prompt: Capital of France, as JSON?
+      response_format:
+        type: json_schema
+        json_schema:
+          name: capital
+          schema: {{type: object, properties: {{city: {{type: string}}}}, required: [city]}}
+    output: answer
+"#,
+        server.base_url()
+    );
+    let s = run(&yaml, json!({})).await.output().clone();
+    assert_eq!(s["answer"]["content"], json!({"city": "Paris"}));
+    let sent = server.received();
+    assert_eq!(sent.len(), 2, "one repair round");
+    assert!(sent[1].body["messages"].to_string().contains("not valid"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

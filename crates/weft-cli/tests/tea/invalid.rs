@@ -171,6 +171,27 @@ const CASES: &[(&str, u32, &str, &str)] = &[
         "unknown type",
         "did you mean `integer`?",
     ),
+    // 25. An llm.tools tool whose action Weft does not run.
+    (
+        "name: t\nnodes:\n  - name: a\n    uses: llm.tools\n    with:\n      model: m\n      prompt: hi\n      tools:\n        - {name: get, action: http.gett}\n",
+        9,
+        "not an action Weft runs",
+        "did you mean `http.get`?",
+    ),
+    // 26. A tool option on llm.call.
+    (
+        "name: t\nnodes:\n  - name: a\n    uses: llm.call\n    with: {model: m, prompt: hi, tools: []}\n",
+        5,
+        "no option `tools`",
+        "is an option of `uses: llm.tools`",
+    ),
+    // 27. A tool_choice that names no tool.
+    (
+        "name: t\nnodes:\n  - name: a\n    uses: llm.tools\n    with:\n      model: m\n      prompt: hi\n      tool_choice: reed\n      tools:\n        - {name: read, action: file.read}\n",
+        8,
+        "tool_choice `reed`",
+        "did you mean `read`?",
+    ),
 ];
 
 #[test]

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use std::collections::HashSet;
 use weft_core::ir::{
     Assertion, Block, BlockKind, CodeLimits, CodeSpec, Expr, Flow, LlmSpec, MapSpec, OnError,
-    ParallelSpec, Template, TransformSpec, ValueTemplate,
+    ParallelSpec, SourceLines, Template, TransformSpec, ValueTemplate,
 };
 use weft_core::{Diagnostic, Severity};
 
@@ -400,6 +400,13 @@ impl Compiler<'_> {
         let spec = CodeSpec {
             language: "python".into(),
             source: crate::python_body::define("", CODE_ENTRY, &params, &b.code),
+            origin: self
+                .map
+                .text_line(&format!("{ptr}/code"))
+                .map(|file_line| SourceLines {
+                    source_line: crate::python_body::body_line(""),
+                    file_line,
+                }),
             entry: Some(CODE_ENTRY.into()),
             // `_block(initial=<flow input>, **pipeline_input)`.
             args: Some(ValueTemplate(Value::from(

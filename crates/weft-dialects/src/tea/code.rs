@@ -6,7 +6,7 @@
 //! `secrets` (and, in a fan-in node, `parallel_results`).
 
 use serde_json::{Value, json};
-use weft_core::ir::{CodeLimits, CodeSpec, ValueTemplate};
+use weft_core::ir::{CodeLimits, CodeSpec, SourceLines, ValueTemplate};
 
 /// The function a wrapped Python body becomes.
 pub(super) const ENTRY: &str = "_tea_node";
@@ -31,8 +31,14 @@ pub(super) fn language_of(source: &str, declared: Option<&str>) -> Result<&'stat
     }
 }
 
-/// The code block for a body in `language`.
-pub(super) fn code_spec(language: &'static str, source: &str, fan_in: bool) -> CodeSpec {
+/// The code block for a body in `language`, whose text starts on `text_line` of the file
+/// (when its lines are the file's).
+pub(super) fn code_spec(
+    language: &'static str,
+    source: &str,
+    fan_in: bool,
+    text_line: Option<u32>,
+) -> CodeSpec {
     let mut args = json!({
         "state": "{{ state }}",
         "variables": "{{ variables }}",
@@ -41,13 +47,24 @@ pub(super) fn code_spec(language: &'static str, source: &str, fan_in: bool) -> C
     if fan_in {
         args["parallel_results"] = Value::from("{{ parallel_results }}");
     }
-    let (source, entry) = match language {
-        "python" => (wrap_python(source, fan_in), Some(ENTRY.to_owned())),
-        _ => (source.to_owned(), None),
+    let (source, entry, body_line) = match language {
+        "python" => {
+            let (source, body_line) = wrap_python(source, fan_in);
+            (source, Some(ENTRY.to_owned()), Some(body_line))
+        }
+        "lua" => (source.to_owned(), None, Some(1)),
+        // A Prolog body is rewritten into clauses, so its lines are not the file's.
+        _ => (source.to_owned(), None, None),
     };
     CodeSpec {
         language: language.to_owned(),
         source,
+        origin: body_line
+            .zip(text_line)
+            .map(|(source_line, file_line)| SourceLines {
+                source_line,
+                file_line,
+            }),
         entry,
         args: Some(ValueTemplate(args)),
         imports: None,
@@ -58,7 +75,8 @@ pub(super) fn code_spec(language: &'static str, source: &str, fan_in: bool) -> C
 
 /// `def _tea_node(...)` around the dedented body; `json` is always imported and
 /// `datetime` when the body names it without importing it, as The Edge Agent does.
-pub(super) fn wrap_python(body: &str, fan_in: bool) -> String {
+/// Also returns the line of the result on which the body starts.
+pub(super) fn wrap_python(body: &str, fan_in: bool) -> (String, u32) {
     let mut prelude = String::from("import json\n");
     if mentions(body, "datetime") && !body.contains("import datetime") {
         prelude.push_str("import datetime\n");
@@ -67,7 +85,8 @@ pub(super) fn wrap_python(body: &str, fan_in: bool) -> String {
     if fan_in {
         params.push("parallel_results");
     }
-    crate::python_body::define(&prelude, ENTRY, &params, body)
+    let source = crate::python_body::define(&prelude, ENTRY, &params, body);
+    (source, crate::python_body::body_line(&prelude))
 }
 
 /// Whether `word` appears in `text` as a whole identifier.
@@ -86,7 +105,8 @@ mod tests {
 
     #[test]
     fn python_bodies_become_functions() {
-        let w = wrap_python("  x = state['a']\n  return {'b': x}\n", false);
+        let (w, body_line) = wrap_python("  x = state['a']\n  return {'b': x}\n", false);
+        assert_eq!(body_line, 3);
         assert_eq!(
             w,
             "import json\ndef _tea_node(state, variables, secrets):\n    x = state['a']\n    return {'b': x}\n"
@@ -97,9 +117,14 @@ mod tests {
     fn datetime_is_imported_when_named() {
         assert!(
             wrap_python("return {'t': str(datetime.date.today())}", false)
+                .0
                 .contains("import datetime\n")
         );
-        assert!(!wrap_python("return {'mydatetime': 1}", false).contains("import datetime"));
+        assert!(
+            !wrap_python("return {'mydatetime': 1}", false)
+                .0
+                .contains("import datetime")
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod actions;
 mod code;
 mod doc;
 pub mod events;
+mod llm;
 mod navigation;
 
 use crate::source_map::SourceMap;
@@ -306,7 +307,9 @@ impl Compiler<'_> {
             ));
             return None;
         }
-        let mut b = Block::new(BlockKind::Code(code::code_spec(language, &source, fan_in)));
+        let text_line = self.map.text_line(&sptr);
+        let spec = code::code_spec(language, &source, fan_in, text_line);
+        let mut b = Block::new(BlockKind::Code(spec));
         b.data.merge_output = true;
         Some(b)
     }

@@ -5,7 +5,7 @@ use crate::run::{Cx, Exec, Outcome, Pending, Recorded, Stop};
 use std::future::Future;
 use std::sync::Arc;
 use weft_core::event::EventKind;
-use weft_core::ir::{ActionSpec, ApprovalSpec, CodeSpec, HandlerSpec, TransformSpec};
+use weft_core::ir::{ActionSpec, ApprovalSpec, CodeSpec, HandlerSpec, SourceLines, TransformSpec};
 use weft_core::ports::{CodeRequest, EntryKind, NativeCall, NativeOutput};
 use weft_core::{BlockError, ErrorKind, Patch, Value};
 
@@ -151,8 +151,36 @@ pub(crate) async fn code(cx: &Cx<'_>, spec: &CodeSpec) -> Exec {
             builtins: spec.builtins.as_deref(),
             limits: &spec.limits,
         })
-        .await?;
+        .await
+        .map_err(|e| at_file_line(e, spec.origin))?;
     Ok(Outcome::of(Arc::new(output)))
+}
+
+/// Names the flow file's line in a code failure that carries its source line (the
+/// sandbox's `(line N)` counts lines of the source as run, which a loader may have
+/// wrapped).
+fn at_file_line(mut e: BlockError, origin: Option<SourceLines>) -> BlockError {
+    let Some(origin) = origin else { return e };
+    let Some(detail) = e.detail.as_deref_mut().and_then(Value::as_object_mut) else {
+        return e;
+    };
+    let Some(line) = detail.get("line").and_then(Value::as_u64) else {
+        return e;
+    };
+    let Some(file_line) = u32::try_from(line)
+        .ok()
+        .and_then(|l| origin.file_line_of(l))
+    else {
+        return e;
+    };
+    detail.insert("file_line".into(), Value::from(file_line));
+    let source_suffix = format!(" (line {line})");
+    if let Some(stem) = e.message.strip_suffix(&source_suffix) {
+        e.message = format!("{stem} (line {file_line} of the flow file)");
+    } else {
+        e.message = format!("{} (line {file_line} of the flow file)", e.message);
+    }
+    e
 }
 
 fn native_call(cx: &Cx<'_>, config: Value) -> NativeCall {

@@ -7,7 +7,7 @@ use crate::run::{Cx, Exec, Outcome, Stop};
 use std::sync::Arc;
 use weft_core::event::EventKind;
 use weft_core::ir::{LlmOutput, LlmSpec};
-use weft_core::ports::{Message, ModelRequest, ToolDef, Usage};
+use weft_core::ports::{Message, ModelRequest, ToolCall, ToolDef, Usage};
 use weft_core::{BlockError, ErrorKind, Patch, Value};
 
 fn config_error(msg: impl Into<String>) -> Stop {
@@ -56,6 +56,33 @@ fn parse_structured(reply: &str, schema: &Value) -> Result<Value, String> {
             "it does not match the schema: {}",
             errors.join("; ")
         ))
+    }
+}
+
+/// The tool calls of one block invocation and what each returned to the model.
+#[derive(Default)]
+struct ToolTrace {
+    calls: Vec<Value>,
+    results: Vec<Value>,
+}
+
+impl ToolTrace {
+    fn record(&mut self, call: &ToolCall, answer: &str) {
+        self.calls.push(serde_json::json!({
+            "id": call.id, "name": call.name, "arguments": call.arguments,
+        }));
+        self.results.push(serde_json::json!({
+            "tool_call_id": call.id, "name": call.name, "result": answer,
+        }));
+    }
+
+    /// Adds `tool_calls`, `tool_results` and `rounds` to a `message` output.
+    fn write_into(self, message: &mut Value, rounds: u32) {
+        if let Value::Object(m) = message {
+            m.insert("tool_calls".into(), Value::Array(self.calls));
+            m.insert("tool_results".into(), Value::Array(self.results));
+            m.insert("rounds".into(), Value::from(rounds));
+        }
     }
 }
 
@@ -123,6 +150,8 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
     };
     let mut total = Usage::default();
     let mut tool_rounds = 0u32;
+    // The calls and their answers, for a `message` output (`tool_calls`, `tool_results`).
+    let mut trace = ToolTrace::default();
     let mut repairs_left = s.max_repairs;
     loop {
         cx.budgets.check(estimate_tokens(&req))?;
@@ -178,6 +207,7 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
                         }
                     }
                 };
+                trace.record(call, &content);
                 let mut answer = Message::new("tool", content);
                 answer.tool_call_id = Some(call.id.clone());
                 req.messages.push(answer);
@@ -230,16 +260,22 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
         }
         let output = match s.output {
             LlmOutput::Text => output,
-            LlmOutput::Message => serde_json::json!({
-                "content": output,
-                "usage": {
-                    "prompt_tokens": total.input_tokens,
-                    "completion_tokens": total.output_tokens,
-                    "total_tokens": total.total_tokens(),
-                    "cost_usd": total.cost_usd,
-                },
-                "model": id,
-            }),
+            LlmOutput::Message => {
+                let mut message = serde_json::json!({
+                    "content": output,
+                    "usage": {
+                        "prompt_tokens": total.input_tokens,
+                        "completion_tokens": total.output_tokens,
+                        "total_tokens": total.total_tokens(),
+                        "cost_usd": total.cost_usd,
+                    },
+                    "model": id,
+                });
+                if !s.tools.is_empty() {
+                    trace.write_into(&mut message, tool_rounds);
+                }
+                message
+            }
         };
         return Ok(Outcome {
             patch,

@@ -1,0 +1,424 @@
+//! The model actions `llm.call`, `llm.stream` and `llm.tools`. They become `llm` blocks
+//! (so they stream, retry, count usage and journal like any model call); each tool of
+//! `llm.tools` becomes a sub-flow that runs one built-in action.
+
+use super::Compiler;
+use super::actions::BUILTIN;
+use serde_json::Value;
+use weft_core::Diagnostic;
+use weft_core::ir::{
+    ActionSpec, Block, BlockKind, Flow, LlmOutput, LlmSpec, MessageSpec, ModelDef, Template,
+    ToolSpec, ValueTemplate,
+};
+
+/// Actions that call a model.
+pub(super) const MODEL: &[&str] = &["llm.call", "llm.stream", "llm.tools"];
+
+/// Options every model action reads from `with:`.
+const LLM_OPTIONS: &[&str] = &[
+    "model",
+    "messages",
+    "prompt",
+    "temperature",
+    "max_tokens",
+    "provider",
+    "api_base",
+    "response_format",
+];
+/// The options only `llm.tools` adds.
+const TOOL_OPTIONS: &[&str] = &["tools", "tool_choice", "max_tool_rounds"];
+/// The Edge Agent's default bound on tool-calling turns.
+const DEFAULT_TOOL_ROUNDS: u32 = 10;
+
+impl Compiler<'_> {
+    /// `llm.call` / `llm.stream` / `llm.tools`: `{content, usage, model}` from a model
+    /// (`llm.tools` adds `tool_calls`, `tool_results` and `rounds`).
+    pub(super) fn llm_call(
+        &mut self,
+        uses: &str,
+        with: Option<&Value>,
+        ptr: &str,
+        node: &str,
+    ) -> Option<Block> {
+        let wptr = format!("{ptr}/with");
+        let Some(with) = with.and_then(Value::as_object) else {
+            self.error(
+                Diagnostic::error(
+                    &wptr,
+                    format!("{uses} needs `with:` and its `model` and `messages`"),
+                )
+                .hint("with: {model: gpt-4o-mini, messages: [{role: user, content: \"...\"}]}"),
+            );
+            return None;
+        };
+        let offers_tools = uses == "llm.tools";
+        let options: Vec<&str> = if offers_tools {
+            LLM_OPTIONS.iter().chain(TOOL_OPTIONS).copied().collect()
+        } else {
+            LLM_OPTIONS.to_vec()
+        };
+        for key in with.keys() {
+            if !options.contains(&key.as_str()) {
+                let hint = if TOOL_OPTIONS.contains(&key.as_str()) {
+                    format!("`{key}` is an option of `uses: llm.tools`")
+                } else {
+                    format!("its options: {}", options.join(", "))
+                };
+                let d = Diagnostic::error(
+                    weft_core::validate::child_pointer(&wptr, key),
+                    format!("{uses} has no option `{key}`"),
+                );
+                self.error(d.hint_closest(key, options.iter().copied(), hint));
+            }
+        }
+        let mut spec = LlmSpec {
+            output: LlmOutput::Message,
+            ..LlmSpec::default()
+        };
+        spec.model = self.model_of(with, &wptr, node);
+        self.messages(with, &wptr, &mut spec);
+        if let Some(t) = with.get("temperature") {
+            match t.as_f64() {
+                Some(t) => spec.temperature = Some(t),
+                None => self.error(Diagnostic::error(
+                    format!("{wptr}/temperature"),
+                    "temperature is a number",
+                )),
+            }
+        }
+        if let Some(t) = with.get("max_tokens") {
+            match t.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) => spec.max_tokens = Some(n),
+                None => self.error(Diagnostic::error(
+                    format!("{wptr}/max_tokens"),
+                    "max_tokens is a whole number",
+                )),
+            }
+        }
+        if let Some(format) = with.get("response_format") {
+            spec.output_schema = self.response_format(format, &format!("{wptr}/response_format"));
+        }
+        if offers_tools {
+            self.tools(with, &wptr, node, &mut spec);
+        }
+        Some(Block::new(BlockKind::Llm(spec)))
+    }
+
+    /// `messages: [{role, content}]` and/or `prompt: TEXT` (a last user message).
+    fn messages(&mut self, with: &serde_json::Map<String, Value>, wptr: &str, spec: &mut LlmSpec) {
+        if let Some(messages) = with.get("messages") {
+            let Some(messages) = messages.as_array().filter(|m| !m.is_empty()) else {
+                self.error(
+                    Diagnostic::error(format!("{wptr}/messages"), "messages is a non-empty list")
+                        .hint("messages: [{role: user, content: \"...\"}]"),
+                );
+                return;
+            };
+            for (i, m) in messages.iter().enumerate() {
+                let role = m.get("role").and_then(Value::as_str);
+                let content = m.get("content").and_then(Value::as_str);
+                match (role, content) {
+                    (Some(r @ ("system" | "user" | "assistant")), Some(c)) => {
+                        spec.messages.push(MessageSpec {
+                            role: r.to_owned(),
+                            content: Template(c.to_owned()),
+                        })
+                    }
+                    _ => self.error(
+                        Diagnostic::error(
+                            format!("{wptr}/messages/{i}"),
+                            "a message is {role: system|user|assistant, content: TEXT}",
+                        )
+                        .hint("content is a template, e.g. \"Summarize {{ state.text }}\""),
+                    ),
+                }
+            }
+        }
+        match with.get("prompt") {
+            Some(Value::String(p)) => spec.prompt = Some(Template(p.clone())),
+            Some(_) => self.error(Diagnostic::error(
+                format!("{wptr}/prompt"),
+                "prompt is a string (a template)",
+            )),
+            None if spec.messages.is_empty() && !with.contains_key("messages") => self.error(
+                Diagnostic::error(wptr, "a model action needs `messages` or `prompt`")
+                    .hint("messages: [{role: user, content: \"...\"}], or prompt: \"...\""),
+            ),
+            None => {}
+        }
+    }
+
+    /// `response_format: {type: json_object}` or `{type: json_schema, json_schema:
+    /// {schema}}`: the answer is checked (and repaired) against the schema.
+    fn response_format(&mut self, format: &Value, ptr: &str) -> Option<Value> {
+        match format.get("type").and_then(Value::as_str) {
+            Some("text") => None,
+            Some("json_object") => Some(serde_json::json!({"type": "object"})),
+            Some("json_schema") => {
+                let schema = format
+                    .pointer("/json_schema/schema")
+                    .filter(|s| s.is_object());
+                if schema.is_none() {
+                    self.error(
+                        Diagnostic::error(ptr, "a json_schema response format needs `json_schema.schema`")
+                            .hint("response_format: {type: json_schema, json_schema: {name: answer, schema: {type: object, ...}}}"),
+                    );
+                }
+                schema.cloned()
+            }
+            _ => {
+                self.error(
+                    Diagnostic::error(
+                        ptr,
+                        "response_format is {type: text | json_object | json_schema}",
+                    )
+                    .hint("response_format: {type: json_object}"),
+                );
+                None
+            }
+        }
+    }
+
+    /// `tools`, `tool_choice` and `max_tool_rounds` of `llm.tools`. Each tool becomes a
+    /// sub-flow running its `action` with the model's arguments as `with:`.
+    fn tools(
+        &mut self,
+        with: &serde_json::Map<String, Value>,
+        wptr: &str,
+        node: &str,
+        spec: &mut LlmSpec,
+    ) {
+        spec.max_tool_rounds = DEFAULT_TOOL_ROUNDS;
+        if let Some(n) = with.get("max_tool_rounds") {
+            match n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|n| *n >= 1)
+            {
+                Some(n) => spec.max_tool_rounds = n,
+                None => self.error(Diagnostic::error(
+                    format!("{wptr}/max_tool_rounds"),
+                    "max_tool_rounds is a whole number of at least 1",
+                )),
+            }
+        }
+        let Some(tools) = with
+            .get("tools")
+            .and_then(Value::as_array)
+            .filter(|t| !t.is_empty())
+        else {
+            self.error(
+                Diagnostic::error(format!("{wptr}/tools"), "llm.tools needs `tools`, a non-empty list")
+                    .hint("tools: [{name: fetch, description: \"...\", parameters: {url: {type: string, required: true}}, action: http.get}]"),
+            );
+            return;
+        };
+        for (i, tool) in tools.iter().enumerate() {
+            if let Some(t) = self.tool(tool, &format!("{wptr}/tools/{i}"), node) {
+                if spec.tools.iter().any(|known| known.name == t.name) {
+                    self.error(Diagnostic::error(
+                        format!("{wptr}/tools/{i}/name"),
+                        format!("two tools are named `{}`", t.name),
+                    ));
+                }
+                spec.tools.push(t);
+            }
+        }
+        match with.get("tool_choice") {
+            None => {}
+            Some(Value::String(c)) if c == "auto" => {}
+            // The model is offered no tool, so it answers directly.
+            Some(Value::String(c)) if c == "none" => spec.tools.clear(),
+            // Only the named tool is offered.
+            Some(Value::String(c)) if spec.tools.iter().any(|t| &t.name == c) => {
+                spec.tools.retain(|t| &t.name == c)
+            }
+            Some(other) => {
+                let names: Vec<&str> = spec.tools.iter().map(|t| t.name.as_str()).collect();
+                let d = Diagnostic::error(
+                    format!("{wptr}/tool_choice"),
+                    format!(
+                        "tool_choice `{}` is not auto, none or a tool's name",
+                        other
+                            .as_str()
+                            .map_or_else(|| other.to_string(), str::to_owned)
+                    ),
+                );
+                let choices = ["auto", "none"].into_iter().chain(names.iter().copied());
+                let listed = choices.clone().collect::<Vec<_>>().join(", ");
+                self.error(d.hint_closest(
+                    other.as_str().unwrap_or(""),
+                    choices,
+                    format!("one of: {listed}"),
+                ));
+            }
+        }
+    }
+
+    /// One `{name, description, parameters, action}` of `llm.tools`.
+    fn tool(&mut self, tool: &Value, ptr: &str, node: &str) -> Option<ToolSpec> {
+        const KEYS: &[&str] = &["name", "description", "parameters", "action"];
+        let Some(t) = tool.as_object() else {
+            self.error(Diagnostic::error(
+                ptr,
+                "a tool is {name, description, parameters, action}",
+            ));
+            return None;
+        };
+        for key in t.keys().filter(|k| !KEYS.contains(&k.as_str())) {
+            let d = Diagnostic::error(
+                weft_core::validate::child_pointer(ptr, key),
+                format!("a tool has no field `{key}`"),
+            );
+            self.error(d.hint_closest(
+                key,
+                KEYS.iter().copied(),
+                format!("its fields: {}", KEYS.join(", ")),
+            ));
+        }
+        let name = t
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty());
+        let Some(name) = name else {
+            self.error(Diagnostic::error(
+                format!("{ptr}/name"),
+                "a tool needs a `name`",
+            ));
+            return None;
+        };
+        let action = t.get("action").and_then(Value::as_str);
+        let action = match action {
+            Some(a) if BUILTIN.contains(&a) => a,
+            _ => {
+                let d = Diagnostic::error(
+                    format!("{ptr}/action"),
+                    match action {
+                        Some(a) => format!(
+                            "the tool `{name}` runs `{a}`, which is not an action Weft runs"
+                        ),
+                        None => format!(
+                            "the tool `{name}` needs an `action` to run when the model calls it"
+                        ),
+                    },
+                );
+                self.error(d.hint_closest(
+                    action.unwrap_or(""),
+                    BUILTIN.iter().copied(),
+                    format!("a tool runs one of: {}", BUILTIN.join(", ")),
+                ));
+                return None;
+            }
+        };
+        let parameters = self.tool_parameters(t.get("parameters"), &format!("{ptr}/parameters"))?;
+        let flow_name = format!("{node}.tool.{name}");
+        let mut run = Block::new(BlockKind::Action(ActionSpec {
+            uses: action.to_owned(),
+            params: Some(ValueTemplate(Value::from("{{ input }}"))),
+        }));
+        run.id = Some(name.to_owned());
+        self.flows
+            .insert(flow_name.clone(), Flow::new(flow_name.clone(), run));
+        Some(ToolSpec {
+            name: name.to_owned(),
+            description: t
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            parameters,
+            flow: flow_name,
+        })
+    }
+
+    /// The Edge Agent's `{arg: {type, description?, required?, enum?}}` as a JSON Schema.
+    fn tool_parameters(&mut self, parameters: Option<&Value>, ptr: &str) -> Option<Value> {
+        let mut properties = serde_json::Map::new();
+        let mut required = Vec::new();
+        let empty = serde_json::Map::new();
+        let Some(params) = parameters.map_or(Some(&empty), Value::as_object) else {
+            self.error(
+                Diagnostic::error(
+                    ptr,
+                    "parameters is a map of argument name to {type, description, required}",
+                )
+                .hint("parameters: {url: {type: string, required: true}}"),
+            );
+            return None;
+        };
+        for (arg, p) in params {
+            let Some(p) = p.as_object() else {
+                self.error(Diagnostic::error(
+                    weft_core::validate::child_pointer(ptr, arg),
+                    format!("the argument `{arg}` is {{type, description?, required?}}"),
+                ));
+                continue;
+            };
+            let mut schema = p.clone();
+            match schema.remove("required") {
+                None | Some(Value::Bool(false)) => {}
+                Some(Value::Bool(true)) => required.push(Value::from(arg.as_str())),
+                Some(_) => self.error(Diagnostic::error(
+                    format!("{}/required", weft_core::validate::child_pointer(ptr, arg)),
+                    "required is true or false",
+                )),
+            }
+            properties.insert(arg.clone(), Value::Object(schema));
+        }
+        Some(serde_json::json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+        }))
+    }
+
+    /// The model id for `with:`: `model` (a constant, or `{{ variables.NAME }}`), routed
+    /// by `provider` and `api_base` through a flow model alias when they are given.
+    fn model_of(
+        &mut self,
+        with: &serde_json::Map<String, Value>,
+        wptr: &str,
+        node: &str,
+    ) -> Option<String> {
+        let model = match with.get("model") {
+            None => None,
+            Some(Value::String(m)) => match self.constant(m) {
+                Some(m) => Some(m),
+                None => {
+                    self.error(
+                        Diagnostic::error(
+                            format!("{wptr}/model"),
+                            format!("the model `{m}` is a template Weft cannot resolve when the flow loads"),
+                        )
+                        .hint("name the model, or use `{{ variables.NAME }}` with NAME in `variables:`"),
+                    );
+                    return None;
+                }
+            },
+            Some(_) => {
+                self.error(Diagnostic::error(
+                    format!("{wptr}/model"),
+                    "model is a string",
+                ));
+                return None;
+            }
+        };
+        let provider = with.get("provider").and_then(Value::as_str);
+        let api_base = with.get("api_base").and_then(Value::as_str);
+        if provider.is_none() && api_base.is_none() {
+            return model;
+        }
+        let provider = provider.unwrap_or("openai").to_owned();
+        let mut def = ModelDef {
+            provider,
+            model: model.map(|m| m.split_once('/').map_or(m.clone(), |(_, n)| n.to_owned())),
+            options: Default::default(),
+        };
+        if let Some(base) = api_base {
+            def.options.insert("base_url".into(), Value::from(base));
+        }
+        let alias = format!("{node}.model");
+        self.models.insert(alias.clone(), def);
+        Some(alias)
+    }
+}
