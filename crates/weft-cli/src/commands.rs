@@ -7,7 +7,7 @@ use crate::progress::Progress;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use weft_core::ports::{RunStatus, Store};
+use weft_core::ports::{RunRecord, RunStatus, Store};
 use weft_core::{Diagnostic, Severity};
 use weft_dialects::{EventView, LoadError, Loaded};
 use weft_engine::{Engine, EngineError, Prepared, RunOptions, RunResult};
@@ -375,6 +375,24 @@ fn normalize_answer(text: &str) -> Value {
     }
 }
 
+/// The dialect's event names for run `id`, which continues (see [`view_of_record`]).
+async fn view_of_run(store: &SqliteStore, id: &str) -> EventView {
+    match store.get_run(id).await {
+        Ok(Some(rec)) => view_of_record(&rec),
+        _ => EventView::Engine,
+    }
+}
+
+/// The dialect's event names for a run that continues, from the file it started from.
+fn view_of_record(rec: &RunRecord) -> EventView {
+    match (rec.source.as_deref(), rec.dialect.as_deref()) {
+        (Some(src), Some(dialect)) => {
+            EventView::of_file(Path::new(src), dialect, rec.source_hash.as_deref())
+        }
+        _ => EventView::Engine,
+    }
+}
+
 async fn approve(
     id: &str,
     step: Option<&str>,
@@ -384,7 +402,8 @@ async fn approve(
 ) -> Result<u8, Failure> {
     let store = open_store(db)?;
     let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-    let engine = engine(store, out, progress.clone(), EventView::default())?;
+    let view = view_of_run(&store, id).await;
+    let engine = engine(store, out, progress.clone(), view)?;
     let result = engine.answer(id, step, answer).await?;
     if let Some(p) = progress {
         p.finish();
@@ -462,7 +481,8 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
             out,
         } => {
             let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-            let engine = engine(store, &out, progress.clone(), EventView::default())?;
+            let view = view_of_run(&store, &id).await;
+            let engine = engine(store, &out, progress.clone(), view)?;
             let result = match input {
                 Some(text) => engine.answer(&id, None, normalize_answer(&text)).await?,
                 None => engine.resume(&id, force).await?,
@@ -483,6 +503,7 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
                 .map_err(|e| Failure::invalid(format!("error: {}", e.0)))?
                 .ok_or_else(|| Failure::invalid(format!("error: no run with id `{id}`")))?;
             let mut changed_flow = None;
+            let mut view = view_of_record(&rec);
             if let Some(src) = rec.source.as_deref().map(Path::new).filter(|p| p.exists()) {
                 let now = std::fs::read(src)
                     .map(|b| weft_core::hash::content_hash(&b))
@@ -495,12 +516,13 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
                             rec.id
                         )));
                     }
-                    let (_, prepared) = load_prepared(src, rec.dialect.as_deref())?;
+                    let (loaded, prepared) = load_prepared(src, rec.dialect.as_deref())?;
+                    view = loaded.events;
                     changed_flow = Some(prepared);
                 }
             }
             let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-            let engine = engine(store, &out, progress.clone(), EventView::default())?;
+            let engine = engine(store, &out, progress.clone(), view)?;
             let result = engine.retry(&rec.id, changed_flow).await?;
             if let Some(p) = progress {
                 p.finish();

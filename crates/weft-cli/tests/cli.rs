@@ -401,6 +401,51 @@ root:
 "#;
 
 #[test]
+fn a_retried_tea_run_writes_the_spec_event_names_too() {
+    // Spec 004's loop events for a run that continues in a second process: its events
+    // file names them as a first run's does.
+    let env = Env::new();
+    let flow = env.write(
+        "loop.yaml",
+        "name: retry-loop\nnodes:\n  - name: wait_loop\n    type: while_loop\n    condition: \"state.get('count', 0) < 2\"\n    max_iterations: 5\n    body:\n      - name: read\n        uses: file.read\n        with: {path: ready.txt}\n        output: ready\n      - name: step\n        run: |\n          return {\"count\": state.get(\"count\", 0) + 1}\n",
+    );
+    let o = env.weft(&["run", flow.to_str().unwrap(), "--json", "-q"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let id = stdout_json(&o)["run_id"].as_str().unwrap().to_owned();
+
+    env.write("ready.txt", "go");
+    let events = env.path("events.jsonl");
+    let o = env.weft(&[
+        "runs",
+        "retry",
+        &id,
+        "--json",
+        "-q",
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout_json(&o)["output"]["count"], 2);
+    let kinds: Vec<String> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter_map(|e| e["type"].as_str().map(str::to_owned))
+        .filter(|t| t.starts_with("Loop"))
+        .collect();
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("LoopStart"),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("LoopEnd"),
+        "{kinds:?}"
+    );
+}
+
+#[test]
 fn a_failed_run_is_retried_from_its_failing_step_and_changed_flows_are_refused() {
     let env = Env::new();
     let flow = env.write("retry.yaml", RETRYABLE);

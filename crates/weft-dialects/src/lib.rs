@@ -54,6 +54,31 @@ pub enum EventView {
 }
 
 impl EventView {
+    /// The view for a file written in `dialect`.
+    fn of(dialect: &str, doc: &serde_json::Value) -> EventView {
+        match dialect {
+            "tea" => EventView::Tea(tea::events::TeaEvents::of(doc)),
+            _ => EventView::Engine,
+        }
+    }
+
+    /// The view for a run that continues (resume, approval, retry): read again from the
+    /// flow file it started from, but only when the file is unchanged (its content hash is
+    /// `source_hash`), since a changed file may name other nodes. Otherwise the engine's
+    /// names only.
+    pub fn of_file(path: &Path, dialect: &str, source_hash: Option<&str>) -> EventView {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return EventView::Engine;
+        };
+        if source_hash != Some(weft_core::hash::content_hash(text.as_bytes()).as_str()) {
+            return EventView::Engine;
+        }
+        match source_map::parse(&text) {
+            Ok((doc, _)) => EventView::of(dialect, &doc),
+            Err(_) => EventView::Engine,
+        }
+    }
+
     /// The dialect's event for `e`, if it has one: a JSON object with `run_id`, `seq`,
     /// `at_ms`, `type` and the dialect's payload.
     pub fn translate(&self, e: &weft_core::event::Event) -> Option<serde_json::Value> {
@@ -148,10 +173,7 @@ pub fn load_str(
         None => detect(&value).map_err(|d| LoadError::one(file, map.locate(d)))?,
     };
     let source_hash = weft_core::hash::content_hash(text.as_bytes());
-    let events = match dialect {
-        "tea" => EventView::Tea(tea::events::TeaEvents::of(&value)),
-        _ => EventView::Engine,
-    };
+    let events = EventView::of(dialect, &value);
     let compiled = match dialect {
         "native" => native::compile(value, &map, base_dir),
         "tea" => tea::compile(value, &map, base_dir),
