@@ -437,9 +437,12 @@ impl Engine {
                 run.emitter
                     .emit(|| EventKind::RunFailed { error: e.clone() });
             }
-            Err(Stop::Suspended(pending)) => {
+            Err(Stop::Suspended(suspension)) => {
                 rec.status = RunStatus::Paused;
-                waiting = pending
+                // The paused run's state shows what happened before the pause.
+                suspension.patch.apply_to(Arc::make_mut(&mut state));
+                waiting = suspension
+                    .pending
                     .iter()
                     .map(|p| serde_json::to_value(p).unwrap_or(Value::Null))
                     .collect();

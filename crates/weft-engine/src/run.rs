@@ -116,11 +116,44 @@ pub(crate) struct Pending {
     pub(crate) options: Vec<String>,
 }
 
+/// A run that waits: the approvals it waits for, and the state writes made before it
+/// stopped (so a paused run's state shows what has happened so far; replay redoes them).
+#[derive(Debug, Default)]
+pub(crate) struct Suspension {
+    pub(crate) pending: Vec<Pending>,
+    pub(crate) patch: Patch,
+}
+
+impl Suspension {
+    /// The same suspension, with `earlier` writes before its own.
+    pub(crate) fn after(mut self, mut earlier: Patch) -> Suspension {
+        earlier.extend(std::mem::take(&mut self.patch));
+        self.patch = earlier;
+        self
+    }
+
+    /// Adds another branch's suspension.
+    pub(crate) fn merge(&mut self, other: Suspension) {
+        self.pending.extend(other.pending);
+        self.patch.extend(other.patch);
+    }
+}
+
 /// Why a block did not produce an outcome.
 #[derive(Debug)]
 pub(crate) enum Stop {
     Failed(BlockError),
-    Suspended(Vec<Pending>),
+    Suspended(Suspension),
+}
+
+impl Stop {
+    /// A suspension gets `earlier` writes before its own; a failure stays as it is.
+    pub(crate) fn after(self, earlier: &Patch) -> Stop {
+        match self {
+            Stop::Suspended(s) => Stop::Suspended(s.after(earlier.clone())),
+            failed => failed,
+        }
+    }
 }
 
 impl From<BlockError> for Stop {

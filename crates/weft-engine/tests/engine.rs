@@ -437,6 +437,43 @@ async fn approvals_pause_durably_and_resume_in_a_new_engine_without_rerunning_st
 }
 
 #[tokio::test]
+async fn a_paused_run_s_state_holds_the_writes_made_before_the_pause() {
+    // A sequence step before the approval, and a parallel branch beside it that finishes.
+    let yaml = r#"weft: 1
+name: partial
+root:
+  sequence:
+    - {transform: {output: 1}, set: {before: "{{ output }}"}}
+    - parallel:
+        branches:
+          wait: {approval: {prompt: go?}}
+          other:
+            sequence:
+              - {transform: {output: 2}, set: {beside: "{{ output }}"}}
+              - {transform: {output: 3}, set: {after_beside: "{{ output }}"}}
+    - {transform: {output: 4}, set: {after: "{{ output }}"}}
+"#;
+    let h = harness(memory(), vec![]);
+    let r = h
+        .engine
+        .start(flow(yaml), None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Paused);
+    assert_eq!(r.state, json!({"before": 1, "beside": 2, "after_beside": 3}));
+    let r = h
+        .engine
+        .answer(&r.run_id, None, json!({"decision": "approve"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(
+        r.state,
+        json!({"before": 1, "beside": 2, "after_beside": 3, "after": 4})
+    );
+}
+
+#[tokio::test]
 async fn a_failed_run_retries_from_its_failing_step() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(

@@ -1,7 +1,7 @@
 //! Composites: sequence, parallel, map, loop, branch, sub-flow.
 
 use super::{exec, kind_of};
-use crate::run::{Cx, Exec, Outcome, Pending, Stop};
+use crate::run::{Cx, Exec, Outcome, Stop, Suspension};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -26,7 +26,9 @@ pub(crate) async fn sequence(cx: &Cx<'_>, steps: &[Block]) -> Exec {
     let mut patch = Patch::default();
     let mut exit = None;
     for (i, step) in steps.iter().enumerate() {
-        let out = exec(cx.child(&seg_for(step, i), input, state.clone()), step).await?;
+        let out = exec(cx.child(&seg_for(step, i), input, state.clone()), step)
+            .await
+            .map_err(|s| s.after(&patch))?;
         apply(&mut state, &out.patch);
         patch.extend(out.patch);
         input = out.output;
@@ -109,7 +111,7 @@ async fn run_concurrently<'a>(
         patch: Patch::default(),
     };
     let (mut succeeded, mut failed) = (0, 0);
-    let mut pending: Vec<Pending> = Vec::new();
+    let mut suspended = Suspension::default();
     let mut first_error: Option<BlockError> = None;
     for r in results
         .into_iter()
@@ -128,8 +130,8 @@ async fn run_concurrently<'a>(
                 settled.outputs.push(serde_json::json!({"error": e}));
                 first_error.get_or_insert(e);
             }
-            Err(Stop::Suspended(p)) => {
-                pending.extend(p);
+            Err(Stop::Suspended(s)) => {
+                suspended.merge(s);
                 settled.outputs.push(Value::Null);
             }
         }
@@ -145,8 +147,9 @@ async fn run_concurrently<'a>(
     {
         return Err(Stop::Failed(e));
     }
-    if !pending.is_empty() {
-        return Err(Stop::Suspended(pending));
+    if !suspended.pending.is_empty() {
+        // What the finished branches wrote counts as done so far.
+        return Err(Stop::Suspended(suspended.after(settled.patch)));
     }
     Ok(settled)
 }
@@ -266,7 +269,9 @@ pub(crate) async fn run_loop(cx: &Cx<'_>, l: &LoopSpec) -> Exec {
             reason = LoopExit::ConditionFalse;
             break;
         }
-        let out = exec(icx.clone(), &l.body).await?;
+        let out = exec(icx.clone(), &l.body)
+            .await
+            .map_err(|s| s.after(&patch))?;
         apply(&mut state, &out.patch);
         patch.extend(out.patch);
         input = out.output;

@@ -12,7 +12,7 @@
 
 use super::composite::apply;
 use super::exec;
-use crate::run::{Cx, Exec, Outcome, Pending, Stop};
+use crate::run::{Cx, Exec, Outcome, Stop, Suspension};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::collections::HashMap;
@@ -60,7 +60,7 @@ struct Walk<'g> {
     max_steps: u32,
     tasks: FuturesUnordered<BoxFuture<'g, (Token<'g>, Exec)>>,
     result: Option<Outcome>,
-    pending: Vec<Pending>,
+    suspension: Suspension,
 }
 
 pub(crate) async fn run<'g>(cx: &'g Cx<'g>, g: &'g GraphSpec) -> Exec {
@@ -78,7 +78,7 @@ pub(crate) async fn run<'g>(cx: &'g Cx<'g>, g: &'g GraphSpec) -> Exec {
         max_steps: g.max_steps.unwrap_or(cx.flow.limits.max_graph_steps),
         tasks: FuturesUnordered::new(),
         result: None,
-        pending: Vec::new(),
+        suspension: Suspension::default(),
     };
     let entry = g
         .nodes
@@ -103,11 +103,16 @@ pub(crate) async fn run<'g>(cx: &'g Cx<'g>, g: &'g GraphSpec) -> Exec {
         match result {
             Ok(out) => walk.advance(token, out)?,
             Err(Stop::Failed(e)) => walk.fail(token, e)?,
-            Err(Stop::Suspended(p)) => walk.pending.extend(p),
+            Err(Stop::Suspended(s)) => {
+                walk.suspension.merge(s.after(token.patch));
+            }
         }
     }
-    if !walk.pending.is_empty() {
-        return Err(Stop::Suspended(walk.pending));
+    if !walk.suspension.pending.is_empty() {
+        let done = walk.written_so_far();
+        return Err(Stop::Suspended(
+            std::mem::take(&mut walk.suspension).after(done),
+        ));
     }
     walk.result.ok_or_else(|| {
         Stop::Failed(BlockError::new(
@@ -118,6 +123,26 @@ pub(crate) async fn run<'g>(cx: &'g Cx<'g>, g: &'g GraphSpec) -> Exec {
 }
 
 impl<'g> Walk<'g> {
+    /// The writes of every branch that finished or waits at a join, after the writes
+    /// each open frame made before it forked (patches are plain writes, so one that
+    /// appears twice does no harm).
+    fn written_so_far(&self) -> Patch {
+        let mut patch = Patch::default();
+        for frame in &self.frames {
+            patch.extend(frame.base_patch.clone());
+            for a in frame.arrived.iter().flatten() {
+                patch.extend(a.patch.clone());
+            }
+            for (_, p) in frame.ended.iter().flatten() {
+                patch.extend(p.clone());
+            }
+        }
+        if let Some(out) = &self.result {
+            patch.extend(out.patch.clone());
+        }
+        patch
+    }
+
     fn node_name(&self, name: &str) -> Result<&'g str, Stop> {
         self.g
             .nodes

@@ -1,7 +1,7 @@
 //! Leaves other than the model call: transform, approval, code, handler, action, and the
 //! journaling wrapper every effectful leaf runs through.
 
-use crate::run::{Cx, Exec, Outcome, Pending, Recorded, Stop};
+use crate::run::{Cx, Exec, Outcome, Pending, Recorded, Stop, Suspension};
 use std::future::Future;
 use std::sync::Arc;
 use weft_core::event::EventKind;
@@ -96,11 +96,14 @@ pub(crate) fn approval(cx: &Cx<'_>, a: &ApprovalSpec) -> Exec {
         prompt: prompt.clone(),
         options: a.options.clone(),
     });
-    Err(Stop::Suspended(vec![Pending {
-        key: cx.key.to_string(),
-        prompt,
-        options: a.options.clone(),
-    }]))
+    Err(Stop::Suspended(Suspension {
+        patch: Patch::default(),
+        pending: vec![Pending {
+            key: cx.key.to_string(),
+            prompt,
+            options: a.options.clone(),
+        }],
+    }))
 }
 
 /// Names for an error message: `a, b`, or `none`.
