@@ -380,6 +380,10 @@ pub struct DataFlow {
     /// evaluated once when the block starts (after `input`).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub bind: IndexMap<String, ValueTemplate>,
+    /// A `message` event emitted after the block ran (`output` and `exit` in scope),
+    /// also when its result is replayed from the journal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emit: Option<ValueTemplate>,
 }
 
 fn is_false(b: &bool) -> bool {

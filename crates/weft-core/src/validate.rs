@@ -159,6 +159,9 @@ fn block_sites<'a>(ptr: &str, b: &'a Block, out: &mut Vec<ExprSite<'a>>) {
     for (k, v) in &b.data.bind {
         push_value_sites(child_pointer(&format!("{ptr}/bind"), k), &v.0, out);
     }
+    if let Some(e) = &b.data.emit {
+        push_value_sites(format!("{ptr}/emit"), &e.0, out);
+    }
     for (i, a) in b.policy.assert.iter().enumerate() {
         out.push(expr(format!("{ptr}/assert/{i}/that"), &a.that));
     }

@@ -163,6 +163,16 @@ fn omit(obj: Value, keys: Rest<Value>) -> Result<Value, Error> {
     Ok(Value::from_pairs(out))
 }
 
+/// A value as prompt text: a string as it is, anything else as its JSON.
+fn text(v: Value) -> Result<Value, Error> {
+    if let Some(s) = v.as_str() {
+        return Ok(Value::from(s));
+    }
+    serde_json::to_string(&v)
+        .map(Value::from)
+        .map_err(|e| invalid(format!("text: {e}")))
+}
+
 fn fromjson(s: &str) -> Result<Value, Error> {
     let v: serde_json::Value =
         serde_json::from_str(s).map_err(|e| invalid(format!("fromjson: {e}")))?;
@@ -183,6 +193,8 @@ pub(crate) fn register(env: &mut Environment<'static>) {
     env.add_function("merge", merge);
     env.add_function("omit", omit);
     env.add_function("fromjson", fromjson);
+    env.add_function("text", text);
+    env.add_filter("text", text);
     env.add_filter("fromjson", fromjson);
     env.add_filter("merge", merge);
     env.add_filter("omit", omit);

@@ -111,3 +111,13 @@ fn trailing_newlines_are_kept() {
     let e = compiled(&[(t, false)]);
     assert_eq!(e.render(t, &scope(json!({"n": 1}))).unwrap(), "step 1\n");
 }
+
+#[test]
+fn text_keeps_strings_and_writes_other_values_as_json() {
+    let t = "{{ text(input.name) }}|{{ input.items | text }}|{{ text(state) }}";
+    let e = compiled(&[(t, false)]);
+    assert_eq!(
+        e.render(t, &scope(json!({"a": "<b>"}))).unwrap(),
+        r#"Ada|[1,2,3]|{"a":"<b>"}"#
+    );
+}

@@ -65,6 +65,9 @@ pub(super) struct BlockDoc {
     set: IndexMap<String, ValueTemplate>,
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     bind: IndexMap<String, ValueTemplate>,
+    /// A `message` event emitted after the block ran (`output` and `exit` in scope).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    emit: Option<ValueTemplate>,
 }
 
 impl TryFrom<BlockDoc> for Block {
@@ -146,6 +149,7 @@ impl TryFrom<BlockDoc> for Block {
                 merge_output: d.merge_output,
                 set: d.set,
                 bind: d.bind,
+                emit: d.emit,
             },
             origin: None,
         })
@@ -166,6 +170,7 @@ impl From<&Block> for BlockDoc {
             merge_output: b.data.merge_output,
             set: b.data.set.clone(),
             bind: b.data.bind.clone(),
+            emit: b.data.emit.clone(),
             ..BlockDoc::default()
         };
         match &b.kind {

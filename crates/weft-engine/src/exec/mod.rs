@@ -108,7 +108,7 @@ fn write_state(cx: &Cx<'_>, block: &Block, out: &mut Outcome) -> Result<(), Bloc
         }
         out.patch.merge_object(&out.output);
     }
-    if !block.data.set.is_empty() {
+    if !block.data.set.is_empty() || block.data.emit.is_some() {
         let mut scope = cx.scope();
         scope.bind("output", out.output.clone());
         if let Some(x) = &out.exit {
@@ -117,6 +117,13 @@ fn write_state(cx: &Cx<'_>, block: &Block, out: &mut Outcome) -> Result<(), Bloc
         for (path, t) in &block.data.set {
             let v = cx.value(&t.0, &scope)?;
             out.patch.set(split_path(path), v);
+        }
+        if let Some(t) = &block.data.emit {
+            let message = cx.value(&t.0, &scope)?;
+            cx.run.emitter.emit(|| EventKind::Message {
+                path: cx.key.to_string(),
+                message,
+            });
         }
     }
     Ok(())
