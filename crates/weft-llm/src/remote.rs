@@ -232,8 +232,17 @@ fn to_chat(
                 .with_schema(t.parameters.clone())
         })
         .collect();
+    let mut web_search_options = None;
     match &request.search {
         None | Some(Value::Bool(false)) | Some(Value::Null) => {}
+        // Chat Completions has no web-search tool: search models take `web_search_options`
+        // (genai would send its built-in tool as a malformed function).
+        Some(config) if provider == Provider::OpenAi => {
+            web_search_options = Some(match config {
+                Value::Object(o) => Value::Object(o.clone()),
+                _ => Value::Object(Default::default()),
+            });
+        }
         Some(Value::Object(config)) => {
             // Unknown fields are ignored, as spec 002 says of provider tools.
             let config: WebSearchConfig =
@@ -249,6 +258,9 @@ fn to_chat(
         .with_capture_usage(true)
         .with_capture_content(true)
         .with_capture_tool_calls(true);
+    if let Some(o) = web_search_options {
+        options = options.with_extra_body(serde_json::json!({ "web_search_options": o }));
+    }
     if let Some(t) = request.temperature {
         options = options.with_temperature(t);
     }
