@@ -1,7 +1,7 @@
 //! What each command does.
 
 use crate::cli::{Cli, Command, DbArgs, GraphFormat, OutputArgs, RunsCommand};
-use crate::event_file::EventFile;
+use crate::event_file::{DialectLog, EventFile};
 use crate::exit;
 use crate::progress::Progress;
 use serde_json::{Value, json};
@@ -121,7 +121,7 @@ fn engine(
     out: &OutputArgs,
     progress: Option<Arc<Progress>>,
     view: EventView,
-) -> Result<Engine, Failure> {
+) -> Result<(Engine, Option<Arc<DialectLog>>), Failure> {
     let me = std::env::current_exe().map_err(|e| {
         Failure::invalid(format!(
             "error: cannot find the weft binary for worker processes: {e}"
@@ -154,6 +154,10 @@ fn engine(
     if let Some(p) = progress {
         b = b.sink(p);
     }
+    let log = DialectLog::for_view(&view).map(Arc::new);
+    if let Some(l) = &log {
+        b = b.sink(l.clone());
+    }
     if let Some(path) = &out.events {
         let file = std::fs::File::create(path).map_err(|e| {
             Failure::invalid(format!(
@@ -166,7 +170,7 @@ fn engine(
             view,
         )));
     }
-    Ok(b.build())
+    Ok((b.build(), log))
 }
 
 fn load(flow: &Path, dialect: Option<&str>) -> Result<Loaded, LoadError> {
@@ -225,7 +229,7 @@ async fn run(
     };
     let store = open_store(db)?;
     let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-    let engine = engine(store, out, progress.clone(), loaded.events.clone())?;
+    let (engine, log) = engine(store, out, progress.clone(), loaded.events.clone())?;
     let opts = RunOptions {
         source: Some(
             std::fs::canonicalize(flow)
@@ -241,12 +245,17 @@ async fn run(
     if let Some(p) = progress {
         p.finish();
     }
-    Ok(report(&result, out.json))
+    Ok(report(&result, out.json, log.as_deref()))
 }
 
 /// Prints a run's result and returns its exit code.
-fn report(r: &RunResult, as_json: bool) -> u8 {
-    if as_json {
+fn report(r: &RunResult, as_json: bool, log: Option<&DialectLog>) -> u8 {
+    if let Some(shaped) = log.filter(|_| as_json).and_then(|l| l.result(r)) {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&shaped).unwrap_or_default()
+        );
+    } else if as_json {
         let mut obj = json!({
             "run_id": r.run_id,
             "status": r.status.as_str(),
@@ -403,12 +412,12 @@ async fn approve(
     let store = open_store(db)?;
     let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
     let view = view_of_run(&store, id).await;
-    let engine = engine(store, out, progress.clone(), view)?;
+    let (engine, log) = engine(store, out, progress.clone(), view)?;
     let result = engine.answer(id, step, answer).await?;
     if let Some(p) = progress {
         p.finish();
     }
-    Ok(report(&result, out.json))
+    Ok(report(&result, out.json, log.as_deref()))
 }
 
 async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
@@ -482,7 +491,7 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
         } => {
             let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
             let view = view_of_run(&store, &id).await;
-            let engine = engine(store, &out, progress.clone(), view)?;
+            let (engine, log) = engine(store, &out, progress.clone(), view)?;
             let result = match input {
                 Some(text) => engine.answer(&id, None, normalize_answer(&text)).await?,
                 None => engine.resume(&id, force).await?,
@@ -490,7 +499,7 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
             if let Some(p) = progress {
                 p.finish();
             }
-            Ok(report(&result, out.json))
+            Ok(report(&result, out.json, log.as_deref()))
         }
         RunsCommand::Retry {
             id,
@@ -522,12 +531,12 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
                 }
             }
             let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-            let engine = engine(store, &out, progress.clone(), view)?;
+            let (engine, log) = engine(store, &out, progress.clone(), view)?;
             let result = engine.retry(&rec.id, changed_flow).await?;
             if let Some(p) = progress {
                 p.finish();
             }
-            Ok(report(&result, out.json))
+            Ok(report(&result, out.json, log.as_deref()))
         }
         RunsCommand::Cancel { id } => {
             let engine = Engine::builder(store).build();

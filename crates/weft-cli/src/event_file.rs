@@ -36,3 +36,42 @@ impl EventSink for EventFile {
         let _ = out.flush();
     }
 }
+
+/// Keeps a dialect's lines in memory for the run result: the `graph` dialect's result
+/// carries its log (`{runId, status, logs, state, waitingForInput, currentNodeId}`).
+pub struct DialectLog {
+    view: EventView,
+    lines: Mutex<Vec<serde_json::Value>>,
+}
+
+impl DialectLog {
+    /// A log for `view`, when its dialect reports results in a shape of its own.
+    pub fn for_view(view: &EventView) -> Option<DialectLog> {
+        matches!(view, EventView::Graph(_)).then(|| DialectLog {
+            view: view.clone(),
+            lines: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The run result in the dialect's shape, plus Weft's `output` and `error`.
+    pub fn result(&self, r: &weft_engine::RunResult) -> Option<serde_json::Value> {
+        let EventView::Graph(g) = &self.view else {
+            return None;
+        };
+        let logs = self.lines.lock().map(|l| l.clone()).unwrap_or_default();
+        let mut shaped = g.result(&r.run_id, r.status.as_str(), &r.state, &r.waiting, logs);
+        shaped["output"] = r.output.clone().unwrap_or(serde_json::Value::Null);
+        shaped["error"] = serde_json::to_value(&r.error).unwrap_or_default();
+        Some(shaped)
+    }
+}
+
+impl EventSink for DialectLog {
+    fn emit(&self, event: &Event) {
+        if let Some(line) = self.view.translate(event)
+            && let Ok(mut lines) = self.lines.lock()
+        {
+            lines.push(line);
+        }
+    }
+}

@@ -400,6 +400,122 @@ root:
       action: {uses: file.read, with: {path: needed.txt}}
 "#;
 
+/// `(type, nodeId)` of a graph run's log, as `--json` prints it.
+fn graph_log(v: &Value) -> Vec<(String, String)> {
+    v["logs"]
+        .as_array()
+        .expect("a log")
+        .iter()
+        .map(|l| {
+            (
+                l["type"].as_str().unwrap_or("").to_owned(),
+                l["nodeId"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn graph_examples_pause_continue_in_another_process_convert_and_draw() {
+    let env = Env::new();
+    // Routing by keyword, with a concurrent branch; the run input replaces initialInput.
+    let out = run_and_round_trip(&env, "graph/keyword-router.json", r#""Reset my PASSWORD""#);
+    assert_eq!(out, "Reset my PASSWORD");
+    let o = env.weft(&["run", &example("graph/keyword-router.json"), "--json", "-q"]);
+    let log = graph_log(&stdout_json(&o));
+    assert!(
+        log.contains(&("step_start".into(), "billing".into())),
+        "{log:?}"
+    );
+    assert!(
+        log.contains(&("step_start".into(), "recorded".into())),
+        "{log:?}"
+    );
+
+    // The release gate pauses (exit 3) in the editor's result shape, and a second process
+    // continues it down the branch of the decision.
+    for (decision, args, reached) in [
+        ("approve", vec![], "released"),
+        ("reject", vec!["--reject", "--note", "not today"], "stopped"),
+    ] {
+        let o = env.weft(&["run", &example("graph/release-gate.json"), "--json", "-q"]);
+        assert_eq!(code(&o), 3, "{}", stderr(&o));
+        let paused = stdout_json(&o);
+        assert_eq!(paused["status"], "paused");
+        assert_eq!(paused["waitingForInput"], true);
+        assert_eq!(paused["currentNodeId"], "sign_off");
+        assert_eq!(paused["state"]["last_output"], "Deploy v2.1 to PRODUCTION");
+        assert_eq!(graph_log(&paused).last().unwrap().0, "wait_input");
+        let id = paused["runId"].as_str().unwrap().to_owned();
+        let mut approve = vec!["approve", id.as_str(), "--json", "-q"];
+        approve.extend(args.iter().copied());
+        let o = env.weft(&approve);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let done = stdout_json(&o);
+        assert_eq!(done["status"], "completed");
+        assert_eq!(done["waitingForInput"], false);
+        assert_eq!(done["state"]["sign_off_approval"]["decision"], decision);
+        let log = graph_log(&done);
+        assert!(
+            log.contains(&("step_start".into(), reached.into())),
+            "{log:?}"
+        );
+        assert!(
+            log.contains(&("input_received".into(), "sign_off".into())),
+            "{log:?}"
+        );
+    }
+
+    // The local model drafts the refund reply; the manager's approval waits for it.
+    let o = env.weft(&["run", &example("graph/support-triage.json"), "--json", "-q"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let paused = stdout_json(&o);
+    assert_eq!(paused["currentNodeId"], "manager_ok");
+    let draft = paused["state"]["refund_reply"]
+        .as_str()
+        .expect("a drafted reply");
+    assert!(!draft.trim().is_empty());
+    let id = paused["runId"].as_str().unwrap().to_owned();
+    let o = env.weft(&["approve", &id, "--json", "-q"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        stdout_json(&o)["output"],
+        draft,
+        "the approved draft is the output"
+    );
+
+    // Converted to native YAML, the gate pauses and continues the same way.
+    let c = env.weft(&["convert", &example("graph/release-gate.json")]);
+    assert_eq!(code(&c), 0, "{}", stderr(&c));
+    let native = env.write("gate.yaml", &String::from_utf8_lossy(&c.stdout));
+    let o = env.weft(&["run", native.to_str().unwrap(), "--json", "-q"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let id = stdout_json(&o)["run_id"].as_str().unwrap().to_owned();
+    let o = env.weft(&["approve", &id, "--json", "-q"]);
+    assert_eq!(stdout_json(&o)["output"], "Deploy v2.1 to PRODUCTION");
+
+    for file in [
+        "graph/keyword-router.json",
+        "graph/release-gate.json",
+        "graph/support-triage.json",
+    ] {
+        let g = env.weft(&["graph", &example(file)]);
+        assert_eq!(code(&g), 0, "{file}: {}", stderr(&g));
+    }
+    let bad = env.write(
+        "bad.json",
+        "{\n\"nodes\": [\n{\"id\": \"s\", \"type\": \"start\"},\n{\"id\": \"a\", \"type\": \"agnet\"}\n],\n\"connections\": []\n}\n",
+    );
+    let o = env.weft(&["run", bad.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("bad.json:4:"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("did you mean `agent`?"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn a_retried_tea_run_writes_the_spec_event_names_too() {
     // Spec 004's loop events for a run that continues in a second process: its events

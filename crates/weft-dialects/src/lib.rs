@@ -8,10 +8,12 @@
 //! Must not depend on the engine: it produces a [`Flow`] and diagnostics, nothing runs.
 
 pub mod blocks;
+pub mod graph;
 pub mod native;
 mod python_body;
 pub mod source_map;
 pub mod tea;
+mod template_text;
 
 use std::path::Path;
 use weft_core::{Diagnostic, Flow};
@@ -19,10 +21,10 @@ use weft_core::{Diagnostic, Flow};
 pub use source_map::SourceMap;
 
 /// Dialects Weft knows by name, in detection order.
-pub const DIALECTS: &[&str] = &["native", "tea", "blocks"];
+pub const DIALECTS: &[&str] = &["native", "tea", "blocks", "graph"];
 
 /// Dialects the specs describe that this build cannot compile yet.
-pub const PLANNED: &[&str] = &["souls", "graph"];
+pub const PLANNED: &[&str] = &["souls"];
 
 /// A flow loaded from a file.
 #[derive(Debug)]
@@ -51,6 +53,8 @@ pub enum EventView {
     Engine,
     /// Spec 004's loop and dynamic-parallel events.
     Tea(tea::events::TeaEvents),
+    /// Spec 003's log entries.
+    Graph(graph::events::GraphEvents),
 }
 
 impl EventView {
@@ -58,6 +62,7 @@ impl EventView {
     fn of(dialect: &str, doc: &serde_json::Value) -> EventView {
         match dialect {
             "tea" => EventView::Tea(tea::events::TeaEvents::of(doc)),
+            "graph" => EventView::Graph(graph::events::GraphEvents::of(doc)),
             _ => EventView::Engine,
         }
     }
@@ -85,8 +90,27 @@ impl EventView {
         match self {
             EventView::Engine => None,
             EventView::Tea(t) => t.translate(e),
+            EventView::Graph(g) => g.translate(e),
         }
     }
+}
+
+/// A dialect's event line: the engine event's `run_id`, `seq` and `at_ms`, the dialect's
+/// `type`, and the fields of `payload`.
+fn envelope(
+    e: &weft_core::event::Event,
+    kind: &str,
+    payload: serde_json::Value,
+) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    out.insert("run_id".into(), serde_json::Value::from(&*e.run_id));
+    out.insert("seq".into(), serde_json::Value::from(e.seq));
+    out.insert("at_ms".into(), serde_json::Value::from(e.at_ms));
+    out.insert("type".into(), serde_json::Value::from(kind));
+    if let serde_json::Value::Object(p) = payload {
+        out.extend(p);
+    }
+    serde_json::Value::Object(out)
 }
 
 impl Loaded {
@@ -178,6 +202,7 @@ pub fn load_str(
         "native" => native::compile(value, &map, base_dir),
         "tea" => tea::compile(value, &map, base_dir),
         "blocks" => blocks::compile(value, &map),
+        "graph" => graph::compile(value, &map),
         other => unreachable!("dialect `{other}` is listed but not wired"),
     };
     compiled
@@ -230,6 +255,9 @@ pub fn detect(doc: &serde_json::Value) -> Result<&'static str, Diagnostic> {
     if !obj.contains_key("weft") && blocks::looks_like(doc) {
         return Ok("blocks");
     }
+    if !obj.contains_key("weft") && graph::looks_like(doc) {
+        return Ok("graph");
+    }
     if obj.contains_key("weft") || (obj.contains_key("root") && obj.contains_key("name")) {
         return Ok("native");
     }
@@ -249,7 +277,7 @@ pub fn detect(doc: &serde_json::Value) -> Result<&'static str, Diagnostic> {
     } else {
         None
     };
-    if let Some(g @ ("tea" | "blocks")) = guess {
+    if let Some(g @ ("tea" | "blocks" | "graph")) = guess {
         return Ok(g);
     }
     Err(match guess {

@@ -74,15 +74,9 @@ pub(super) fn translate(prompt: &str) -> Result<Prompt, String> {
     })
 }
 
-/// Literal text; block syntax of the template language is kept inert.
+/// Literal text; syntax of the template language is kept inert.
 fn literal(out: &mut String, text: &str) {
-    if text.contains("{%") || text.contains("{#") || text.contains("%}") {
-        out.push_str("{% raw %}");
-        out.push_str(text);
-        out.push_str("{% endraw %}");
-    } else {
-        out.push_str(text);
-    }
+    out.push_str(&crate::template_text::literal(text));
 }
 
 /// `a.b.c` where each segment is a name (letters, digits, `_`, `-`).

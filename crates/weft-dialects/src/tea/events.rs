@@ -4,7 +4,7 @@
 //! The engine's own events carry the same facts under its generic names; this view
 //! renames them for the nodes of those two kinds.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::collections::HashSet;
 use weft_core::event::{Event, EventKind, LoopExit};
 
@@ -113,15 +113,7 @@ impl TeaEvents {
             ),
             _ => return None,
         };
-        let mut out = Map::new();
-        out.insert("run_id".into(), Value::from(&*e.run_id));
-        out.insert("seq".into(), Value::from(e.seq));
-        out.insert("at_ms".into(), Value::from(e.at_ms));
-        out.insert("type".into(), Value::from(kind));
-        if let Value::Object(p) = payload {
-            out.extend(p);
-        }
-        Some(Value::Object(out))
+        Some(crate::envelope(e, kind, payload))
     }
 }
 

@@ -1,0 +1,520 @@
+//! The `graph` dialect: the visual-editor graphs of spec `003`, in the JSON shape its
+//! editor saves (`docs/dialects/graph.md`).
+//!
+//! Every node becomes one block of a core-IR graph whose routing takes every matching
+//! edge at once (the editor's engine runs outgoing branches with `Promise.all`). A node
+//! reads the previous output from `state.last_output`, writes its own under its id, and
+//! emits its log entry as a `message` event ([`events`] turns the engine's events into
+//! the spec's log types). `if` and `approval` choose their outgoing edges by exit handle.
+
+mod check;
+mod doc;
+pub mod events;
+
+use crate::source_map::SourceMap;
+use doc::{
+    AgentData, ApprovalData, Condition, Connection, EndData, GraphDoc, IfData, NodeDoc, StartData,
+};
+use indexmap::IndexMap;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use weft_core::ir::{
+    ApprovalSpec, Block, BlockKind, Edge, Flow, GraphSpec, LlmSpec, Routing, Template, ToolSpec,
+    TransformSpec, ValueTemplate,
+};
+use weft_core::{Diagnostic, Severity};
+
+/// Node types, as `type` spells them (`input` is the legacy name of `approval`).
+pub(crate) const TYPES: &[&str] = &["start", "agent", "if", "approval", "end"];
+
+/// The handle of a subagent edge.
+const SUBAGENT: &str = "subagent";
+
+/// Whether `doc` looks like an editor graph: nodes with `id` and `type` and no `name`
+/// (a tea node has a `name`), or a `connections` list.
+pub fn looks_like(doc: &Value) -> bool {
+    let Some(nodes) = doc.get("nodes").and_then(Value::as_array) else {
+        return false;
+    };
+    doc.get("connections").is_some_and(Value::is_array)
+        || (!nodes.is_empty()
+            && nodes.iter().all(|n| {
+                n.get("id").is_some() && n.get("type").is_some() && n.get("name").is_none()
+            }))
+}
+
+/// The name a node has in the core-IR graph: its id, except that `end` (the IR's name
+/// for the graph's end) becomes `end~`.
+pub(crate) fn ir_name(id: &str) -> String {
+    if id == weft_core::ir::END {
+        format!("{id}~")
+    } else {
+        id.to_owned()
+    }
+}
+
+/// A parsed node, with where it is.
+struct Node {
+    id: String,
+    kind: &'static str,
+    data: Value,
+    ptr: String,
+}
+
+/// Compiles a parsed `graph` document into a flow plus its warnings.
+pub fn compile(doc: Value, map: &SourceMap) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let connections_key = if doc.get("connections").is_some() {
+        "connections"
+    } else {
+        "edges"
+    };
+    let file: GraphDoc = serde_path_to_error::deserialize(doc)
+        .map_err(|e| vec![map.locate(crate::native::serde_diagnostic(&e))])?;
+    let mut c = Compiler {
+        map,
+        diags: Vec::new(),
+        flows: IndexMap::new(),
+    };
+    let flow = c.flow(file, connections_key);
+    let (errors, warnings): (Vec<_>, Vec<_>) = c
+        .diags
+        .into_iter()
+        .map(|d| map.locate(d))
+        .partition(|d| d.severity == Severity::Error);
+    match flow {
+        Some(f) if errors.is_empty() => Ok((f, warnings)),
+        _ => Err(errors),
+    }
+}
+
+struct Compiler<'a> {
+    map: &'a SourceMap,
+    diags: Vec<Diagnostic>,
+    /// The sub-flows serving top-level agents' subagent tools.
+    flows: IndexMap<String, Flow>,
+}
+
+impl Compiler<'_> {
+    fn error(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    fn parse<T: DeserializeOwned>(&mut self, v: &Value, ptr: &str) -> Option<T> {
+        match serde_path_to_error::deserialize(v) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                let mut d = crate::native::serde_diagnostic(&e);
+                d.pointer = format!("{ptr}{}", d.pointer);
+                self.error(d);
+                None
+            }
+        }
+    }
+
+    fn flow(&mut self, file: GraphDoc, connections_key: &str) -> Option<Flow> {
+        let nodes = self.nodes(&file.nodes);
+        let connections: Vec<(Connection, String)> = file
+            .connections
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let ptr = format!("/{connections_key}/{i}");
+                self.parse::<Connection>(c, &ptr).map(|c| (c, ptr))
+            })
+            .collect();
+        let checked = check::connections(&nodes, &connections, &mut self.diags)?;
+        if self.diags.iter().any(|d| d.severity == Severity::Error) {
+            // Building agents walks the subagent tree, which must be known to be sound.
+            return None;
+        }
+        let starts: Vec<&Node> = nodes.values().filter(|n| n.kind == "start").collect();
+        let start = match starts.as_slice() {
+            [one] => *one,
+            [] => {
+                self.error(
+                    Diagnostic::error("/nodes", "the graph has no start node")
+                        .hint("add {\"id\": \"start\", \"type\": \"start\", \"data\": {\"initialInput\": \"...\"}}"),
+                );
+                return None;
+            }
+            [_, second, ..] => {
+                self.error(
+                    Diagnostic::error(&second.ptr, "the graph has more than one start node").hint(
+                        "spec 003: a start node \"must exist exactly once for a runnable graph\"",
+                    ),
+                );
+                return None;
+            }
+        };
+        let initial = self
+            .parse::<StartData>(&start.data, &format!("{}/data", start.ptr))
+            .and_then(|d| d.initial_input)
+            .unwrap_or_default();
+
+        let mut graph_nodes = IndexMap::new();
+        for n in nodes.values() {
+            if checked.subagent_targets.contains(&n.id) {
+                continue;
+            }
+            if let Some(block) = self.node(n, &nodes, &checked.subagents) {
+                graph_nodes.insert(ir_name(&n.id), block);
+            }
+        }
+        let edges = checked
+            .execution
+            .iter()
+            .map(|e| Edge {
+                from: ir_name(&e.from),
+                to: ir_name(&e.to),
+                when: None,
+                exit: e.exit.clone(),
+                parallel: false,
+            })
+            .collect();
+        let graph = GraphSpec {
+            entry: ir_name(&start.id),
+            nodes: graph_nodes,
+            edges,
+            routing: Routing::All,
+            joins: Vec::new(),
+            on_error: IndexMap::new(),
+            max_steps: None,
+            isolate: false,
+        };
+        let mut flow = Flow::new(
+            file.name.unwrap_or_else(|| "graph".to_owned()),
+            Block::new(BlockKind::Graph(graph)),
+        );
+        flow.description = file.description;
+        flow.input = Some(Value::String(initial));
+        flow.flows = std::mem::take(&mut self.flows);
+        Some(flow)
+    }
+
+    /// Every node by id, its type checked (legacy `input` read as `approval`).
+    fn nodes(&mut self, raw: &[Value]) -> IndexMap<String, Node> {
+        let mut nodes = IndexMap::new();
+        for (i, v) in raw.iter().enumerate() {
+            let ptr = format!("/nodes/{i}");
+            let Some(n) = self.parse::<NodeDoc>(v, &ptr) else {
+                continue;
+            };
+            let kind = match n.kind.as_str() {
+                "input" => "approval",
+                k => match TYPES.iter().find(|t| **t == k) {
+                    Some(t) => t,
+                    None => {
+                        let d = Diagnostic::error(
+                            format!("{ptr}/type"),
+                            format!("unknown node type `{k}`"),
+                        );
+                        self.error(d.hint_closest(
+                            k,
+                            TYPES.iter().copied(),
+                            format!("the node types are {}", TYPES.join(", ")),
+                        ));
+                        continue;
+                    }
+                },
+            };
+            if n.id.is_empty()
+                || !n
+                    .id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':'))
+            {
+                self.error(
+                    Diagnostic::error(format!("{ptr}/id"), format!("the node id `{}` is not a name", n.id))
+                        .hint("ids are letters, digits, `-`, `_` and `:` (they key the run state and the journal)"),
+                );
+                continue;
+            }
+            if nodes.contains_key(&n.id) {
+                self.error(Diagnostic::error(
+                    format!("{ptr}/id"),
+                    format!("two nodes have the id `{}`", n.id),
+                ));
+                continue;
+            }
+            nodes.insert(
+                n.id.clone(),
+                Node {
+                    id: n.id,
+                    kind,
+                    data: n.data.unwrap_or_else(|| json!({})),
+                    ptr,
+                },
+            );
+        }
+        nodes
+    }
+
+    /// The block for one node of the execution graph.
+    fn node(
+        &mut self,
+        n: &Node,
+        nodes: &IndexMap<String, Node>,
+        subagents: &IndexMap<String, Vec<String>>,
+    ) -> Option<Block> {
+        let dptr = format!("{}/data", n.ptr);
+        let id = n.id.as_str();
+        let mut block = match n.kind {
+            "start" => {
+                self.parse::<StartData>(&n.data, &dptr)?;
+                let mut b = passthrough("{{ input }}");
+                record(&mut b, id);
+                b.data.emit = Some(log("start_prompt", id, "{{ text(output) }}"));
+                b
+            }
+            "agent" => {
+                let (mut b, flows) = self.agent(n, nodes, subagents, PREVIOUS_IN_STATE)?;
+                self.flows.extend(flows);
+                record(&mut b, id);
+                b.data.emit = Some(log("llm_response", id, "{{ text(output) }}"));
+                b
+            }
+            "if" => {
+                let data = self.parse::<IfData>(&n.data, &dptr)?;
+                let conditions = self.conditions(data, &dptr)?;
+                let mut b = Block::new(BlockKind::Transform(TransformSpec {
+                    output: ValueTemplate(Value::from("{{ state.last_output }}")),
+                    exit: Some(Template(exit_template(&conditions))),
+                }));
+                b.data.emit = Some(log("logic_check", id, "{{ exit }}"));
+                b
+            }
+            "approval" => {
+                let data = self.parse::<ApprovalData>(&n.data, &dptr)?;
+                let prompt = data
+                    .prompt
+                    .or(data.label)
+                    .unwrap_or_else(|| format!("Approve `{id}`?"));
+                let mut b = Block::new(BlockKind::Approval(ApprovalSpec {
+                    prompt: Some(Template(crate::template_text::literal(&prompt))),
+                    options: vec!["approve".into(), "reject".into()],
+                }));
+                b.data.set.insert(
+                    format!("{id}_approval"),
+                    ValueTemplate(Value::from("{{ output }}")),
+                );
+                b.data.emit = Some(log("input_received", id, "{{ text(output) }}"));
+                b
+            }
+            _ => {
+                self.parse::<EndData>(&n.data, &dptr)?;
+                passthrough("{{ state.last_output }}")
+            }
+        };
+        block.id = Some(ir_name(id));
+        block.origin = self.map.loc(&n.ptr);
+        Some(block)
+    }
+
+    /// An `agent` node's model call, reading the previous output from `previous`; its
+    /// subagents become tools, each a sub-flow, returned beside the block (they belong
+    /// in the `flows` of the flow the block runs in).
+    fn agent(
+        &mut self,
+        n: &Node,
+        nodes: &IndexMap<String, Node>,
+        subagents: &IndexMap<String, Vec<String>>,
+        previous: &str,
+    ) -> Option<(Block, IndexMap<String, Flow>)> {
+        let dptr = format!("{}/data", n.ptr);
+        let data = self.parse::<AgentData>(&n.data, &dptr)?;
+        let previous_text = format!("{{{{ text({previous}) }}}}");
+        let prompt = match data.user_prompt.as_deref().map(str::trim) {
+            None | Some("") => previous_text.clone(),
+            Some(p) => previous_output(p, &previous_text),
+        };
+        let mut spec = LlmSpec {
+            model: data.model.filter(|m| !m.is_empty()),
+            system: data
+                .system_prompt
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| Template(previous_output(&s, &previous_text))),
+            prompt: Some(Template(prompt)),
+            reasoning_effort: data.reasoning_effort.filter(|r| !r.is_empty()),
+            search: data.tools.web_search.then_some(Value::Bool(true)),
+            ..LlmSpec::default()
+        };
+        let mut flows = IndexMap::new();
+        for child_id in subagents.get(&n.id).into_iter().flatten() {
+            let child = &nodes[child_id];
+            let child_data =
+                self.parse::<AgentData>(&child.data, &format!("{}/data", child.ptr))?;
+            let (mut child_block, child_flows) =
+                self.agent(child, nodes, subagents, "input.input")?;
+            child_block.id = Some(ir_name(child_id));
+            child_block.origin = self.map.loc(&child.ptr);
+            let mut sub = Flow::new(format!("subagent {child_id}"), child_block);
+            sub.flows = child_flows;
+            let flow_name = format!("{SUBAGENT}.{child_id}");
+            let mut tool_name = tool_name(&child_data, child_id);
+            if spec.tools.iter().any(|t| t.name == tool_name) {
+                tool_name = format!("{tool_name}_{child_id}");
+            }
+            let description = child_data
+                .description
+                .or(child_data.label)
+                .unwrap_or_else(|| format!("Delegate a task to the agent `{tool_name}`."));
+            spec.tools.push(ToolSpec {
+                name: tool_name,
+                description,
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"input": {"type": "string", "description": "The task, in full: the subagent sees nothing else."}},
+                    "required": ["input"],
+                }),
+                flow: flow_name.clone(),
+            });
+            flows.insert(flow_name, sub);
+        }
+        Some((Block::new(BlockKind::Llm(spec)), flows))
+    }
+
+    /// `data.conditions` (or the legacy `data.condition`), each operator checked.
+    fn conditions(&mut self, data: IfData, dptr: &str) -> Option<Vec<Condition>> {
+        let (conditions, key) = match (data.conditions, data.condition) {
+            (Some(c), _) => (c, "conditions"),
+            (None, Some(c)) => (vec![c], "condition"),
+            (None, None) => {
+                self.error(
+                    Diagnostic::error(dptr, "an if node needs `conditions`")
+                        .hint("\"conditions\": [{\"operator\": \"contains\", \"value\": \"yes\"}]"),
+                );
+                return None;
+            }
+        };
+        let mut ok = true;
+        for (i, c) in conditions.iter().enumerate() {
+            if !matches!(c.operator.as_str(), "equal" | "contains") {
+                ok = false;
+                let ptr = if key == "conditions" {
+                    format!("{dptr}/conditions/{i}/operator")
+                } else {
+                    format!("{dptr}/condition/operator")
+                };
+                let d = Diagnostic::error(ptr, format!("unknown operator `{}`", c.operator));
+                self.error(d.hint_closest(
+                    &c.operator,
+                    ["equal", "contains"],
+                    "the operators are equal and contains",
+                ));
+            }
+        }
+        ok.then_some(conditions)
+    }
+}
+
+/// How many conditions an `if` node's data holds (the legacy `condition` is one).
+fn condition_count(data: &Value) -> usize {
+    match (data.get("conditions"), data.get("condition")) {
+        (Some(c), _) => c.as_array().map_or(0, Vec::len),
+        (None, Some(_)) => 1,
+        (None, None) => 0,
+    }
+}
+
+/// Where a top-level node finds the previous output.
+const PREVIOUS_IN_STATE: &str = "state.last_output";
+
+/// A block whose output is `template`.
+fn passthrough(template: &str) -> Block {
+    Block::new(BlockKind::Transform(TransformSpec {
+        output: ValueTemplate(Value::from(template)),
+        exit: None,
+    }))
+}
+
+/// The node's output goes to `state[id]` and `state.last_output`.
+fn record(b: &mut Block, id: &str) {
+    for key in [id, "last_output"] {
+        b.data
+            .set
+            .insert(key.to_owned(), ValueTemplate(Value::from("{{ output }}")));
+    }
+}
+
+/// A log entry `{type, nodeId, content}` for a node's `emit`.
+fn log(kind: &str, id: &str, content: &str) -> ValueTemplate {
+    ValueTemplate(json!({
+        "type": kind,
+        "nodeId": crate::template_text::literal(id),
+        "content": content,
+    }))
+}
+
+/// `text` with each `{{PREVIOUS_OUTPUT}}` replaced by `previous` (a template) and
+/// everything else literal.
+fn previous_output(text: &str, previous: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("{{") {
+        let after = &rest[open + 2..];
+        match after.find("}}") {
+            Some(close) if after[..close].trim() == "PREVIOUS_OUTPUT" => {
+                out.push_str(&crate::template_text::literal(&rest[..open]));
+                out.push_str(previous);
+                rest = &after[close + 2..];
+            }
+            _ => {
+                out.push_str(&crate::template_text::literal(&rest[..open + 2]));
+                rest = after;
+            }
+        }
+    }
+    out.push_str(&crate::template_text::literal(rest));
+    out
+}
+
+/// The exit handle of an `if` node: the first condition that matches the lowercased,
+/// stringified previous output (`condition-<i>`), else `false`.
+fn exit_template(conditions: &[Condition]) -> String {
+    let mut t = String::from("{%- set p = text(state.last_output) | lower -%}");
+    for (i, c) in conditions.iter().enumerate() {
+        let value = match &c.value {
+            Value::String(s) => s.to_lowercase(),
+            other => other.to_string().to_lowercase(),
+        };
+        let literal = Value::String(value).to_string();
+        let test = match c.operator.as_str() {
+            "equal" => format!("p == {literal}"),
+            _ => format!("{literal} in p"),
+        };
+        let keyword = if i == 0 { "if" } else { "elif" };
+        t.push_str(&format!("{{%- {keyword} {test} -%}}condition-{i}"));
+    }
+    if conditions.is_empty() {
+        t.push_str("false");
+    } else {
+        t.push_str("{%- else -%}false{%- endif -%}");
+    }
+    t
+}
+
+/// A subagent's tool name: its `name`, `label` or id, as a tool name providers accept.
+fn tool_name(data: &AgentData, id: &str) -> String {
+    let raw = data
+        .name
+        .as_deref()
+        .or(data.label.as_deref())
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or(id);
+    let mut name: String = raw
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        name = "subagent".into();
+    }
+    name
+}
