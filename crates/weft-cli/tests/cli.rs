@@ -517,6 +517,85 @@ fn graph_examples_pause_continue_in_another_process_convert_and_draw() {
 }
 
 #[test]
+fn souls_examples_run_convert_to_native_identically_and_bad_files_exit_2() {
+    let env = Env::new();
+    let task = r#"{"instruction": "Report on the text", "metadata": {"text": "the cat saw the other cat"}}"#;
+    let out = run_and_round_trip(&env, "souls/word-stats.yaml", task);
+    assert_eq!(out, json!({"words": 6, "top": ["cat", "the"], "rounds": 2}));
+    // The run state is the one the souls tool keeps.
+    let o = env.weft(&[
+        "run",
+        &example("souls/word-stats.yaml"),
+        "--json",
+        "-q",
+        "--input",
+        task,
+    ]);
+    let state = &stdout_json(&o)["state"];
+    assert_eq!(state["results"]["count"]["words"], 6);
+    assert_eq!(
+        state["shared_memory"]["rounds"].as_array().map(Vec::len),
+        Some(2)
+    );
+    assert_eq!(state["metadata"]["text"], "the cat saw the other cat");
+
+    // The local model: its words are not asserted, the workflow's shape is.
+    let o = env.weft(&[
+        "run",
+        &example("souls/review-local.yaml"),
+        "--json",
+        "-q",
+        "--input",
+        r#""Write one sentence about tea.""#,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let results = stdout_json(&o)["state"]["results"].clone();
+    assert!(results["draft"].is_string(), "{results}");
+    assert!(results["review"].is_string(), "{results}");
+    assert!(
+        results.get("publish").is_some() != results.get("note_rejection").is_some(),
+        "one branch: {results}"
+    );
+    let o = env.weft(&[
+        "run",
+        &example("souls/briefing-local.yaml"),
+        "--json",
+        "-q",
+        "--input",
+        r#"{"instruction": "Brief the team", "context": "The office moves to Lyon in May."}"#,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let results = stdout_json(&o)["state"]["results"].clone();
+    assert!(
+        results["brief.summary"].is_string() && results["brief.questions"].is_string(),
+        "{results}"
+    );
+    assert_eq!(results["brief"].as_array().map(Vec::len), Some(2));
+    assert!(results["combine"].is_string());
+
+    for file in [
+        "souls/word-stats.yaml",
+        "souls/review-local.yaml",
+        "souls/briefing-local.yaml",
+    ] {
+        let g = env.weft(&["graph", &example(file)]);
+        assert_eq!(code(&g), 0, "{file}: {}", stderr(&g));
+    }
+    let bad = env.write(
+        "bad-souls.yaml",
+        "version: \"1.0\"\nblocks:\n  a:\n    type: lineal\nworkflow: {name: w, entry: a}\n",
+    );
+    let o = env.weft(&["run", bad.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("bad-souls.yaml:4:"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("did you mean `linear`?"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn a_retried_tea_run_writes_the_spec_event_names_too() {
     // Spec 004's loop events for a run that continues in a second process: its events
     // file names them as a first run's does.

@@ -11,6 +11,7 @@ pub mod blocks;
 pub mod graph;
 pub mod native;
 mod python_body;
+pub mod souls;
 pub mod source_map;
 pub mod tea;
 mod template_text;
@@ -21,10 +22,10 @@ use weft_core::{Diagnostic, Flow};
 pub use source_map::SourceMap;
 
 /// Dialects Weft knows by name, in detection order.
-pub const DIALECTS: &[&str] = &["native", "tea", "blocks", "graph"];
+pub const DIALECTS: &[&str] = &["native", "tea", "blocks", "graph", "souls"];
 
 /// Dialects the specs describe that this build cannot compile yet.
-pub const PLANNED: &[&str] = &["souls"];
+pub const PLANNED: &[&str] = &[];
 
 /// A flow loaded from a file.
 #[derive(Debug)]
@@ -203,6 +204,7 @@ pub fn load_str(
         "tea" => tea::compile(value, &map, base_dir),
         "blocks" => blocks::compile(value, &map),
         "graph" => graph::compile(value, &map),
+        "souls" => souls::compile(value, &map, base_dir),
         other => unreachable!("dialect `{other}` is listed but not wired"),
     };
     compiled
@@ -277,7 +279,7 @@ pub fn detect(doc: &serde_json::Value) -> Result<&'static str, Diagnostic> {
     } else {
         None
     };
-    if let Some(g @ ("tea" | "blocks" | "graph")) = guess {
+    if let Some(g @ ("tea" | "blocks" | "graph" | "souls")) = guess {
         return Ok(g);
     }
     Err(match guess {

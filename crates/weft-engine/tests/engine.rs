@@ -460,7 +460,10 @@ root:
         .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Paused);
-    assert_eq!(r.state, json!({"before": 1, "beside": 2, "after_beside": 3}));
+    assert_eq!(
+        r.state,
+        json!({"before": 1, "beside": 2, "after_beside": 3})
+    );
     let r = h
         .engine
         .answer(&r.run_id, None, json!({"decision": "approve"}))

@@ -1,0 +1,541 @@
+//! Behaviour spec 001 promises, block type by block type.
+
+use super::{answering, run, run_in, system_message, user_message};
+use serde_json::{Value, json};
+use weft_core::event::EventKind;
+use weft_core::ports::RunStatus;
+use weft_fakes::{FakeServer, Reply, Wire};
+
+const SOULS: &str = r#"
+config:
+  provider: openai
+  model_name: gpt-4o-mini
+souls:
+  writer:
+    id: writer
+    kind: soul
+    name: Writer
+    role: Writer
+    system_prompt: You write short, clear text.
+    temperature: 0.2
+    max_tokens: 300
+  reviewer:
+    system_prompt: You review text strictly.
+"#;
+
+fn flow(blocks_and_workflow: &str) -> String {
+    format!("version: \"1.0\"\n{SOULS}{blocks_and_workflow}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn linear_calls_its_soul_on_the_task_and_writes_results() {
+    // 001, linear: "Single LLM call through a soul." The issue: souls carry
+    // `system_prompt, provider, model_name, temperature, max_tokens`, `config` gives
+    // defaults such as `model_name`; the run state is `results` (block id -> output),
+    // `shared_memory`, `metadata`.
+    let server = answering(|_, _| "A haiku about rust.".into()).await;
+    let text = flow(
+        "blocks:\n  draft:\n    type: linear\n    soul_ref: writer\nworkflow:\n  name: w\n  entry: draft\n  transitions:\n    - {from: draft, to: null}\n",
+    );
+    let ran = run(
+        &text,
+        json!({"instruction": "Write a haiku", "context": "about rust"}),
+        Some(&server),
+    )
+    .await;
+    assert_eq!(ran.output(), &json!("A haiku about rust."));
+    assert_eq!(
+        ran.result.state,
+        json!({"results": {"draft": "A haiku about rust."}, "shared_memory": {}, "metadata": {}})
+    );
+    let sent = &server.received()[0];
+    assert_eq!(sent.body["model"], "gpt-4o-mini");
+    assert_eq!(sent.body["temperature"], 0.2);
+    assert_eq!(sent.body["max_tokens"], 300);
+    assert_eq!(
+        system_message(sent).as_deref(),
+        Some("You write short, clear text.")
+    );
+    assert_eq!(user_message(sent), "Write a haiku\n\nContext:\nabout rust");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_soul_not_defined_inline_is_read_from_the_souls_directory() {
+    // The issue: "a `soul_ref` not defined inline is looked up in a `souls/` directory
+    // beside the flow, one `<id>.yaml` per soul".
+    let server = answering(|_, _| "ok".into()).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("souls")).unwrap();
+    std::fs::write(
+        dir.path().join("souls/analyst.yaml"),
+        "id: analyst\nkind: soul\nname: Analyst\nrole: Analyst\nsystem_prompt: You analyse data.\nprovider: openai\nmodel_name: gpt-4.1-mini\n",
+    )
+    .unwrap();
+    let text = flow(
+        "blocks:\n  a:\n    type: linear\n    soul_ref: analyst\nworkflow:\n  name: w\n  entry: a\n  transitions: [{from: a, to: null}]\n",
+    );
+    let ran = run_in(&text, json!("Analyse"), Some(&server), dir.path()).await;
+    assert_eq!(
+        ran.result.status,
+        RunStatus::Completed,
+        "{:?}",
+        ran.result.error
+    );
+    let sent = &server.received()[0];
+    assert_eq!(sent.body["model"], "gpt-4.1-mini");
+    assert_eq!(system_message(sent).as_deref(), Some("You analyse data."));
+    assert_eq!(user_message(sent), "Analyse", "a text task has no context");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inputs_put_earlier_results_in_the_context() {
+    // 001, common fields: "inputs | Dict[str, InputRef] | Explicit upstream data
+    // references (each entry has a from field)".
+    let server = answering(|p, _| {
+        if p.starts_with("Research") {
+            "{\"facts\": \"rust is safe\"}".into()
+        } else {
+            "done".into()
+        }
+    })
+    .await;
+    let text = flow(
+        "blocks:\n  research:\n    type: linear\n    soul_ref: writer\n  write:\n    type: linear\n    soul_ref: writer\n    inputs:\n      notes: {from: research}\n      facts: {from: research.facts}\nworkflow:\n  name: w\n  entry: research\n  transitions:\n    - {from: research, to: write}\n    - {from: write, to: null}\n",
+    );
+    let ran = run(&text, json!("Research rust"), Some(&server)).await;
+    assert_eq!(
+        ran.result.status,
+        RunStatus::Completed,
+        "{:?}",
+        ran.result.error
+    );
+    let second = user_message(&server.received()[1]);
+    assert_eq!(
+        second,
+        "Research rust\n\nContext:\nnotes: {\"facts\": \"rust is safe\"}\n\nfacts: rust is safe"
+    );
+}
+
+fn gate_flow(shorthand: bool) -> String {
+    let (gate_routes, conditional) = if shorthand {
+        ("    pass: publish\n    fail: revise\n", "")
+    } else {
+        (
+            "",
+            "  conditional_transitions:\n    - {from: check, pass: publish, fail: revise}\n",
+        )
+    };
+    flow(&format!(
+        "blocks:\n  draft:\n    type: linear\n    soul_ref: writer\n  publish:\n    type: code\n    code: |\n      def main(data):\n          return {{\"published\": data[\"results\"][\"draft\"]}}\n  revise:\n    type: code\n    code: |\n      def main(data):\n          return {{\"feedback\": data[\"results\"][\"check\"]}}\n  check:\n    type: gate\n    soul_ref: reviewer\n    eval_key: draft\n{gate_routes}workflow:\n  name: w\n  entry: draft\n  transitions:\n    - {{from: draft, to: check}}\n    - {{from: publish, to: null}}\n    - {{from: revise, to: null}}\n{conditional}"
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_routes_on_pass_or_fail_with_its_reason() {
+    // 001, gate: "LLM quality gate — evaluates another block's output and routes on
+    // pass/fail"; "pass | Target block on pass (shorthand). Must be set with fail."; the
+    // issue: "A gate's soul answers `PASS` or `FAIL: <reason>` on its first line."
+    // "When pass and fail are omitted, the gate auto-creates two ExitDef entries with IDs
+    // "pass" and "fail"."
+    for shorthand in [true, false] {
+        for (verdict, reached, stored) in [
+            ("PASS\nLooks good.", "publish", "PASS"),
+            ("FAIL: too long\nCut it down.", "revise", "too long"),
+        ] {
+            let server =
+                FakeServer::start_with(Wire::OpenAi, std::time::Duration::ZERO, move |r| {
+                    if system_message(r).unwrap_or_default().contains("review") {
+                        Reply::text(verdict)
+                    } else {
+                        Reply::text("Draft text.")
+                    }
+                })
+                .await;
+            let ran = run(&gate_flow(shorthand), json!("Write"), Some(&server)).await;
+            assert_eq!(
+                ran.result.status,
+                RunStatus::Completed,
+                "{:?}",
+                ran.result.error
+            );
+            let results = &ran.result.state["results"];
+            assert_eq!(results["check"], stored);
+            assert!(
+                results.get(reached).is_some(),
+                "{shorthand} {verdict}: {results}"
+            );
+            // The gate's soul sees the evaluated block's output.
+            let judged = user_message(&server.received()[1]);
+            assert!(judged.ends_with("Context:\nDraft text."), "{judged}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_s_extract_field_passes_a_field_of_the_last_item_on() {
+    // 001, gate: "extract_field | JSON field to extract before evaluation".
+    let server = FakeServer::start_with(Wire::OpenAi, std::time::Duration::ZERO, |r| {
+        if system_message(r).unwrap_or_default().contains("review") {
+            Reply::text("PASS")
+        } else {
+            Reply::text("[{\"title\": \"first\"}, {\"title\": \"Final title\"}]")
+        }
+    })
+    .await;
+    let text = flow(
+        "blocks:\n  draft:\n    type: linear\n    soul_ref: writer\n  check:\n    type: gate\n    soul_ref: reviewer\n    eval_key: draft\n    extract_field: title\nworkflow:\n  name: w\n  entry: draft\n  transitions:\n    - {from: draft, to: check}\n",
+    );
+    let ran = run(&text, json!("Titles"), Some(&server)).await;
+    assert_eq!(ran.result.state["results"]["check"], "Final title");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_gets_results_metadata_and_shared_memory_and_may_pick_an_exit() {
+    // 001, code: "The main function receives a data dict with keys results, metadata,
+    // and shared_memory. ... If the return value is a dict containing exit_handle, that
+    // value is extracted and used as the block's exit handle."
+    let text = r#"
+version: "1.0"
+blocks:
+  classify:
+    type: code
+    exits: [{id: big, label: Big}, {id: small, label: Small}]
+    code: |
+      import json
+      def main(data):
+          n = data["metadata"]["n"]
+          return {"n": n, "keys": sorted(data.keys()), "exit_handle": "big" if n > 10 else "small"}
+  big:
+    type: code
+    code: |
+      def main(data):
+          return "big"
+  small:
+    type: code
+    code: |
+      def main(data):
+          return "small"
+workflow:
+  name: w
+  entry: classify
+  conditional_transitions:
+    - {from: classify, big: big, default: small}
+"#;
+    for (n, reached) in [(42, "big"), (3, "small")] {
+        let ran = run(
+            text,
+            json!({"instruction": "classify", "metadata": {"n": n}}),
+            None,
+        )
+        .await;
+        assert_eq!(
+            ran.result.status,
+            RunStatus::Completed,
+            "{:?}",
+            ran.result.error
+        );
+        let results = &ran.result.state["results"];
+        assert_eq!(
+            results["classify"]["keys"],
+            json!(["metadata", "results", "shared_memory"])
+        );
+        assert_eq!(results[reached], reached, "{results}");
+        assert_eq!(ran.output(), &json!(reached));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_imports_only_its_allowed_modules() {
+    // 001, code: "allowed_imports | List[str] | ["json", "re", "math", ...] | Whitelist
+    // of importable modules".
+    let text = |imports: &str| {
+        format!(
+            "version: \"1.0\"\nblocks:\n  c:\n    type: code\n{imports}    code: |\n      import re\n      def main(data):\n          return re.sub('a', 'b', 'aa')\nworkflow: {{name: w, entry: c}}\n"
+        )
+    };
+    let ran = run(&text(""), json!("t"), None).await;
+    assert_eq!(ran.output(), &json!("bb"), "re is allowed by default");
+    let ran = run(&text("    allowed_imports: [json]\n"), json!("t"), None).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    assert!(
+        ran.result
+            .error
+            .clone()
+            .unwrap()
+            .message
+            .contains("not allowed")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_runs_rounds_until_its_break_exit_and_carries_context() {
+    // 001, loop: "inner_block_refs | Block IDs to execute each round", "max_rounds |
+    // 1—50", "break_on_exit | Exit handle value that triggers loop break",
+    // CarryContextConfig: "mode | "last" (previous round only) or "all" (accumulate all
+    // rounds)", "inject_as | Key name for injected context in shared_memory".
+    let server = answering(|p, _| {
+        let round = p.matches("draft").count();
+        if p.starts_with("Review") {
+            if round >= 2 {
+                "PASS".into()
+            } else {
+                "FAIL: more".into()
+            }
+        } else {
+            format!("draft {round}")
+        }
+    })
+    .await;
+    let text = flow(
+        "blocks:\n  write:\n    type: linear\n    soul_ref: writer\n  judge:\n    type: gate\n    soul_ref: reviewer\n    eval_key: write\n  refine:\n    type: loop\n    inner_block_refs: [write, judge]\n    max_rounds: 4\n    break_on_exit: pass\n    carry_context:\n      mode: all\n      source_blocks: [write]\n      inject_as: history\nworkflow:\n  name: w\n  entry: refine\n  transitions: [{from: refine, to: null}]\n",
+    );
+    let ran = run(&text, json!("Write"), Some(&server)).await;
+    assert_eq!(
+        ran.result.status,
+        RunStatus::Completed,
+        "{:?}",
+        ran.result.error
+    );
+    let state = &ran.result.state;
+    // Round 1's review counts one draft (FAIL), round 2's two (PASS).
+    assert_eq!(
+        state["shared_memory"]["history"],
+        json!([{"write": "draft 0"}, {"write": "draft 1"}])
+    );
+    assert_eq!(state["results"]["refine"], "PASS");
+    let ended = ran.kinds().into_iter().find_map(|k| match k {
+        EventKind::LoopEnded { iterations, .. } => Some(*iterations),
+        _ => None,
+    });
+    assert_eq!(ended, Some(2));
+    // The second round's writer saw the first round's draft.
+    let calls: Vec<String> = server.received().iter().map(user_message).collect();
+    assert!(
+        calls[2].contains("history:\n[{\"write\":\"draft 0\"}]"),
+        "{}",
+        calls[2]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_stops_at_max_rounds_or_when_its_retry_exit_does_not_come() {
+    // 001, loop: "retry_on_exit | Exit handle value that triggers another round";
+    // "max_rounds | int | 5".
+    let text = |extra: &str| {
+        format!(
+            "version: \"1.0\"\nblocks:\n  tick:\n    type: code\n    code: |\n      def main(data):\n          n = len(data[\"shared_memory\"].get(\"seen\", [])) + 1\n          return {{\"n\": n, \"exit_handle\": \"again\" if n < 3 else \"stop\"}}\n  spin:\n    type: loop\n    inner_block_refs: [tick]\n{extra}    carry_context: {{mode: all, inject_as: seen}}\nworkflow: {{name: w, entry: spin}}\n"
+        )
+    };
+    let rounds = |ran: &super::Ran| {
+        ran.result.state["shared_memory"]["seen"]
+            .as_array()
+            .map(Vec::len)
+    };
+    let ran = run(&text("    retry_on_exit: again\n"), json!("t"), None).await;
+    assert_eq!(
+        rounds(&ran),
+        Some(3),
+        "stops on the first exit that is not `again`"
+    );
+    let ran = run(&text(""), json!("t"), None).await;
+    assert_eq!(rounds(&ran), Some(5), "the default max_rounds");
+    let ran = run(&text("    max_rounds: 2\n"), json!("t"), None).await;
+    assert_eq!(rounds(&ran), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_break_condition_tests_the_last_inner_output() {
+    // 001, loop: "break_condition | ConditionDef or ConditionGroupDef | Condition
+    // evaluated against last inner block's output".
+    let text = "version: \"1.0\"\nblocks:\n  tick:\n    type: code\n    code: |\n      def main(data):\n          return {\"status\": \"done\" if len(data[\"shared_memory\"].get(\"seen\", [])) >= 1 else \"working\"}\n  spin:\n    type: loop\n    inner_block_refs: [tick]\n    break_condition: {eval_key: status, operator: equals, value: done}\n    carry_context: {mode: all, inject_as: seen}\nworkflow: {name: w, entry: spin}\n";
+    let ran = run(text, json!("t"), None).await;
+    assert_eq!(
+        ran.result.state["shared_memory"]["seen"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    assert_eq!(ran.output(), &json!({"status": "done"}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synthesize_combines_its_input_blocks() {
+    // 001, synthesize: "Combines outputs from multiple upstream blocks into a single
+    // result via an LLM."
+    let server = answering(|p, _| {
+        if p.starts_with("Combine") {
+            "combined".into()
+        } else {
+            p.split_whitespace().last().unwrap_or("").into()
+        }
+    })
+    .await;
+    let text = flow(
+        "blocks:\n  a:\n    type: linear\n    soul_ref: writer\n  b:\n    type: linear\n    soul_ref: writer\n  all:\n    type: synthesize\n    soul_ref: writer\n    input_block_ids: [a, b]\nworkflow:\n  name: w\n  entry: a\n  transitions:\n    - {from: a, to: b}\n    - {from: b, to: all}\n    - {from: all, to: null}\n",
+    );
+    let ran = run(&text, json!("topic"), Some(&server)).await;
+    assert_eq!(ran.output(), &json!("combined"));
+    let prompt = user_message(&server.received()[2]);
+    assert!(
+        prompt.contains("[a]\ntopic") && prompt.contains("[b]\ntopic"),
+        "{prompt}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dispatch_runs_its_branches_at_once_and_stores_each_and_all() {
+    // 001, dispatch: "Parallel branching — each exit port gets its own soul and task
+    // instruction. All branches execute concurrently." "Results are stored per-exit at
+    // state.results["{block_id}.{exit_id}"] and combined at state.results[block_id] as a
+    // JSON array."
+    let server = FakeServer::start_with(Wire::OpenAi, std::time::Duration::from_millis(300), |r| {
+        Reply::text(if user_message(r).starts_with("Sentiment") {
+            "positive"
+        } else {
+            "Ada, London"
+        })
+    })
+    .await;
+    let text = flow(
+        "blocks:\n  analyze:\n    type: dispatch\n    exits:\n      - {id: sentiment, label: Sentiment, soul_ref: writer, task: Sentiment of the text.}\n      - {id: entities, label: Entities, soul_ref: reviewer, task: Named entities in the text.}\nworkflow:\n  name: w\n  entry: analyze\n  transitions: [{from: analyze, to: null}]\n",
+    );
+    let ran = run(&text, json!("Ada loves London."), Some(&server)).await;
+    assert_eq!(
+        ran.result.status,
+        RunStatus::Completed,
+        "{:?}",
+        ran.result.error
+    );
+    let results = &ran.result.state["results"];
+    assert_eq!(results["analyze.sentiment"], "positive");
+    assert_eq!(results["analyze.entities"], "Ada, London");
+    assert_eq!(
+        results["analyze"],
+        json!([{"exit_id": "sentiment", "output": "positive"}, {"exit_id": "entities", "output": "Ada, London"}])
+    );
+    assert_eq!(
+        user_message(&server.received()[0])
+            .split("\n\nContext:\n")
+            .nth(1),
+        Some("Ada loves London.")
+    );
+    let order: Vec<&str> = ran
+        .kinds()
+        .into_iter()
+        .filter_map(|k| match k {
+            EventKind::StepStarted { kind, .. } if kind == "llm" => Some("start"),
+            EventKind::LlmCall { .. } => Some("done"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        order,
+        ["start", "start", "done", "done"],
+        "concurrent branches"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_block_takes_its_error_route() {
+    // 001, common fields: "error_route | str | Target block on error".
+    let text = "version: \"1.0\"\nblocks:\n  risky:\n    type: code\n    error_route: recover\n    code: |\n      def main(data):\n          return 1 / 0\n  recover:\n    type: code\n    code: |\n      def main(data):\n          return \"recovered\"\nworkflow: {name: w, entry: risky}\n";
+    let ran = run(text, json!("t"), None).await;
+    assert_eq!(
+        ran.result.status,
+        RunStatus::Completed,
+        "{:?}",
+        ran.result.error
+    );
+    assert_eq!(ran.output(), &json!("recovered"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_and_retries_become_policies() {
+    // 001, common fields: "timeout_seconds | int | 300 | 1—3600"; code: "timeout_seconds
+    // | int | 30 | Execution timeout (overrides base default of 300)"; "retry_config |
+    // RetryConfig | Retry on failure".
+    let text = flow(
+        "blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    retry_config: {max_attempts: 4, backoff: fixed, backoff_base_seconds: 0.5}\n  b:\n    type: code\n    code: |\n      def main(data):\n          return 1\n  c:\n    type: code\n    timeout_seconds: 5\n    code: |\n      def main(data):\n          return 1\nworkflow:\n  name: w\n  entry: a\n  transitions: [{from: a, to: b}, {from: b, to: c}]\n",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let prepared = super::support::load(&text, dir.path(), "souls");
+    let flow = serde_json::to_value(prepared.flow()).unwrap();
+    let nodes = &flow["root"]["sequence"][1]["graph"]["nodes"];
+    assert_eq!(nodes["a"]["timeout_ms"], 300_000);
+    assert_eq!(nodes["a"]["retry"]["attempts"], 4);
+    assert_eq!(nodes["a"]["retry"]["backoff_ms"], 500);
+    assert_eq!(nodes["a"]["retry"]["multiplier"], 1.0);
+    assert_eq!(nodes["b"]["timeout_ms"], 30_000);
+    assert_eq!(nodes["c"]["timeout_ms"], 5_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_over_its_budget_stops_before_the_call() {
+    // 001, common fields: "limits | BlockLimitsDef | Per-block budget constraints"; the
+    // issue: "(token, cost and time budgets, enforced before each model call and rolled
+    // up to parent blocks)" and "A souls flow whose budget is exceeded stops before the
+    // call that would exceed it, with a clear error naming the block and the budget."
+    let server = answering(|_, _| "a long answer".into()).await;
+    let text = flow(
+        "blocks:\n  a:\n    type: linear\n    soul_ref: writer\n  b:\n    type: linear\n    soul_ref: writer\n    limits: {token_cap: 100}\nworkflow:\n  name: w\n  entry: a\n  transitions: [{from: a, to: b}]\n",
+    );
+    let ran = run(&text, json!("Write"), Some(&server)).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    let e = ran.result.error.clone().unwrap();
+    assert!(e.message.contains("`b`") && e.message.contains("token"), "{}", e.message);
+    assert_eq!(server.received().len(), 1, "only block a called the model");
+    // A loop's budget covers the calls of its inner blocks.
+    let text = flow(
+        "blocks:\n  a:\n    type: linear\n    soul_ref: reviewer\n  again:\n    type: loop\n    inner_block_refs: [a]\n    max_rounds: 5\n    limits: {token_cap: 40}\nworkflow:\n  name: w\n  entry: again\n",
+    );
+    let server = answering(|_, _| "ok".into()).await;
+    let ran = run(&text, json!("Review this short text, please."), Some(&server)).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    assert!(ran.result.error.clone().unwrap().message.contains("`again`"), "{:?}", ran.result.error);
+    let calls = server.received().len();
+    assert!((1..5).contains(&calls), "stopped before the round that would exceed: {calls} calls");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateful_block_keeps_its_conversation_across_rounds() {
+    // 001, common fields: "stateful | bool | false | Maintain conversation history across
+    // re-invocations".
+    let server = answering(|_, r| {
+        format!(
+            "reply {}",
+            r.body["messages"].as_array().map_or(0, Vec::len)
+        )
+    })
+    .await;
+    let text = flow(
+        "blocks:\n  chat:\n    type: linear\n    soul_ref: writer\n    stateful: true\n  again:\n    type: loop\n    inner_block_refs: [chat]\n    max_rounds: 2\nworkflow:\n  name: w\n  entry: again\n",
+    );
+    let ran = run(&text, json!("Hello"), Some(&server)).await;
+    assert_eq!(
+        ran.result.status,
+        RunStatus::Completed,
+        "{:?}",
+        ran.result.error
+    );
+    let sent = server.received();
+    // system + user, then system + the first exchange + user.
+    assert_eq!(sent[0].body["messages"].as_array().map(Vec::len), Some(2));
+    assert_eq!(sent[1].body["messages"].as_array().map(Vec::len), Some(4));
+    assert_eq!(sent[1].body["messages"][2]["content"], "reply 2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_required() {
+    // docs/dialects/souls.md: the run input is the task, text or {instruction, context?}.
+    let text = "version: \"1.0\"\nblocks:\n  c:\n    type: code\n    code: |\n      def main(data):\n          return 1\nworkflow: {name: w, entry: c}\n";
+    let ran = run(text, Value::Null, None).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    assert!(
+        ran.result
+            .error
+            .clone()
+            .unwrap()
+            .message
+            .contains("runs a task")
+    );
+}

@@ -1,0 +1,75 @@
+//! Documents that must not load: each error names its line, says what is wrong and
+//! hints at the fix (exit 2 from `weft run`, checked in `tests/cli.rs`).
+
+const HEAD: &str = "version: \"1.0\"\nsouls:\n  writer: {system_prompt: Write.}\n";
+
+/// A souls file: the shared head (3 lines), then `body` from line 4.
+fn doc(body: &str) -> String {
+    format!("{HEAD}{body}")
+}
+
+fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
+    let wf = "workflow:\n  name: w\n  entry: a\n";
+    vec![
+        // 1. An unknown block type.
+        (doc(&format!("blocks:\n  a:\n    type: lineal\n    soul_ref: writer\n{wf}")), 6, "unknown block type `lineal`", "did you mean `linear`?"),
+        // 2. A field of no block type.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul: writer\n{wf}")), 7, "has no field `soul`", "did you mean `soul_ref`?"),
+        // 3. A gate with only one shorthand.
+        (doc(&format!("blocks:\n  a:\n    type: gate\n    soul_ref: writer\n    eval_key: a\n    pass: a\n{wf}")), 5, "go together", "give both targets"),
+        // 4. A timeout out of range.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    timeout_seconds: 0\n{wf}")), 8, "must be 1-3600", "default 300"),
+        // 5. Too many loop rounds.
+        (doc(&format!("blocks:\n  a:\n    type: loop\n    inner_block_refs: [b]\n    max_rounds: 60\n  b:\n    type: linear\n    soul_ref: writer\n{wf}")), 8, "must be 1-50", "default 5"),
+        // 6. A loop over a block that does not exist.
+        (doc(&format!("blocks:\n  a:\n    type: loop\n    inner_block_refs: [writ]\n  write:\n    type: linear\n    soul_ref: writer\n{wf}")), 7, "`writ` is not a block", "did you mean `write`?"),
+        // 7. A soul that is neither inline nor in souls/.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writr\n{wf}")), 7, "no soul `writr`", "did you mean `writer`?"),
+        // 8. A transition to a block that does not exist.
+        (doc("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n  bb:\n    type: linear\n    soul_ref: writer\nworkflow:\n  name: w\n  entry: a\n  transitions:\n    - {from: a, to: b}\n"), 15, "`b` is not a block", "did you mean `bb`?"),
+        // 9. An entry that is not a block.
+        (doc("blocks:\n  start:\n    type: linear\n    soul_ref: writer\nworkflow:\n  name: w\n  entry: strat\n"), 10, "the entry `strat` is not a block", "did you mean `start`?"),
+        // 10. A conditional transition on an exit the block does not declare.
+        (doc("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    exits: [{id: yes, label: Yes}, {id: no, label: No}]\nworkflow:\n  name: w\n  entry: a\n  conditional_transitions:\n    - {from: a, yse: null}\n"), 13, "has no exit `yse`", "did you mean `yes`?"),
+        // 11. carry_context from a block outside the loop.
+        (doc(&format!("blocks:\n  a:\n    type: loop\n    inner_block_refs: [b]\n    carry_context: {{source_blocks: [c]}}\n  b:\n    type: linear\n    soul_ref: writer\n  c:\n    type: linear\n    soul_ref: writer\n{wf}")), 8, "not one of this loop's inner blocks", "subset of inner_block_refs"),
+        // 12. An unknown break_condition operator.
+        (doc(&format!("blocks:\n  a:\n    type: loop\n    inner_block_refs: [b]\n    break_condition: {{operator: equal, value: 1}}\n  b:\n    type: linear\n    soul_ref: writer\n{wf}")), 8, "unknown operator `equal`", "did you mean `equals`?"),
+        // 13. A common field Weft does not run yet.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    routes: []\n{wf}")), 8, "`routes` is not supported by Weft yet", "docs/dialects/souls.md"),
+        // 14. A child workflow block.
+        (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: child\n{wf}")), 6, "`workflow` blocks", "inline the child"),
+        // 15. Code without main.
+        (doc(&format!("blocks:\n  a:\n    type: code\n    code: |\n      def run(data):\n          return 1\n{wf}")), 7, "defines no `main` function", "def main(data)"),
+        // 16. An unknown retry backoff.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    retry_config: {{max_attempts: 2, backoff: exponental}}\n{wf}")), 8, "unknown backoff `exponental`", "did you mean `exponential`?"),
+        // 17. A dispatch branch without its task.
+        (doc(&format!("blocks:\n  a:\n    type: dispatch\n    exits:\n      - {{id: x, label: X, soul_ref: writer}}\n{wf}")), 8, "missing required key `task`", "add `task:`"),
+        // 18. An error route to nowhere.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    error_route: fallbak\n  fallback:\n    type: linear\n    soul_ref: writer\n{wf}")), 8, "the error route `fallbak` is not a block", "did you mean `fallback`?"),
+        // 19. A dependency on a block that does not exist.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    depends: [ghost]\n{wf}")), 8, "the dependency `ghost` is not a block", "the blocks: a"),
+        // 20. A misspelt workflow key.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}  transitons: []\n")), 11, "unknown key `transitons`", "did you mean `transitions`?"),
+        // 21. Two plain transitions from one block.
+        (doc("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n  b:\n    type: linear\n    soul_ref: writer\nworkflow:\n  name: w\n  entry: a\n  transitions:\n    - {from: a, to: b}\n    - {from: a, to: null}\n"), 16, "`a` has two transitions", "conditional_transitions"),
+        // 22. A block id that cannot key the results.
+        (doc("blocks:\n  a.b:\n    type: linear\n    soul_ref: writer\nworkflow:\n  name: w\n  entry: a.b\n"), 5, "is not a name", "letters, digits"),
+        // 23. A misspelt soul field.
+        ("version: \"1.0\"\nsouls:\n  writer: {system_promt: Write.}\nblocks:\n  a:\n    type: linear\n    soul_ref: writer\nworkflow: {name: w, entry: a}\n".to_owned(), 3, "unknown key `system_promt`", "did you mean `system_prompt`?"),
+        // 24. A budget that only warns.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    limits: {{token_cap: 10, on_exceed: warm}}\n{wf}")), 8, "unknown on_exceed `warm`", "did you mean `warn`?"),
+        // 25. Too many attempts.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    retry_config: {{max_attempts: 30}}\n{wf}")), 8, "must be 1-20", ""),
+    ]
+}
+
+#[test]
+fn invalid_documents_give_located_errors_with_hints() {
+    let cases = cases();
+    let borrowed: Vec<(&str, u32, &str, &str)> = cases
+        .iter()
+        .map(|(t, l, m, h)| (t.as_str(), *l, *m, *h))
+        .collect();
+    super::support::assert_invalid("souls", &borrowed);
+}

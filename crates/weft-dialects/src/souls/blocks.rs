@@ -1,0 +1,791 @@
+//! Each block type as core IR: `linear`, `gate`, `synthesize` and `dispatch` call their
+//! souls' models, `code` runs sandboxed Python, `loop` runs its inner blocks in rounds;
+//! the common fields become policies (timeout, retry) and state writes.
+
+use super::doc::{
+    COMMON, Code, Common, Condition, DispatchExit, Gate, Limits, Linear, Loop, RetryConfig,
+    Synthesize, TYPES,
+};
+use super::prompt::{self, with_context};
+use super::{Compiler, ResolvedSoul};
+use crate::template_text::literal;
+use indexmap::IndexMap;
+use serde_json::{Value, json};
+use weft_core::Diagnostic;
+use weft_core::ir::{
+    Block, BlockKind, Budget, CodeLimits, CodeSpec, Expr, LlmSpec, LoopSpec, OnError, ParallelSpec,
+    Retry, SourceLines, Template, TransformSpec, ValueTemplate,
+};
+
+/// Common fields Weft does not implement yet: an error, never silently ignored.
+const NOT_YET: &[&str] = &[
+    "outputs",
+    "output_conditions",
+    "routes",
+    "exit_conditions",
+    "assertions",
+    "stall_thresholds",
+];
+
+/// Modules a code block may import unless it lists its own (spec 001).
+const DEFAULT_IMPORTS: &[&str] = &[
+    "json",
+    "re",
+    "math",
+    "datetime",
+    "collections",
+    "itertools",
+    "hashlib",
+    "base64",
+    "time",
+    "urllib.parse",
+];
+
+/// Default `timeout_seconds`: 300, and 30 for code (spec 001).
+const DEFAULT_TIMEOUT: u64 = 300;
+const DEFAULT_CODE_TIMEOUT: u64 = 30;
+
+/// Operators of a loop's `break_condition`.
+const OPERATORS: &[&str] = &[
+    "equals",
+    "not_equals",
+    "contains",
+    "not_contains",
+    "greater_than",
+    "less_than",
+    "exists",
+];
+
+impl Compiler<'_> {
+    /// The block `id` (at `ptr`), with its state writes and policies.
+    pub(super) fn block(&mut self, id: &str, raw: &Value, ptr: &str) -> Option<Block> {
+        self.block_in(id, raw, ptr, &mut Vec::new())
+    }
+
+    /// `block`, inside the loops named in `loops` (innermost last): each loop's carried
+    /// context is part of what its inner blocks' souls see.
+    fn block_in(
+        &mut self,
+        id: &str,
+        raw: &Value,
+        ptr: &str,
+        loops: &mut Vec<(String, Option<String>)>,
+    ) -> Option<Block> {
+        let Some(obj) = raw.as_object() else {
+            self.error(Diagnostic::error(ptr, "a block is a mapping with a `type`"));
+            return None;
+        };
+        let Some(kind) = obj.get("type").and_then(Value::as_str) else {
+            self.error(
+                Diagnostic::error(ptr, format!("block `{id}` has no `type`")).hint(format!(
+                    "the types: {}",
+                    TYPES.iter().map(|(t, _)| *t).collect::<Vec<_>>().join(", ")
+                )),
+            );
+            return None;
+        };
+        let Some((kind, own)) = TYPES.iter().find(|(t, _)| *t == kind).copied() else {
+            let d = Diagnostic::error(
+                format!("{ptr}/type"),
+                format!("unknown block type `{kind}`"),
+            );
+            self.error(d.hint_closest(
+                kind,
+                TYPES.iter().map(|(t, _)| *t),
+                format!(
+                    "the types: {}",
+                    TYPES.iter().map(|(t, _)| *t).collect::<Vec<_>>().join(", ")
+                ),
+            ));
+            return None;
+        };
+        let mut ok = true;
+        for key in obj.keys() {
+            let key = key.as_str();
+            if NOT_YET.contains(&key) {
+                ok = false;
+                self.error(
+                    Diagnostic::error(format!("{ptr}/{key}"), format!("`{key}` is not supported by Weft yet"))
+                        .hint("docs/dialects/souls.md lists what Weft runs; remove it, or route with exits and conditional_transitions"),
+                );
+            } else if !COMMON.contains(&key) && !own.contains(&key) {
+                ok = false;
+                let known: Vec<&str> = COMMON.iter().chain(own.iter()).copied().collect();
+                let d = Diagnostic::error(
+                    weft_core::validate::child_pointer(ptr, key),
+                    format!("a {kind} block has no field `{key}`"),
+                );
+                self.error(d.hint_closest(
+                    key,
+                    known.iter().copied(),
+                    format!("its fields: {}", known.join(", ")),
+                ));
+            }
+        }
+        if kind == "workflow" {
+            self.error(
+                Diagnostic::error(
+                    format!("{ptr}/type"),
+                    "`workflow` blocks (child workflow files) are not supported by Weft yet",
+                )
+                .hint("inline the child workflow's blocks for now"),
+            );
+            return None;
+        }
+        let mut common_fields = obj.clone();
+        if kind == "dispatch" {
+            // A dispatch's `exits` are its branches, read below.
+            common_fields.remove("exits");
+        }
+        let common: Common = self.parse(&Value::Object(common_fields), ptr)?;
+        if !ok {
+            return None;
+        }
+        self.check_common(&common, ptr);
+        let mut block = match kind {
+            "linear" => {
+                let b: Linear = self.parse(raw, ptr)?;
+                let soul = self.soul(&b.soul_ref, &format!("{ptr}/soul_ref"))?;
+                let mut parts = vec![prompt::TASK_CONTEXT.to_owned()];
+                parts.extend(self.input_parts(&common, ptr));
+                parts.extend(carried(loops));
+                let mut call = llm(&soul, with_context(prompt::TASK, &parts));
+                if common.stateful
+                    && let BlockKind::Llm(l) = &mut call.kind
+                {
+                    l.history = Some(format!("conversation_history_{id}"));
+                }
+                call
+            }
+            "gate" => self.gate(raw, ptr, loops)?,
+            "code" => self.code(id, raw, ptr, &common)?,
+            "synthesize" => {
+                let b: Synthesize = self.parse(raw, ptr)?;
+                let soul = self.soul(&b.soul_ref, &format!("{ptr}/soul_ref"))?;
+                if b.input_block_ids.is_empty() {
+                    self.error(Diagnostic::error(
+                        format!("{ptr}/input_block_ids"),
+                        "input_block_ids must name at least one block",
+                    ));
+                    return None;
+                }
+                let mut parts = Vec::new();
+                for (i, bid) in b.input_block_ids.iter().enumerate() {
+                    self.result_ref(bid, &format!("{ptr}/input_block_ids/{i}"));
+                    parts.push(format!("[{}]\n{}", literal(bid), prompt::result_text(bid)));
+                }
+                llm(&soul, with_context(&literal(prompt::SYNTHESIZE), &parts))
+            }
+            "dispatch" => self.dispatch(id, raw, ptr)?,
+            _ => self.run_loop(id, raw, ptr, loops)?,
+        };
+        if kind != "dispatch" {
+            // A path write, not a rewrite of `results`: a loop's inner blocks have
+            // written theirs in the same step.
+            block.data.set.insert(
+                format!("results.{id}"),
+                ValueTemplate(Value::from("{{ output }}")),
+            );
+        }
+        let default_timeout = if kind == "code" {
+            DEFAULT_CODE_TIMEOUT
+        } else {
+            DEFAULT_TIMEOUT
+        };
+        // A loop's time is its rounds' time; its inner blocks have their own timeouts.
+        if kind != "loop" {
+            block.policy.timeout_ms =
+                Some(common.timeout_seconds.unwrap_or(default_timeout) * 1000);
+        }
+        if let Some(r) = &common.retry_config {
+            block.policy.retry = self.retry(r, &format!("{ptr}/retry_config"));
+        }
+        if let Some(l) = &common.limits {
+            block.policy.budget = self.budget(l, &format!("{ptr}/limits"));
+        }
+        block.origin = self.map.loc(ptr);
+        Some(block.with_id(id))
+    }
+
+    /// Checks the common fields that refer to other blocks, and their bounds.
+    fn check_common(&mut self, common: &Common, ptr: &str) {
+        if let Some(t) = common.timeout_seconds
+            && !(1..=3600).contains(&t)
+        {
+            self.error(
+                Diagnostic::error(
+                    format!("{ptr}/timeout_seconds"),
+                    format!("timeout_seconds is {t}; it must be 1-3600"),
+                )
+                .hint("spec 001: timeout_seconds, 1-3600, default 300 (30 for code)"),
+            );
+        }
+        if let Some(d) = &common.depends {
+            for (i, dep) in d.ids().into_iter().enumerate() {
+                if dep.trim().is_empty() {
+                    self.error(Diagnostic::error(
+                        format!("{ptr}/depends"),
+                        "depends names a blank block",
+                    ));
+                } else {
+                    self.block_ref(dep, &format!("{ptr}/depends/{i}"), "the dependency");
+                }
+            }
+        }
+        if let Some(r) = &common.error_route {
+            if r.trim().is_empty() {
+                self.error(Diagnostic::error(
+                    format!("{ptr}/error_route"),
+                    "error_route is blank",
+                ));
+            } else {
+                self.block_ref(r, &format!("{ptr}/error_route"), "the error route");
+            }
+        }
+        if let Some(exits) = &common.exits {
+            let mut seen = Vec::new();
+            for (i, e) in exits.iter().enumerate() {
+                if seen.contains(&e.id) {
+                    self.error(Diagnostic::error(
+                        format!("{ptr}/exits/{i}/id"),
+                        format!("two exits are named `{}`", e.id),
+                    ));
+                }
+                seen.push(e.id.clone());
+            }
+        }
+    }
+
+    /// `limits` as the block's budget, checked before each model call inside it.
+    fn budget(&mut self, l: &Limits, ptr: &str) -> Option<Budget> {
+        let mut ok = true;
+        if let Some(s) = l.max_duration_seconds
+            && !(1..=86_400).contains(&s)
+        {
+            ok = false;
+            self.error(Diagnostic::error(
+                format!("{ptr}/max_duration_seconds"),
+                format!("max_duration_seconds is {s}; it must be 1-86400"),
+            ));
+        }
+        if let Some(c) = l.cost_cap_usd
+            && !(c >= 0.0 && c.is_finite())
+        {
+            ok = false;
+            self.error(Diagnostic::error(
+                format!("{ptr}/cost_cap_usd"),
+                "cost_cap_usd is a number of dollars, 0 or more",
+            ));
+        }
+        if l.token_cap == Some(0) {
+            ok = false;
+            self.error(Diagnostic::error(
+                format!("{ptr}/token_cap"),
+                "token_cap must be at least 1",
+            ));
+        }
+        match l.on_exceed.as_deref() {
+            None | Some("fail") => {}
+            Some("warn") => {
+                ok = false;
+                self.error(
+                    Diagnostic::error(
+                        format!("{ptr}/on_exceed"),
+                        "on_exceed: warn is not supported by Weft yet",
+                    )
+                    .hint("Weft stops the block before a call that would exceed the budget (on_exceed: fail)"),
+                );
+            }
+            Some(other) => {
+                ok = false;
+                let d = Diagnostic::error(
+                    format!("{ptr}/on_exceed"),
+                    format!("unknown on_exceed `{other}`"),
+                );
+                self.error(d.hint_closest(other, ["fail", "warn"], "on_exceed: fail or warn"));
+            }
+        }
+        ok.then(|| Budget {
+            tokens: l.token_cap,
+            cost_usd: l.cost_cap_usd,
+            wall_ms: l.max_duration_seconds.map(|s| s * 1000),
+        })
+    }
+
+    /// `retry_config` as a retry policy.
+    fn retry(&mut self, r: &RetryConfig, ptr: &str) -> Option<Retry> {
+        if !(1..=20).contains(&r.max_attempts) {
+            self.error(Diagnostic::error(
+                format!("{ptr}/max_attempts"),
+                format!("max_attempts is {}; it must be 1-20", r.max_attempts),
+            ));
+            return None;
+        }
+        if r.non_retryable_errors.is_some() {
+            self.error(
+                Diagnostic::error(
+                    format!("{ptr}/non_retryable_errors"),
+                    "non_retryable_errors is not supported by Weft yet",
+                )
+                .hint("Weft retries transient errors only: rate limits, timeouts, 5xx, dropped connections"),
+            );
+            return None;
+        }
+        if let Some(b) = r.backoff_base_seconds
+            && !(0.1..=60.0).contains(&b)
+        {
+            self.error(Diagnostic::error(
+                format!("{ptr}/backoff_base_seconds"),
+                format!("backoff_base_seconds is {b}; it must be 0.1-60"),
+            ));
+            return None;
+        }
+        let multiplier = match r.backoff.as_deref() {
+            None | Some("fixed") => 1.0,
+            Some("exponential") => 2.0,
+            Some(other) => {
+                let d = Diagnostic::error(
+                    format!("{ptr}/backoff"),
+                    format!("unknown backoff `{other}`"),
+                );
+                self.error(d.hint_closest(
+                    other,
+                    ["fixed", "exponential"],
+                    "backoff: fixed or exponential",
+                ));
+                return None;
+            }
+        };
+        Some(Retry {
+            attempts: r.max_attempts,
+            backoff_ms: (r.backoff_base_seconds.unwrap_or(1.0) * 1000.0) as u64,
+            multiplier,
+            max_backoff_ms: 60_000,
+            jitter: true,
+            on: Vec::new(),
+        })
+    }
+
+    /// An error unless `key` is a result some block writes: a block id, or a dispatch
+    /// block's `<id>.<exit>`.
+    fn result_ref(&mut self, key: &str, ptr: &str) -> bool {
+        if self.dispatch_keys.iter().any(|k| k == key) {
+            return true;
+        }
+        self.block_ref(key, ptr, "the block")
+    }
+
+    /// `inputs: {name: {from}}` as context lines `name: value`.
+    fn input_parts(&mut self, common: &Common, ptr: &str) -> Vec<String> {
+        let Some(inputs) = &common.inputs else {
+            return Vec::new();
+        };
+        let mut parts = Vec::new();
+        for (name, r) in inputs {
+            let rptr = format!(
+                "{}/from",
+                weft_core::validate::child_pointer(&format!("{ptr}/inputs"), name)
+            );
+            let value = if self.dispatch_keys.contains(&r.from) || self.is_block(&r.from) {
+                prompt::result_text(&r.from)
+            } else if let Some((block, field)) = r.from.split_once('.') {
+                if !self.result_ref(block, &rptr) {
+                    continue;
+                }
+                prompt::result_field(block, field)
+            } else {
+                self.block_ref(&r.from, &rptr, "the input");
+                continue;
+            };
+            parts.push(format!("{}: {value}", literal(name)));
+        }
+        parts
+    }
+
+    /// `gate`: the soul judges `results[eval_key]`; its first line, PASS or `FAIL:
+    /// reason`, picks the `pass` or `fail` exit.
+    fn gate(
+        &mut self,
+        raw: &Value,
+        ptr: &str,
+        loops: &[(String, Option<String>)],
+    ) -> Option<Block> {
+        let g: Gate = self.parse(raw, ptr)?;
+        if g.pass_to.is_some() != g.fail_to.is_some() {
+            self.error(
+                Diagnostic::error(ptr, "a gate's `pass` and `fail` shorthands go together")
+                    .hint("give both targets, or neither and route with conditional_transitions"),
+            );
+        }
+        let soul = self.soul(&g.soul_ref, &format!("{ptr}/soul_ref"))?;
+        self.result_ref(&g.eval_key, &format!("{ptr}/eval_key"));
+        let mut parts = vec![prompt::result_text(&g.eval_key)];
+        parts.extend(carried(loops));
+        let call = llm(&soul, with_context(&literal(prompt::GATE), &parts));
+        let line =
+            "{%- set line = ((input | string).strip().split('\\n') | first | default('')) -%}";
+        let passed = "line.strip().upper().startswith('PASS')";
+        let pass_output = match &g.extract_field {
+            None => "{{ line }}".to_owned(),
+            Some(f) => format!(
+                "{{%- set c = state.results[{k}] -%}}{{%- set data = fromjson(c) if c is string and c.strip().startswith('[') else c -%}}{{%- if data is iterable and data is not string and data is not mapping and data | length > 0 and data | last is mapping and (data | last)[{f}] is defined -%}}{{{{ text((data | last)[{f}]) }}}}{{%- else -%}}{{{{ line }}}}{{%- endif -%}}",
+                k = Value::from(g.eval_key.as_str()),
+                f = Value::from(f.as_str())
+            ),
+        };
+        let decide = Block::new(BlockKind::Transform(TransformSpec {
+            output: ValueTemplate(Value::from(format!(
+                "{line}{{%- if {passed} -%}}{pass_output}{{%- elif ':' in line -%}}{{{{ line.split(':', 1)[1].strip() }}}}{{%- else -%}}{{{{ line }}}}{{%- endif -%}}"
+            ))),
+            exit: Some(Template(format!(
+                "{line}{{%- if {passed} -%}}pass{{%- else -%}}fail{{%- endif -%}}"
+            ))),
+        }));
+        Some(Block::new(BlockKind::Sequence(vec![call, decide])))
+    }
+
+    /// `code`: `def main(data)` gets `{results, metadata, shared_memory}`; a dict result
+    /// with `exit_handle` picks that exit.
+    fn code(&mut self, id: &str, raw: &Value, ptr: &str, common: &Common) -> Option<Block> {
+        let c: Code = self.parse(raw, ptr)?;
+        if !c
+            .code
+            .lines()
+            .any(|l| l.trim_start().starts_with("def main("))
+        {
+            self.error(
+                Diagnostic::error(
+                    format!("{ptr}/code"),
+                    format!("code block `{id}` defines no `main` function"),
+                )
+                .hint("def main(data):\n    return {\"count\": len(data[\"results\"])}"),
+            );
+            return None;
+        }
+        let seconds = common.timeout_seconds.unwrap_or(DEFAULT_CODE_TIMEOUT);
+        let spec = CodeSpec {
+            language: "python".into(),
+            source: c.code.clone(),
+            origin: self
+                .map
+                .text_line(&format!("{ptr}/code"))
+                .map(|file_line| SourceLines {
+                    source_line: 1,
+                    file_line,
+                }),
+            entry: Some("main".into()),
+            args: Some(ValueTemplate(json!({"data": {
+                "results": "{{ state.results }}",
+                "metadata": "{{ state.metadata }}",
+                "shared_memory": "{{ state.shared_memory }}",
+            }}))),
+            imports: Some(
+                c.allowed_imports
+                    .unwrap_or_else(|| DEFAULT_IMPORTS.iter().map(|m| (*m).to_owned()).collect()),
+            ),
+            builtins: None,
+            limits: CodeLimits {
+                time_ms: seconds.clamp(1, 3600) * 1000,
+                ..CodeLimits::default()
+            },
+        };
+        let exit = Block::new(BlockKind::Transform(TransformSpec {
+            output: ValueTemplate(Value::from("{{ input }}")),
+            exit: Some(Template(
+                "{{ input.exit_handle if input is mapping and input.exit_handle is string else '' }}".into(),
+            )),
+        }));
+        Some(Block::new(BlockKind::Sequence(vec![
+            Block::new(BlockKind::Code(spec)),
+            exit,
+        ])))
+    }
+
+    /// `dispatch`: one soul per exit, all at once; results per exit and combined.
+    fn dispatch(&mut self, id: &str, raw: &Value, ptr: &str) -> Option<Block> {
+        let Some(exits) = raw.get("exits") else {
+            self.error(Diagnostic::error(ptr, "a dispatch block needs `exits`, one per branch").hint("exits: [{id: summary, label: Summary, soul_ref: writer, task: Summarize the input.}]"));
+            return None;
+        };
+        let exits: Vec<DispatchExit> = self.parse(exits, &format!("{ptr}/exits"))?;
+        if exits.is_empty() {
+            self.error(Diagnostic::error(
+                format!("{ptr}/exits"),
+                "a dispatch block needs at least one exit",
+            ));
+            return None;
+        }
+        let mut branches = IndexMap::new();
+        for (i, e) in exits.iter().enumerate() {
+            let eptr = format!("{ptr}/exits/{i}");
+            if branches.contains_key(&e.id) {
+                self.error(Diagnostic::error(
+                    format!("{eptr}/id"),
+                    format!("two exits are named `{}`", e.id),
+                ));
+                continue;
+            }
+            let soul = self.soul(&e.soul_ref, &format!("{eptr}/soul_ref"))?;
+            // The branch's task, with the run's task as its context.
+            let context = "{{ text(initial.context) if initial is mapping and initial.context is defined else (text(initial.instruction) if initial is mapping else text(initial)) }}";
+            branches.insert(
+                e.id.clone(),
+                llm(
+                    &soul,
+                    with_context(&literal(&e.task), &[context.to_owned()]),
+                ),
+            );
+        }
+        let combined: Vec<Value> = exits
+            .iter()
+            .map(|e| json!({"exit_id": e.id, "output": format!("{{{{ input[{}] }}}}", Value::from(e.id.as_str()))}))
+            .collect();
+        let combine = Block::new(BlockKind::Transform(TransformSpec {
+            output: ValueTemplate(Value::Array(combined)),
+            exit: None,
+        }));
+        let mut block = Block::new(BlockKind::Sequence(vec![
+            Block::new(BlockKind::Parallel(ParallelSpec {
+                branches,
+                max_concurrency: None,
+                fail_fast: true,
+                on_error: OnError::default(),
+                isolate: false,
+            })),
+            combine,
+        ]));
+        let keys: Vec<String> = exits
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                format!(
+                    "{}: output[{i}].output",
+                    Value::from(format!("{id}.{}", e.id))
+                )
+            })
+            .chain([format!("{}: output", Value::from(id))])
+            .collect();
+        block.data.set.insert(
+            "results".into(),
+            ValueTemplate(Value::from(format!(
+                "{{{{ merge(state.results, {{{}}}) }}}}",
+                keys.join(", ")
+            ))),
+        );
+        Some(block)
+    }
+
+    /// `loop`: the inner blocks in order, each round, up to `max_rounds`; it stops early
+    /// on `break_on_exit`, on `break_condition`, or when `retry_on_exit` does not match.
+    fn run_loop(
+        &mut self,
+        id: &str,
+        raw: &Value,
+        ptr: &str,
+        loops: &mut Vec<(String, Option<String>)>,
+    ) -> Option<Block> {
+        let l: Loop = self.parse(raw, ptr)?;
+        if !(1..=50).contains(&l.max_rounds) {
+            self.error(
+                Diagnostic::error(
+                    format!("{ptr}/max_rounds"),
+                    format!("max_rounds is {}; it must be 1-50", l.max_rounds),
+                )
+                .hint("spec 001: max_rounds, 1-50, default 5"),
+            );
+            return None;
+        }
+        if l.inner_block_refs.is_empty() {
+            self.error(Diagnostic::error(
+                format!("{ptr}/inner_block_refs"),
+                "inner_block_refs must name at least one block",
+            ));
+            return None;
+        }
+        if loops.iter().any(|(outer, _)| outer == id) || l.inner_block_refs.iter().any(|r| r == id)
+        {
+            self.error(
+                Diagnostic::error(
+                    format!("{ptr}/inner_block_refs"),
+                    format!("loop `{id}` runs itself"),
+                )
+                .hint("a loop's inner blocks are other blocks"),
+            );
+            return None;
+        }
+        let carry = match &l.carry_context {
+            Some(c) if c.enabled => {
+                if !matches!(c.mode.as_str(), "last" | "all") {
+                    let d = Diagnostic::error(
+                        format!("{ptr}/carry_context/mode"),
+                        format!("unknown mode `{}`", c.mode),
+                    );
+                    self.error(d.hint_closest(&c.mode, ["last", "all"], "mode: last or all"));
+                }
+                if let Some(src) = &c.source_blocks {
+                    for (i, s) in src.iter().enumerate() {
+                        if !l.inner_block_refs.contains(s) {
+                            self.error(
+                                Diagnostic::error(
+                                    format!("{ptr}/carry_context/source_blocks/{i}"),
+                                    format!("`{s}` is not one of this loop's inner blocks"),
+                                )
+                                .hint(format!(
+                                    "source_blocks is a subset of inner_block_refs: {}",
+                                    l.inner_block_refs.join(", ")
+                                )),
+                            );
+                        }
+                    }
+                }
+                if c.inject_as.is_empty()
+                    || !c
+                        .inject_as
+                        .chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+                {
+                    self.error(Diagnostic::error(
+                        format!("{ptr}/carry_context/inject_as"),
+                        "inject_as is a name (letters, digits, `_`)",
+                    ));
+                }
+                Some(c)
+            }
+            _ => None,
+        };
+        loops.push((id.to_owned(), carry.map(|c| c.inject_as.clone())));
+        let mut steps = Vec::new();
+        for (i, r) in l.inner_block_refs.iter().enumerate() {
+            let rptr = format!("{ptr}/inner_block_refs/{i}");
+            if !self.block_ref(r, &rptr, "the inner block") {
+                continue;
+            }
+            let inner_raw = self.raw_blocks[r].clone();
+            if let Some(b) = self.block_in(r, &inner_raw, &format!("/blocks/{r}"), loops) {
+                steps.push(b);
+            }
+        }
+        loops.pop();
+        if steps.len() != l.inner_block_refs.len() {
+            return None;
+        }
+        if let Some(c) = carry {
+            let sources = c
+                .source_blocks
+                .clone()
+                .unwrap_or_else(|| l.inner_block_refs.clone());
+            let last = l.inner_block_refs.last().expect("at least one inner block");
+            // Written by the last inner block, so its exit still decides the loop.
+            let round: Vec<String> = sources
+                .iter()
+                .map(|s| {
+                    let value = if s == last {
+                        "output".to_owned()
+                    } else {
+                        format!("state.results[{}]", Value::from(s.as_str()))
+                    };
+                    format!("{}: {value}", Value::from(s.as_str()))
+                })
+                .collect();
+            let round = format!("{{{}}}", round.join(", "));
+            let key = Value::from(c.inject_as.as_str());
+            let value = if c.mode == "all" {
+                format!(
+                    "{{{{ (state.shared_memory[{key}] if state.shared_memory[{key}] is defined else []) + [{round}] }}}}"
+                )
+            } else {
+                format!("{{{{ {round} }}}}")
+            };
+            if let Some(last_block) = steps.last_mut() {
+                last_block.data.set.insert(
+                    format!("shared_memory.{}", c.inject_as),
+                    ValueTemplate(Value::from(value)),
+                );
+            }
+        }
+        let mut stops = Vec::new();
+        if let Some(x) = &l.break_on_exit {
+            stops.push(format!("exit == {}", Value::from(x.as_str())));
+        }
+        if let Some(x) = &l.retry_on_exit {
+            stops.push(format!("exit != {}", Value::from(x.as_str())));
+        }
+        if let Some(c) = &l.break_condition {
+            stops.push(self.condition(c, &format!("{ptr}/break_condition"))?);
+        }
+        Some(Block::new(BlockKind::Loop(LoopSpec {
+            body: Box::new(Block::new(BlockKind::Sequence(steps))),
+            max_iterations: l.max_rounds,
+            while_: None,
+            until: (!stops.is_empty()).then(|| Expr(stops.join(" or "))),
+            fail_at_max: false,
+        })))
+    }
+
+    /// A `break_condition` as an expression over the last inner block's `output`.
+    fn condition(&mut self, c: &Condition, ptr: &str) -> Option<String> {
+        let subject = match &c.eval_key {
+            None => "output".to_owned(),
+            Some(k) => format!(
+                "(fromjson(output) if output is string and output.strip().startswith('{{') else output)[{}]",
+                Value::from(k.as_str())
+            ),
+        };
+        let value = match &c.value {
+            Value::Null => "none".to_owned(),
+            v => v.to_string(),
+        };
+        Some(match c.operator.as_str() {
+            "equals" => format!("({subject}) == {value}"),
+            "not_equals" => format!("({subject}) != {value}"),
+            "contains" => format!("{value} in text({subject})"),
+            "not_contains" => format!("{value} not in text({subject})"),
+            "greater_than" => format!("({subject}) > {value}"),
+            "less_than" => format!("({subject}) < {value}"),
+            "exists" => format!("(({subject}) is defined and ({subject}) is not none)"),
+            other => {
+                let d = Diagnostic::error(
+                    format!("{ptr}/operator"),
+                    format!("unknown operator `{other}`"),
+                );
+                self.error(d.hint_closest(
+                    other,
+                    OPERATORS.iter().copied(),
+                    format!("the operators: {}", OPERATORS.join(", ")),
+                ));
+                return None;
+            }
+        })
+    }
+}
+
+/// A model call by `soul` with the user message `prompt` (a template).
+fn llm(soul: &ResolvedSoul, prompt: String) -> Block {
+    Block::new(BlockKind::Llm(LlmSpec {
+        model: soul.model.clone(),
+        system: soul
+            .system_prompt
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| Template(literal(s))),
+        prompt: Some(Template(prompt)),
+        temperature: soul.temperature,
+        max_tokens: soul.max_tokens,
+        ..LlmSpec::default()
+    }))
+}
+
+/// The context carried into the blocks of the enclosing loops.
+fn carried(loops: &[(String, Option<String>)]) -> Vec<String> {
+    loops
+        .iter()
+        .filter_map(|(_, inject)| inject.as_deref())
+        .map(|k| {
+            let key = Value::from(k);
+            format!(
+                "{{% if state.shared_memory[{key}] is defined %}}{}:\n{{{{ text(state.shared_memory[{key}]) }}}}{{% endif %}}",
+                literal(k)
+            )
+        })
+        .collect()
+}

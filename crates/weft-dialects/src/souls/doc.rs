@@ -1,0 +1,327 @@
+//! The file shape Weft reads for the `souls` dialect (`docs/dialects/souls.md`): a
+//! workflow of blocks, each run by a soul (a configured model persona), joined by
+//! transitions. Each block type's own keys are listed beside the common ones, so a key
+//! that belongs to neither is reported with the closest known one.
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SoulsDoc {
+    #[serde(default, rename = "version")]
+    pub _version: Option<Value>,
+    #[serde(default, rename = "id")]
+    pub _id: Option<String>,
+    #[serde(default, rename = "kind")]
+    pub _kind: Option<String>,
+    #[serde(default)]
+    pub config: Config,
+    #[serde(default)]
+    pub tools: Option<Value>,
+    #[serde(default)]
+    pub souls: IndexMap<String, Value>,
+    pub blocks: IndexMap<String, Value>,
+    pub workflow: WorkflowDoc,
+}
+
+/// Defaults for every soul.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Config {
+    #[serde(default)]
+    pub model_name: Option<String>,
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+}
+
+/// A soul: who answers a block's model call.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Soul {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default, rename = "kind")]
+    pub _kind: Option<String>,
+    #[serde(default, rename = "name")]
+    pub _name: Option<String>,
+    #[serde(default, rename = "role")]
+    pub _role: Option<String>,
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub model_name: Option<String>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub tools: Option<Vec<Value>>,
+    #[serde(default)]
+    pub max_tool_iterations: Option<u32>,
+}
+
+/// `workflow:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WorkflowDoc {
+    #[serde(default, rename = "id")]
+    pub _id: Option<String>,
+    #[serde(default, rename = "kind")]
+    pub _kind: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    pub entry: String,
+    #[serde(default)]
+    pub transitions: Vec<Transition>,
+    /// `{from, <exit>: target, default?: target}` each.
+    #[serde(default)]
+    pub conditional_transitions: Vec<IndexMap<String, Option<String>>>,
+}
+
+/// `{from, to}`; `to: null` ends the run.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Transition {
+    pub from: String,
+    pub to: Option<String>,
+}
+
+/// Fields every block type has (spec 001, "Common fields").
+pub(super) const COMMON: &[&str] = &[
+    "type",
+    "stateful",
+    "depends",
+    "error_route",
+    "inputs",
+    "outputs",
+    "output_conditions",
+    "routes",
+    "exits",
+    "exit_conditions",
+    "assertions",
+    "retry_config",
+    "timeout_seconds",
+    "stall_thresholds",
+    "limits",
+];
+
+/// Block types and their own fields.
+pub(super) const TYPES: &[(&str, &[&str])] = &[
+    ("linear", &["soul_ref"]),
+    (
+        "gate",
+        &["soul_ref", "eval_key", "extract_field", "pass", "fail"],
+    ),
+    ("code", &["code", "allowed_imports"]),
+    (
+        "loop",
+        &[
+            "inner_block_refs",
+            "max_rounds",
+            "break_condition",
+            "carry_context",
+            "break_on_exit",
+            "retry_on_exit",
+        ],
+    ),
+    ("workflow", &["workflow_ref", "max_depth", "on_error"]),
+    ("synthesize", &["soul_ref", "input_block_ids"]),
+    ("dispatch", &[]),
+];
+
+/// The common fields Weft reads.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Common {
+    #[serde(default)]
+    pub stateful: bool,
+    #[serde(default)]
+    pub depends: Option<Depends>,
+    #[serde(default)]
+    pub error_route: Option<String>,
+    #[serde(default)]
+    pub inputs: Option<IndexMap<String, InputRef>>,
+    #[serde(default)]
+    pub exits: Option<Vec<ExitDef>>,
+    #[serde(default)]
+    pub retry_config: Option<RetryConfig>,
+    #[serde(default)]
+    pub timeout_seconds: Option<u64>,
+    #[serde(default)]
+    pub limits: Option<Limits>,
+}
+
+/// `depends`: one block id or several.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum Depends {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Depends {
+    pub fn ids(&self) -> Vec<&str> {
+        match self {
+            Depends::One(s) => vec![s.as_str()],
+            Depends::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+/// `{from: "block"}` or `{from: "block.field"}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct InputRef {
+    pub from: String,
+}
+
+/// A named exit port.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ExitDef {
+    pub id: String,
+    #[serde(default, rename = "label")]
+    pub _label: Option<String>,
+}
+
+/// `retry_config`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RetryConfig {
+    #[serde(default = "default_attempts")]
+    pub max_attempts: u32,
+    #[serde(default)]
+    pub backoff: Option<String>,
+    #[serde(default)]
+    pub backoff_base_seconds: Option<f64>,
+    #[serde(default)]
+    pub non_retryable_errors: Option<Vec<String>>,
+}
+
+/// `limits`: the block's budget.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Limits {
+    #[serde(default)]
+    pub max_duration_seconds: Option<u64>,
+    #[serde(default)]
+    pub cost_cap_usd: Option<f64>,
+    #[serde(default)]
+    pub token_cap: Option<u64>,
+    #[serde(default)]
+    pub on_exceed: Option<String>,
+}
+
+fn default_attempts() -> u32 {
+    3
+}
+
+/// `linear`.
+#[derive(Debug, Deserialize)]
+pub(super) struct Linear {
+    pub soul_ref: String,
+}
+
+/// `gate`.
+#[derive(Debug, Deserialize)]
+pub(super) struct Gate {
+    pub soul_ref: String,
+    pub eval_key: String,
+    #[serde(default)]
+    pub extract_field: Option<String>,
+    #[serde(default, rename = "pass")]
+    pub pass_to: Option<String>,
+    #[serde(default, rename = "fail")]
+    pub fail_to: Option<String>,
+}
+
+/// `code`.
+#[derive(Debug, Deserialize)]
+pub(super) struct Code {
+    pub code: String,
+    #[serde(default)]
+    pub allowed_imports: Option<Vec<String>>,
+}
+
+/// `synthesize`.
+#[derive(Debug, Deserialize)]
+pub(super) struct Synthesize {
+    pub soul_ref: String,
+    pub input_block_ids: Vec<String>,
+}
+
+/// One branch of `dispatch`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DispatchExit {
+    pub id: String,
+    #[serde(rename = "label")]
+    pub _label: String,
+    pub soul_ref: String,
+    pub task: String,
+}
+
+/// `loop`.
+#[derive(Debug, Deserialize)]
+pub(super) struct Loop {
+    pub inner_block_refs: Vec<String>,
+    #[serde(default = "default_rounds")]
+    pub max_rounds: u32,
+    #[serde(default)]
+    pub break_condition: Option<Condition>,
+    #[serde(default)]
+    pub carry_context: Option<CarryContext>,
+    #[serde(default)]
+    pub break_on_exit: Option<String>,
+    #[serde(default)]
+    pub retry_on_exit: Option<String>,
+}
+
+fn default_rounds() -> u32 {
+    5
+}
+
+/// `{eval_key, operator, value}`: a test of the last inner block's output.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Condition {
+    #[serde(default)]
+    pub eval_key: Option<String>,
+    pub operator: String,
+    #[serde(default)]
+    pub value: Value,
+}
+
+/// `carry_context`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CarryContext {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default = "last")]
+    pub mode: String,
+    #[serde(default)]
+    pub source_blocks: Option<Vec<String>>,
+    #[serde(default = "inject_as")]
+    pub inject_as: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn last() -> String {
+    "last".into()
+}
+
+fn inject_as() -> String {
+    "previous_round_context".into()
+}

@@ -1,0 +1,438 @@
+//! The `souls` dialect: spec `001`'s YAML workflows of blocks run by souls (configured
+//! model personas), in the file shape `docs/dialects/souls.md` shows.
+//!
+//! The workflow is a core-IR graph (first matching edge) whose nodes are the blocks that
+//! transitions reach; a loop's inner blocks run inside the loop. Every block writes its
+//! output to `state.results[<id>]` (a dispatch also `results["<id>.<exit>"]`), so the
+//! run state is the one that tool keeps: `results`, `shared_memory`, `metadata`.
+
+mod blocks;
+mod doc;
+mod prompt;
+
+use crate::source_map::SourceMap;
+use doc::{Config, Soul, SoulsDoc, Transition};
+use indexmap::IndexMap;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::Path;
+use weft_core::ir::{
+    Block, BlockKind, END, Edge, Flow, GraphSpec, Routing, TransformSpec, ValueTemplate,
+};
+use weft_core::{Diagnostic, Severity};
+
+/// Whether `doc` looks like a souls workflow: `blocks` and `workflow` at the top.
+pub fn looks_like(doc: &Value) -> bool {
+    doc.get("blocks").is_some_and(Value::is_object)
+        && doc.get("workflow").is_some_and(Value::is_object)
+}
+
+/// Compiles a parsed souls document (souls not defined inline are read from `souls/`
+/// beside the file, in `base_dir`).
+pub fn compile(
+    doc: Value,
+    map: &SourceMap,
+    base_dir: Option<&Path>,
+) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let file: SoulsDoc = serde_path_to_error::deserialize(doc)
+        .map_err(|e| vec![map.locate(crate::native::serde_diagnostic(&e))])?;
+    let mut c = Compiler {
+        map,
+        base_dir,
+        diags: Vec::new(),
+        config: file.config.clone(),
+        inline_souls: file.souls.clone(),
+        souls: HashMap::new(),
+        ids: file.blocks.keys().cloned().collect(),
+        dispatch_keys: Vec::new(),
+        raw_blocks: file.blocks.clone(),
+    };
+    let flow = c.flow(&file);
+    let (errors, warnings): (Vec<_>, Vec<_>) = c
+        .diags
+        .into_iter()
+        .map(|d| map.locate(d))
+        .partition(|d| d.severity == Severity::Error);
+    match flow {
+        Some(f) if errors.is_empty() => Ok((f, warnings)),
+        _ => Err(errors),
+    }
+}
+
+/// A soul with the file's `config` defaults applied.
+#[derive(Debug, Clone)]
+struct ResolvedSoul {
+    system_prompt: Option<String>,
+    model: Option<String>,
+    temperature: Option<f64>,
+    max_tokens: Option<u32>,
+}
+
+pub(super) struct Compiler<'a> {
+    map: &'a SourceMap,
+    base_dir: Option<&'a Path>,
+    diags: Vec<Diagnostic>,
+    config: Config,
+    inline_souls: IndexMap<String, Value>,
+    /// Souls resolved so far (`None`: it failed, already reported).
+    souls: HashMap<String, Option<ResolvedSoul>>,
+    /// Every block id.
+    ids: Vec<String>,
+    /// `"<dispatch>.<exit>"` result keys.
+    dispatch_keys: Vec<String>,
+    raw_blocks: IndexMap<String, Value>,
+}
+
+impl Compiler<'_> {
+    fn error(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    fn parse<T: DeserializeOwned>(&mut self, v: &Value, ptr: &str) -> Option<T> {
+        match serde_path_to_error::deserialize(v) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                let mut d = crate::native::serde_diagnostic(&e);
+                d.pointer = format!("{ptr}{}", d.pointer);
+                self.error(d);
+                None
+            }
+        }
+    }
+
+    fn is_block(&self, id: &str) -> bool {
+        self.ids.iter().any(|b| b == id)
+    }
+
+    /// An error unless `id` names a block; `what` says what refers to it.
+    fn block_ref(&mut self, id: &str, ptr: &str, what: &str) -> bool {
+        if self.is_block(id) {
+            return true;
+        }
+        let d = Diagnostic::error(ptr, format!("{what} `{id}` is not a block"));
+        let known: Vec<String> = self.ids.clone();
+        self.error(d.hint_closest(
+            id,
+            known.iter().map(String::as_str),
+            format!("the blocks: {}", known.join(", ")),
+        ));
+        false
+    }
+
+    fn flow(&mut self, file: &SoulsDoc) -> Option<Flow> {
+        let declares_tools = match &file.tools {
+            None | Some(Value::Null) => false,
+            Some(Value::Object(o)) => !o.is_empty(),
+            Some(Value::Array(a)) => !a.is_empty(),
+            Some(_) => true,
+        };
+        if declares_tools {
+            self.error(
+                Diagnostic::error("/tools", "souls' tools are not supported by Weft yet")
+                    .hint("remove `tools:` (and the souls' `tools`) to run this workflow"),
+            );
+        }
+        for id in &self.ids.clone() {
+            if id.is_empty()
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+            {
+                self.error(
+                    Diagnostic::error(format!("/blocks/{id}"), format!("the block id `{id}` is not a name"))
+                        .hint("block ids are letters, digits, `_` and `-` (`.` separates a dispatch block from its exits)"),
+                );
+            }
+        }
+        // Loops run their inner blocks themselves.
+        let mut inner: Vec<String> = Vec::new();
+        for (id, raw) in &self.raw_blocks {
+            if raw.get("type").and_then(Value::as_str) == Some("loop")
+                && let Some(refs) = raw.get("inner_block_refs").and_then(Value::as_array)
+            {
+                inner.extend(refs.iter().filter_map(Value::as_str).map(str::to_owned));
+            }
+            if raw.get("type").and_then(Value::as_str) == Some("dispatch")
+                && let Some(exits) = raw.get("exits").and_then(Value::as_array)
+            {
+                for e in exits
+                    .iter()
+                    .filter_map(|e| e.get("id"))
+                    .filter_map(Value::as_str)
+                {
+                    self.dispatch_keys.push(format!("{id}.{e}"));
+                }
+            }
+        }
+        let edges = self.edges(file);
+        let mut nodes = IndexMap::new();
+        for (id, raw) in self.raw_blocks.clone() {
+            let routed =
+                file.workflow.entry == id || edges.iter().any(|e| e.from == id || e.to == id);
+            if inner.contains(&id) && !routed {
+                continue;
+            }
+            if let Some(b) = self.block(&id, &raw, &format!("/blocks/{id}")) {
+                nodes.insert(id, b);
+            }
+        }
+        if !self.is_block(&file.workflow.entry) {
+            self.block_ref(&file.workflow.entry.clone(), "/workflow/entry", "the entry");
+            return None;
+        }
+        let on_error = self
+            .raw_blocks
+            .iter()
+            .filter_map(|(id, raw)| {
+                raw.get("error_route")
+                    .and_then(Value::as_str)
+                    .map(|to| (id.clone(), to.to_owned()))
+            })
+            .collect();
+        let graph = GraphSpec {
+            entry: file.workflow.entry.clone(),
+            nodes,
+            edges,
+            routing: Routing::First,
+            joins: Vec::new(),
+            on_error,
+            max_steps: None,
+            isolate: false,
+        };
+        // The task may bring `metadata` and `shared_memory` of its own.
+        let mut start = Block::new(BlockKind::Transform(TransformSpec {
+            output: ValueTemplate(Value::from("{{ input }}")),
+            exit: None,
+        }));
+        for key in ["metadata", "shared_memory"] {
+            start.data.set.insert(
+                key.into(),
+                ValueTemplate(Value::from(format!(
+                    "{{{{ initial.{key} if initial is mapping and initial.{key} is mapping else {{}} }}}}"
+                ))),
+            );
+        }
+        start.policy.assert.push(weft_core::ir::Assertion {
+            that: weft_core::ir::Expr("initial is string or (initial is mapping and initial.instruction is string)".into()),
+            message: Some("a souls workflow runs a task: give it as text (--input '\"Write a haiku\"') or as {instruction, context?}".into()),
+        });
+        let root = Block::new(BlockKind::Sequence(vec![
+            start.with_id("task"),
+            Block::new(BlockKind::Graph(graph)).with_id("workflow"),
+        ]));
+        let name = file
+            .workflow
+            .name
+            .clone()
+            .unwrap_or_else(|| "souls".to_owned());
+        let mut flow = Flow::new(name, root);
+        flow.state = Some(json!({"results": {}, "shared_memory": {}, "metadata": {}}));
+        Some(flow)
+    }
+
+    /// `transitions`, `conditional_transitions` and gate shorthands as graph edges:
+    /// for each block, the edges taken on an exit first, then the unconditional one.
+    fn edges(&mut self, file: &SoulsDoc) -> Vec<Edge> {
+        let mut on_exit = Vec::new();
+        let mut plain = Vec::new();
+        let target = |to: &Option<String>| to.clone().unwrap_or_else(|| END.to_owned());
+        for (i, Transition { from, to }) in file.workflow.transitions.iter().enumerate() {
+            let ptr = format!("/workflow/transitions/{i}");
+            self.block_ref(from, &format!("{ptr}/from"), "the transition's `from`");
+            if let Some(t) = to {
+                self.block_ref(t, &format!("{ptr}/to"), "the transition's `to`");
+            }
+            if plain.iter().any(|e: &Edge| &e.from == from) {
+                self.error(
+                    Diagnostic::error(&ptr, format!("`{from}` has two transitions")).hint(
+                        "a block goes to one next block; branch with conditional_transitions",
+                    ),
+                );
+            }
+            plain.push(edge(from, &target(to), None));
+        }
+        for (i, ct) in file.workflow.conditional_transitions.iter().enumerate() {
+            let ptr = format!("/workflow/conditional_transitions/{i}");
+            let Some(Some(from)) = ct.get("from") else {
+                self.error(
+                    Diagnostic::error(&ptr, "a conditional transition needs `from`")
+                        .hint("{from: review, approved: publish, default: revise}"),
+                );
+                continue;
+            };
+            self.block_ref(
+                from,
+                &format!("{ptr}/from"),
+                "the conditional transition's `from`",
+            );
+            let declared = self.exits_of(from);
+            for (handle, to) in ct.iter().filter(|(k, _)| k.as_str() != "from") {
+                if let Some(t) = to {
+                    self.block_ref(
+                        t,
+                        &weft_core::validate::child_pointer(&ptr, handle),
+                        "the target",
+                    );
+                }
+                if handle == "default" {
+                    plain.push(edge(from, &target(to), None));
+                    continue;
+                }
+                if let Some(known) = &declared
+                    && !known.contains(handle)
+                {
+                    let d = Diagnostic::error(
+                        weft_core::validate::child_pointer(&ptr, handle),
+                        format!("`{from}` has no exit `{handle}`"),
+                    );
+                    self.error(d.hint_closest(
+                        handle,
+                        known.iter().map(String::as_str),
+                        format!("its exits: {}", known.join(", ")),
+                    ));
+                }
+                on_exit.push(edge(from, &target(to), Some(handle)));
+            }
+        }
+        for (id, raw) in self.raw_blocks.clone() {
+            if raw.get("type").and_then(Value::as_str) != Some("gate") {
+                continue;
+            }
+            for handle in ["pass", "fail"] {
+                if let Some(to) = raw.get(handle).and_then(Value::as_str) {
+                    self.block_ref(
+                        to,
+                        &format!("/blocks/{id}/{handle}"),
+                        &format!("the gate's `{handle}`"),
+                    );
+                    on_exit.push(edge(&id, to, Some(handle)));
+                }
+            }
+        }
+        on_exit.extend(plain);
+        on_exit
+    }
+
+    /// The exits a block declares (a gate's are `pass` and `fail`), if it declares any.
+    fn exits_of(&self, id: &str) -> Option<Vec<String>> {
+        let raw = self.raw_blocks.get(id)?;
+        let declared: Option<Vec<String>> = raw.get("exits").and_then(Value::as_array).map(|a| {
+            a.iter()
+                .filter_map(|e| e.get("id").and_then(Value::as_str).map(str::to_owned))
+                .collect()
+        });
+        match raw.get("type").and_then(Value::as_str) {
+            Some("gate") => Some(declared.unwrap_or_else(|| vec!["pass".into(), "fail".into()])),
+            _ => declared,
+        }
+    }
+
+    /// The soul `id`: inline, else `souls/<id>.yaml` beside the file.
+    fn soul(&mut self, id: &str, ptr: &str) -> Option<ResolvedSoul> {
+        if let Some(s) = self.souls.get(id) {
+            return s.clone();
+        }
+        let resolved = self.load_soul(id, ptr);
+        self.souls.insert(id.to_owned(), resolved.clone());
+        resolved
+    }
+
+    fn load_soul(&mut self, id: &str, ptr: &str) -> Option<ResolvedSoul> {
+        let soul: Soul = match self.inline_souls.get(id).cloned() {
+            Some(v) => self.parse(&v, &format!("/souls/{id}"))?,
+            None => {
+                let path = self
+                    .base_dir
+                    .unwrap_or(Path::new("."))
+                    .join("souls")
+                    .join(format!("{id}.yaml"));
+                let text = match std::fs::read_to_string(&path) {
+                    Ok(t) => t,
+                    Err(_) => {
+                        let known: Vec<String> = self.inline_souls.keys().cloned().collect();
+                        let d = Diagnostic::error(
+                            ptr,
+                            format!(
+                                "no soul `{id}`: it is not under `souls:` and {} does not exist",
+                                path.display()
+                            ),
+                        );
+                        self.error(d.hint_closest(
+                            id,
+                            known.iter().map(String::as_str),
+                            "define it under `souls:` or in souls/<id>.yaml beside the workflow",
+                        ));
+                        return None;
+                    }
+                };
+                let parsed = crate::source_map::parse(&text)
+                    .map_err(|d| d.render(&path.display().to_string()))
+                    .and_then(|(v, m)| {
+                        serde_path_to_error::deserialize::<_, Soul>(v).map_err(|e| {
+                            m.locate(crate::native::serde_diagnostic(&e))
+                                .render(&path.display().to_string())
+                        })
+                    });
+                match parsed {
+                    Ok(s) => s,
+                    Err(m) => {
+                        self.error(Diagnostic::error(
+                            ptr,
+                            format!("the soul file for `{id}` does not load:\n{m}"),
+                        ));
+                        return None;
+                    }
+                }
+            }
+        };
+        if soul.tools.as_ref().is_some_and(|t| !t.is_empty()) || soul.max_tool_iterations.is_some()
+        {
+            self.error(
+                Diagnostic::error(
+                    ptr,
+                    format!(
+                        "the soul `{id}` uses tools, which Weft does not support for souls yet"
+                    ),
+                )
+                .hint("remove its `tools` and `max_tool_iterations`"),
+            );
+        }
+        if let Some(sid) = &soul.id
+            && sid != id
+        {
+            self.error(
+                Diagnostic::error(ptr, format!("the soul `{id}` says its id is `{sid}`"))
+                    .hint("a soul's `id` is the name it is referred to by"),
+            );
+        }
+        let provider = soul
+            .provider
+            .clone()
+            .or_else(|| self.config.provider.clone());
+        let model = soul
+            .model_name
+            .clone()
+            .or_else(|| self.config.model_name.clone());
+        let model = match (provider, model) {
+            (Some(p), Some(m)) if !m.contains('/') => Some(format!("{p}/{m}")),
+            (_, m) => m,
+        };
+        Some(ResolvedSoul {
+            system_prompt: soul.system_prompt,
+            model,
+            temperature: soul.temperature.or(self.config.temperature),
+            max_tokens: soul.max_tokens.or(self.config.max_tokens),
+        })
+    }
+}
+
+fn edge(from: &str, to: &str, exit: Option<&str>) -> Edge {
+    Edge {
+        from: from.to_owned(),
+        to: to.to_owned(),
+        when: None,
+        exit: exit.map(str::to_owned),
+        parallel: false,
+    }
+}
