@@ -13,6 +13,7 @@
 
 mod functions;
 mod json_object;
+mod lookup;
 
 use minijinja::{Environment, Expression, UndefinedBehavior, Value as MjValue};
 use serde_json::Value;
@@ -136,6 +137,7 @@ fn configured_env() -> Environment<'static> {
     env.set_syntax(syntax);
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     functions::register(&mut env);
+    lookup::register(&mut env);
     env
 }
 

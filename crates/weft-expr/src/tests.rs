@@ -121,3 +121,28 @@ fn text_keeps_strings_and_writes_other_values_as_json() {
         r#"Ada|[1,2,3]|{"a":"<b>"}"#
     );
 }
+
+#[test]
+fn lookups_read_json_text_paths_numbers_and_patterns() {
+    let srcs = [
+        "at_path(json_or_text(state.raw), 'a.b') == 2",
+        "at_path(json_or_text(state.raw), 'a.c') is none",
+        "has_path(json_or_text(state.raw), 'a.n') and not has_path(state.raw, 'a')",
+        "json_or_text(state.text) == 'not json'",
+        "to_number('2.5') > 2 and to_number('x') is none and to_number(3) == 3",
+        "search('^ap+le$', 'apple') and not search('z', 'apple')",
+    ];
+    let e = compiled(&srcs.map(|s| (s, true)));
+    let s = scope(json!({"raw": "{\"a\": {\"b\": 2, \"n\": null}}", "text": "not json"}));
+    for src in srcs {
+        assert!(e.truthy(src, &s).unwrap(), "{src}");
+    }
+    let bad = "search('(', 'x')";
+    let e = compiled(&[(bad, true)]);
+    assert!(
+        e.truthy(bad, &s)
+            .unwrap_err()
+            .message
+            .contains("invalid pattern")
+    );
+}

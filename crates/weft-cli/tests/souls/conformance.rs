@@ -482,18 +482,39 @@ async fn a_block_over_its_budget_stops_before_the_call() {
     let ran = run(&text, json!("Write"), Some(&server)).await;
     assert_eq!(ran.result.status, RunStatus::Failed);
     let e = ran.result.error.clone().unwrap();
-    assert!(e.message.contains("`b`") && e.message.contains("token"), "{}", e.message);
+    assert!(
+        e.message.contains("`b`") && e.message.contains("token"),
+        "{}",
+        e.message
+    );
     assert_eq!(server.received().len(), 1, "only block a called the model");
     // A loop's budget covers the calls of its inner blocks.
     let text = flow(
         "blocks:\n  a:\n    type: linear\n    soul_ref: reviewer\n  again:\n    type: loop\n    inner_block_refs: [a]\n    max_rounds: 5\n    limits: {token_cap: 40}\nworkflow:\n  name: w\n  entry: again\n",
     );
     let server = answering(|_, _| "ok".into()).await;
-    let ran = run(&text, json!("Review this short text, please."), Some(&server)).await;
+    let ran = run(
+        &text,
+        json!("Review this short text, please."),
+        Some(&server),
+    )
+    .await;
     assert_eq!(ran.result.status, RunStatus::Failed);
-    assert!(ran.result.error.clone().unwrap().message.contains("`again`"), "{:?}", ran.result.error);
+    assert!(
+        ran.result
+            .error
+            .clone()
+            .unwrap()
+            .message
+            .contains("`again`"),
+        "{:?}",
+        ran.result.error
+    );
     let calls = server.received().len();
-    assert!((1..5).contains(&calls), "stopped before the round that would exceed: {calls} calls");
+    assert!(
+        (1..5).contains(&calls),
+        "stopped before the round that would exceed: {calls} calls"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -538,4 +559,96 @@ async fn a_task_is_required() {
             .message
             .contains("runs a task")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_conditions_pick_the_first_matching_case() {
+    // 001, common fields: "output_conditions | List[CaseDef] | ... | Named output
+    // branches"; cases are read as `{case_id, condition_group: {combinator, conditions:
+    // [{eval_key, operator, value}]}, default}` (docs/dialects/souls.md).
+    let text = r#"
+version: "1.0"
+blocks:
+  score:
+    type: code
+    code: |
+      def main(data):
+          return {"score": data["metadata"]["score"], "tags": data["metadata"]["tags"]}
+    output_conditions:
+      - case_id: high
+        condition_group:
+          conditions:
+            - {eval_key: score, operator: gte, value: "8"}
+      - case_id: tagged
+        condition_group:
+          combinator: or
+          conditions:
+            - {eval_key: tags, operator: regex, value: "urgent|asap"}
+            - {eval_key: missing, operator: exists}
+      - {case_id: low, default: true}
+  high: {type: code, code: "def main(data):\n    return 'high'\n"}
+  tagged: {type: code, code: "def main(data):\n    return 'tagged'\n"}
+  low: {type: code, code: "def main(data):\n    return 'low'\n"}
+workflow:
+  name: w
+  entry: score
+  conditional_transitions:
+    - {from: score, high: high, tagged: tagged, low: low}
+"#;
+    for (score, tags, reached) in [
+        (9, "none", "high"),
+        (3, "very urgent", "tagged"),
+        (3, "none", "low"),
+    ] {
+        let ran = run(
+            text,
+            json!({"instruction": "t", "metadata": {"score": score, "tags": tags}}),
+            None,
+        )
+        .await;
+        assert_eq!(ran.output(), &json!(reached), "{score} {tags}");
+        assert_eq!(
+            ran.result.state["results"]["score"]["score"], score,
+            "the output is unchanged"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routes_send_a_block_s_result_to_its_case_s_goto() {
+    // 001, common fields: "routes | List[RouteDef] | ... | Shorthand routing", "requires
+    // exactly one default". A result that is JSON text is read as its value.
+    let server = answering(|p, _| {
+        if p.starts_with("Decide") {
+            "{\"status\": \"approved\"}".into()
+        } else {
+            "x".into()
+        }
+    })
+    .await;
+    let text = flow(
+        "blocks:\n  decide:\n    type: linear\n    soul_ref: reviewer\n    routes:\n      - case: ok\n        when: {conditions: [{eval_key: status, operator: equals, value: approved}]}\n        goto: ship\n      - {case: other, default: true, goto: fix}\n  ship: {type: code, code: \"def main(data):\\n    return 'shipped'\\n\"}\n  fix: {type: code, code: \"def main(data):\\n    return 'fixing'\\n\"}\nworkflow:\n  name: w\n  entry: decide\n",
+    );
+    let ran = run(&text, json!("Decide"), Some(&server)).await;
+    assert_eq!(ran.output(), &json!("shipped"));
+    let ran = run(&text, json!("Other"), Some(&server)).await;
+    assert_eq!(ran.output(), &json!("fixing"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_conditions_map_the_output_text_to_an_exit() {
+    // 001, common fields: "exit_conditions | List[ExitCondition] | Output pattern to exit
+    // handle mapping" (`{contains | regex, exit_handle}`).
+    let server = answering(|p, _| p.to_owned()).await;
+    let text = flow(
+        "blocks:\n  judge:\n    type: linear\n    soul_ref: reviewer\n    exit_conditions:\n      - {contains: APPROVED, exit_handle: yes}\n      - {regex: \"rej(ected)?\\\\b\", exit_handle: no}\n  yes: {type: code, code: \"def main(data):\\n    return 'yes'\\n\"}\n  no: {type: code, code: \"def main(data):\\n    return 'no'\\n\"}\n  other: {type: code, code: \"def main(data):\\n    return 'other'\\n\"}\nworkflow:\n  name: w\n  entry: judge\n  conditional_transitions:\n    - {from: judge, yes: yes, no: no, default: other}\n",
+    );
+    for (task, reached) in [
+        ("APPROVED by all", "yes"),
+        ("it was rejected", "no"),
+        ("unclear", "other"),
+    ] {
+        let ran = run(&text, json!(task), Some(&server)).await;
+        assert_eq!(ran.output(), &json!(reached), "{task}");
+    }
 }

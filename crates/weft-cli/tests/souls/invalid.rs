@@ -34,9 +34,9 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         // 11. carry_context from a block outside the loop.
         (doc(&format!("blocks:\n  a:\n    type: loop\n    inner_block_refs: [b]\n    carry_context: {{source_blocks: [c]}}\n  b:\n    type: linear\n    soul_ref: writer\n  c:\n    type: linear\n    soul_ref: writer\n{wf}")), 8, "not one of this loop's inner blocks", "subset of inner_block_refs"),
         // 12. An unknown break_condition operator.
-        (doc(&format!("blocks:\n  a:\n    type: loop\n    inner_block_refs: [b]\n    break_condition: {{operator: equal, value: 1}}\n  b:\n    type: linear\n    soul_ref: writer\n{wf}")), 8, "unknown operator `equal`", "did you mean `equals`?"),
+        (doc(&format!("blocks:\n  a:\n    type: loop\n    inner_block_refs: [b]\n    break_condition: {{eval_key: s, operator: equal, value: 1}}\n  b:\n    type: linear\n    soul_ref: writer\n{wf}")), 8, "unknown operator `equal`", "did you mean `equals`?"),
         // 13. A common field Weft does not run yet.
-        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    routes: []\n{wf}")), 8, "`routes` is not supported by Weft yet", "docs/dialects/souls.md"),
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    assertions: []\n{wf}")), 8, "`assertions` is not supported by Weft yet", "docs/dialects/souls.md"),
         // 14. A child workflow block.
         (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: child\n{wf}")), 6, "`workflow` blocks", "inline the child"),
         // 15. Code without main.
@@ -61,6 +61,14 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    limits: {{token_cap: 10, on_exceed: warm}}\n{wf}")), 8, "unknown on_exceed `warm`", "did you mean `warn`?"),
         // 25. Too many attempts.
         (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    retry_config: {{max_attempts: 30}}\n{wf}")), 8, "must be 1-20", ""),
+        // 26. Routes without their one default.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    routes:\n      - {{case: ok, goto: a, when: {{conditions: []}}}}\n{wf}")), 8, "0 default routes", "exactly one default"),
+        // 27. Routes and output_conditions together.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    output_conditions: [{{case_id: x, default: true}}]\n    routes: [{{case: y, goto: a, default: true}}]\n{wf}")), 9, "routes or output_conditions, not both", "mutually exclusive"),
+        // 28. An unknown combinator.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    output_conditions:\n      - case_id: x\n        condition_group: {{combinator: nor, conditions: []}}\n{wf}")), 10, "unknown combinator `nor`", "did you mean `or`?"),
+        // 29. An unknown operator in a case.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    output_conditions:\n      - case_id: x\n        condition_group:\n          conditions: [{{eval_key: s, operator: greater, value: 1}}]\n{wf}")), 11, "unknown operator `greater`", "the operators"),
     ]
 }
 

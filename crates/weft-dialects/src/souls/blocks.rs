@@ -3,8 +3,7 @@
 //! the common fields become policies (timeout, retry) and state writes.
 
 use super::doc::{
-    COMMON, Code, Common, Condition, DispatchExit, Gate, Limits, Linear, Loop, RetryConfig,
-    Synthesize, TYPES,
+    COMMON, Code, Common, DispatchExit, Gate, Limits, Linear, Loop, RetryConfig, Synthesize, TYPES,
 };
 use super::prompt::{self, with_context};
 use super::{Compiler, ResolvedSoul};
@@ -18,14 +17,7 @@ use weft_core::ir::{
 };
 
 /// Common fields Weft does not implement yet: an error, never silently ignored.
-const NOT_YET: &[&str] = &[
-    "outputs",
-    "output_conditions",
-    "routes",
-    "exit_conditions",
-    "assertions",
-    "stall_thresholds",
-];
+const NOT_YET: &[&str] = &["outputs", "assertions", "stall_thresholds"];
 
 /// Modules a code block may import unless it lists its own (spec 001).
 const DEFAULT_IMPORTS: &[&str] = &[
@@ -44,17 +36,6 @@ const DEFAULT_IMPORTS: &[&str] = &[
 /// Default `timeout_seconds`: 300, and 30 for code (spec 001).
 const DEFAULT_TIMEOUT: u64 = 300;
 const DEFAULT_CODE_TIMEOUT: u64 = 30;
-
-/// Operators of a loop's `break_condition`.
-const OPERATORS: &[&str] = &[
-    "equals",
-    "not_equals",
-    "contains",
-    "not_contains",
-    "greater_than",
-    "less_than",
-    "exists",
-];
 
 impl Compiler<'_> {
     /// The block `id` (at `ptr`), with its state writes and policies.
@@ -179,6 +160,7 @@ impl Compiler<'_> {
             "dispatch" => self.dispatch(id, raw, ptr)?,
             _ => self.run_loop(id, raw, ptr, loops)?,
         };
+        block = self.decided(block, kind, &common, ptr)?;
         if kind != "dispatch" {
             // A path write, not a rewrite of `results`: a loop's inner blocks have
             // written theirs in the same step.
@@ -205,6 +187,108 @@ impl Compiler<'_> {
         }
         block.origin = self.map.loc(ptr);
         Some(block.with_id(id))
+    }
+
+    /// `block` followed, when its result decides its exit (`output_conditions`, `routes`
+    /// or `exit_conditions`), by that decision; the output is unchanged.
+    fn decided(&mut self, block: Block, kind: &str, common: &Common, ptr: &str) -> Option<Block> {
+        let mut cases = Vec::new();
+        let cases_ptr;
+        match (&common.output_conditions, &common.routes) {
+            (Some(_), Some(_)) => {
+                self.error(
+                    Diagnostic::error(
+                        format!("{ptr}/routes"),
+                        "a block has routes or output_conditions, not both",
+                    )
+                    .hint("spec 001: routes is \"mutually exclusive with output_conditions\""),
+                );
+                return None;
+            }
+            (Some(oc), None) => {
+                cases_ptr = format!("{ptr}/output_conditions");
+                if oc.iter().filter(|c| c.default).count() > 1 {
+                    self.error(Diagnostic::error(
+                        &cases_ptr,
+                        "output_conditions has more than one default case",
+                    ));
+                }
+                cases.extend(
+                    oc.iter()
+                        .map(|c| (c.case_id.clone(), c.condition_group.clone(), c.default)),
+                );
+            }
+            (None, Some(routes)) => {
+                cases_ptr = format!("{ptr}/routes");
+                let defaults = routes.iter().filter(|r| r.default).count();
+                if defaults != 1 {
+                    self.error(
+                        Diagnostic::error(
+                            &cases_ptr,
+                            format!("routes have {defaults} default routes"),
+                        )
+                        .hint("spec 001: routes \"requires exactly one default\""),
+                    );
+                    return None;
+                }
+                for (i, r) in routes.iter().enumerate() {
+                    self.block_ref(
+                        &r.goto,
+                        &format!("{cases_ptr}/{i}/goto"),
+                        "the route's goto",
+                    );
+                }
+                cases.extend(
+                    routes
+                        .iter()
+                        .map(|r| (r.case.clone(), r.when.clone(), r.default)),
+                );
+            }
+            (None, None) => cases_ptr = String::new(),
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for (i, (id, _, _)) in cases.iter().enumerate() {
+            if seen.contains(&id.as_str()) {
+                self.error(Diagnostic::error(
+                    format!("{cases_ptr}/{i}"),
+                    format!("two cases are named `{id}`"),
+                ));
+            }
+            seen.push(id);
+        }
+        let exit_conditions = common.exit_conditions.clone().unwrap_or_default();
+        if cases.is_empty() && exit_conditions.is_empty() {
+            return Some(block);
+        }
+        if !cases.is_empty() && !exit_conditions.is_empty() {
+            self.error(
+                Diagnostic::error(format!("{ptr}/exit_conditions"), "exit_conditions and output_conditions (or routes) would both choose this block's exit")
+                    .hint("keep one of them"),
+            );
+            return None;
+        }
+        // A code block's own exit_handle stands when no exit condition matches.
+        let fallback = if kind == "code" {
+            "{{ input.exit_handle if input is mapping and input.exit_handle is string else '' }}"
+        } else {
+            ""
+        };
+        let at = if cases.is_empty() {
+            format!("{ptr}/exit_conditions")
+        } else {
+            cases_ptr
+        };
+        let group_key = if common.routes.is_some() {
+            "when"
+        } else {
+            "condition_group"
+        };
+        let exit = self.decision_template(&cases, group_key, &exit_conditions, fallback, &at)?;
+        let decide = Block::new(BlockKind::Transform(TransformSpec {
+            output: ValueTemplate(Value::from("{{ input }}")),
+            exit: Some(Template(exit)),
+        }));
+        Some(Block::new(BlockKind::Sequence(vec![block, decide])))
     }
 
     /// Checks the common fields that refer to other blocks, and their bounds.
@@ -711,7 +795,7 @@ impl Compiler<'_> {
             stops.push(format!("exit != {}", Value::from(x.as_str())));
         }
         if let Some(c) = &l.break_condition {
-            stops.push(self.condition(c, &format!("{ptr}/break_condition"))?);
+            stops.push(self.break_expr(c, &format!("{ptr}/break_condition"))?);
         }
         Some(Block::new(BlockKind::Loop(LoopSpec {
             body: Box::new(Block::new(BlockKind::Sequence(steps))),
@@ -720,42 +804,6 @@ impl Compiler<'_> {
             until: (!stops.is_empty()).then(|| Expr(stops.join(" or "))),
             fail_at_max: false,
         })))
-    }
-
-    /// A `break_condition` as an expression over the last inner block's `output`.
-    fn condition(&mut self, c: &Condition, ptr: &str) -> Option<String> {
-        let subject = match &c.eval_key {
-            None => "output".to_owned(),
-            Some(k) => format!(
-                "(fromjson(output) if output is string and output.strip().startswith('{{') else output)[{}]",
-                Value::from(k.as_str())
-            ),
-        };
-        let value = match &c.value {
-            Value::Null => "none".to_owned(),
-            v => v.to_string(),
-        };
-        Some(match c.operator.as_str() {
-            "equals" => format!("({subject}) == {value}"),
-            "not_equals" => format!("({subject}) != {value}"),
-            "contains" => format!("{value} in text({subject})"),
-            "not_contains" => format!("{value} not in text({subject})"),
-            "greater_than" => format!("({subject}) > {value}"),
-            "less_than" => format!("({subject}) < {value}"),
-            "exists" => format!("(({subject}) is defined and ({subject}) is not none)"),
-            other => {
-                let d = Diagnostic::error(
-                    format!("{ptr}/operator"),
-                    format!("unknown operator `{other}`"),
-                );
-                self.error(d.hint_closest(
-                    other,
-                    OPERATORS.iter().copied(),
-                    format!("the operators: {}", OPERATORS.join(", ")),
-                ));
-                return None;
-            }
-        })
     }
 }
 

@@ -3,6 +3,7 @@
 //! transitions. Each block type's own keys are listed beside the common ones, so a key
 //! that belongs to neither is reported with the closest known one.
 
+use super::conditions::{CaseDef, ExitCondition, RouteDef};
 use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::Value;
@@ -157,6 +158,12 @@ pub(super) struct Common {
     pub timeout_seconds: Option<u64>,
     #[serde(default)]
     pub limits: Option<Limits>,
+    #[serde(default)]
+    pub output_conditions: Option<Vec<CaseDef>>,
+    #[serde(default)]
+    pub routes: Option<Vec<RouteDef>>,
+    #[serde(default)]
+    pub exit_conditions: Option<Vec<ExitCondition>>,
 }
 
 /// `depends`: one block id or several.
@@ -276,7 +283,9 @@ pub(super) struct Loop {
     #[serde(default = "default_rounds")]
     pub max_rounds: u32,
     #[serde(default)]
-    pub break_condition: Option<Condition>,
+    /// A `ConditionDef` or a `ConditionGroupDef` (read by the compiler, which can tell
+    /// which one was meant and say precisely what is wrong with it).
+    pub break_condition: Option<Value>,
     #[serde(default)]
     pub carry_context: Option<CarryContext>,
     #[serde(default)]
@@ -287,17 +296,6 @@ pub(super) struct Loop {
 
 fn default_rounds() -> u32 {
     5
-}
-
-/// `{eval_key, operator, value}`: a test of the last inner block's output.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct Condition {
-    #[serde(default)]
-    pub eval_key: Option<String>,
-    pub operator: String,
-    #[serde(default)]
-    pub value: Value,
 }
 
 /// `carry_context`.

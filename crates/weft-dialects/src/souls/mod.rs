@@ -7,6 +7,7 @@
 //! run state is the one that tool keeps: `results`, `shared_memory`, `metadata`.
 
 mod blocks;
+mod conditions;
 mod doc;
 mod prompt;
 
@@ -310,18 +311,44 @@ impl Compiler<'_> {
                 }
             }
         }
+        for (id, raw) in self.raw_blocks.clone() {
+            for r in raw
+                .get("routes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let case = r
+                    .get("case")
+                    .or_else(|| r.get("case_id"))
+                    .and_then(Value::as_str);
+                if let (Some(case), Some(goto)) = (case, r.get("goto").and_then(Value::as_str)) {
+                    on_exit.push(edge(&id, goto, Some(case)));
+                }
+            }
+        }
         on_exit.extend(plain);
         on_exit
     }
 
-    /// The exits a block declares (a gate's are `pass` and `fail`), if it declares any.
+    /// The exits a block declares (a gate's are `pass` and `fail`; cases and exit
+    /// conditions name theirs), if it declares any.
     fn exits_of(&self, id: &str) -> Option<Vec<String>> {
         let raw = self.raw_blocks.get(id)?;
-        let declared: Option<Vec<String>> = raw.get("exits").and_then(Value::as_array).map(|a| {
-            a.iter()
-                .filter_map(|e| e.get("id").and_then(Value::as_str).map(str::to_owned))
+        let named = |list: &str, key: &str| -> Vec<String> {
+            raw.get(list)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.get(key).and_then(Value::as_str).map(str::to_owned))
                 .collect()
-        });
+        };
+        let mut all = named("exits", "id");
+        all.extend(named("output_conditions", "case_id"));
+        all.extend(named("routes", "case"));
+        all.extend(named("routes", "case_id"));
+        all.extend(named("exit_conditions", "exit_handle"));
+        let declared = (!all.is_empty()).then_some(all);
         match raw.get("type").and_then(Value::as_str) {
             Some("gate") => Some(declared.unwrap_or_else(|| vec!["pass".into(), "fail".into()])),
             _ => declared,
