@@ -652,3 +652,77 @@ async fn exit_conditions_map_the_output_text_to_an_exit() {
         assert_eq!(ran.output(), &json!(reached), "{task}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_block_runs_a_child_file_with_its_inputs_and_outputs() {
+    // 001, workflow: "Executes a child workflow as a sub-step"; "inputs | Interface name
+    // to parent state path mapping. Keys must not contain dots."; "outputs | Parent path
+    // to interface name mapping. Values must not contain dots."; "on_error | "raise"
+    // (propagate error) or "catch" (absorb error, continue parent)".
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("summarizer.yaml"),
+        "version: \"1.0\"\nblocks:\n  summarize:\n    type: code\n    code: |\n      def main(data):\n          topic = data[\"shared_memory\"][\"topic\"]\n          if topic == \"boom\":\n              raise ValueError(\"cannot summarize\")\n          return {\"summary\": topic.upper()}\nworkflow: {name: summarizer, entry: summarize}\n",
+    )
+    .unwrap();
+    let parent = |on_error: &str| {
+        format!(
+            "version: \"1.0\"\nblocks:\n  research:\n    type: code\n    code: |\n      def main(data):\n          return data[\"metadata\"][\"topic\"]\n  sub:\n    type: workflow\n    workflow_ref: summarizer\n    inputs: {{topic: results.research}}\n    outputs: {{shared_memory.summary: summarize}}\n    on_error: {on_error}\nworkflow:\n  name: parent\n  entry: research\n  transitions:\n    - {{from: research, to: sub}}\n    - {{from: sub, to: null}}\n"
+        )
+    };
+    let task = |topic: &str| json!({"instruction": "t", "metadata": {"topic": topic}});
+    let ran = run_in(&parent("raise"), task("rust"), None, dir.path()).await;
+    assert_eq!(
+        ran.result.status,
+        RunStatus::Completed,
+        "{:?}",
+        ran.result.error
+    );
+    assert_eq!(
+        ran.result.state["results"]["sub"],
+        json!({"summary": "RUST"})
+    );
+    assert_eq!(
+        ran.result.state["shared_memory"]["summary"],
+        json!({"summary": "RUST"})
+    );
+    assert!(
+        ran.result.state["results"].get("summarize").is_none(),
+        "the child's results stay its own"
+    );
+
+    let ran = run_in(&parent("raise"), task("boom"), None, dir.path()).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    assert!(
+        ran.result
+            .error
+            .clone()
+            .unwrap()
+            .message
+            .contains("cannot summarize")
+    );
+    let ran = run_in(&parent("catch"), task("boom"), None, dir.path()).await;
+    assert_eq!(
+        ran.result.status,
+        RunStatus::Completed,
+        "{:?}",
+        ran.result.error
+    );
+    assert!(
+        ran.result.state["results"]["sub"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot summarize")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_that_runs_itself_is_refused_at_load() {
+    // 001, workflow: "max_depth | int | none | Maximum nesting depth limit (default
+    // engine limit is 10)".
+    let dir = tempfile::tempdir().unwrap();
+    let text = "version: \"1.0\"\nblocks:\n  again:\n    type: workflow\n    workflow_ref: loop\n    max_depth: 3\nworkflow: {name: loop, entry: again}\n";
+    std::fs::write(dir.path().join("loop.yaml"), text).unwrap();
+    let e = weft_dialects::load_str(text, "loop.yaml", Some(dir.path()), None).unwrap_err();
+    assert!(e.render().contains("nest deeper than 3"), "{}", e.render());
+}

@@ -37,8 +37,8 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         (doc(&format!("blocks:\n  a:\n    type: loop\n    inner_block_refs: [b]\n    break_condition: {{eval_key: s, operator: equal, value: 1}}\n  b:\n    type: linear\n    soul_ref: writer\n{wf}")), 8, "unknown operator `equal`", "did you mean `equals`?"),
         // 13. A common field Weft does not run yet.
         (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    assertions: []\n{wf}")), 8, "`assertions` is not supported by Weft yet", "docs/dialects/souls.md"),
-        // 14. A child workflow block.
-        (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: child\n{wf}")), 6, "`workflow` blocks", "inline the child"),
+        // 14. A child workflow that is nowhere.
+        (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: child\n{wf}")), 7, "no workflow file for `child`", "workflows/"),
         // 15. Code without main.
         (doc(&format!("blocks:\n  a:\n    type: code\n    code: |\n      def run(data):\n          return 1\n{wf}")), 7, "defines no `main` function", "def main(data)"),
         // 16. An unknown retry backoff.
@@ -69,6 +69,12 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    output_conditions:\n      - case_id: x\n        condition_group: {{combinator: nor, conditions: []}}\n{wf}")), 10, "unknown combinator `nor`", "did you mean `or`?"),
         // 29. An unknown operator in a case.
         (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    output_conditions:\n      - case_id: x\n        condition_group:\n          conditions: [{{eval_key: s, operator: greater, value: 1}}]\n{wf}")), 11, "unknown operator `greater`", "the operators"),
+        // 30. An interface name with a dot.
+        (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: child\n    inputs: {{topic.name: results.a}}\n{wf}")), 8, "contains a dot", "no dots"),
+        // 31. An output path outside the run state.
+        (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: child\n    outputs: {{summary: s}}\n{wf}")), 8, "`summary` is not a path into the run state", "results, shared_memory or metadata"),
+        // 32. An unknown on_error.
+        (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: child\n    on_error: ignore\n{wf}")), 8, "unknown on_error `ignore`", "raise or catch"),
     ]
 }
 

@@ -1,9 +1,11 @@
 //! Each block type as core IR: `linear`, `gate`, `synthesize` and `dispatch` call their
-//! souls' models, `code` runs sandboxed Python, `loop` runs its inner blocks in rounds;
-//! the common fields become policies (timeout, retry) and state writes.
+//! souls' models, `code` runs sandboxed Python, `loop` runs its inner blocks in rounds,
+//! `workflow` runs a child workflow file; the common fields become policies (timeout,
+//! retry, budget), exit decisions and state writes.
 
 use super::doc::{
-    COMMON, Code, Common, DispatchExit, Gate, Limits, Linear, Loop, RetryConfig, Synthesize, TYPES,
+    COMMON, ChildWorkflow, Code, Common, DispatchExit, Gate, Limits, Linear, Loop, RetryConfig,
+    Synthesize, TYPES,
 };
 use super::prompt::{self, with_context};
 use super::{Compiler, ResolvedSoul};
@@ -13,7 +15,7 @@ use serde_json::{Value, json};
 use weft_core::Diagnostic;
 use weft_core::ir::{
     Block, BlockKind, Budget, CodeLimits, CodeSpec, Expr, LlmSpec, LoopSpec, OnError, ParallelSpec,
-    Retry, SourceLines, Template, TransformSpec, ValueTemplate,
+    Rescue, Retry, SourceLines, SubFlowSpec, Template, TransformSpec, ValueTemplate,
 };
 
 /// Common fields Weft does not implement yet: an error, never silently ignored.
@@ -83,7 +85,8 @@ impl Compiler<'_> {
         let mut ok = true;
         for key in obj.keys() {
             let key = key.as_str();
-            if NOT_YET.contains(&key) {
+            // A workflow block's `inputs` and `outputs` are its own mappings.
+            if NOT_YET.contains(&key) && !(kind == "workflow" && key == "outputs") {
                 ok = false;
                 self.error(
                     Diagnostic::error(format!("{ptr}/{key}"), format!("`{key}` is not supported by Weft yet"))
@@ -103,20 +106,15 @@ impl Compiler<'_> {
                 ));
             }
         }
-        if kind == "workflow" {
-            self.error(
-                Diagnostic::error(
-                    format!("{ptr}/type"),
-                    "`workflow` blocks (child workflow files) are not supported by Weft yet",
-                )
-                .hint("inline the child workflow's blocks for now"),
-            );
-            return None;
-        }
         let mut common_fields = obj.clone();
         if kind == "dispatch" {
             // A dispatch's `exits` are its branches, read below.
             common_fields.remove("exits");
+        }
+        if kind == "workflow" {
+            // A workflow block's `inputs` and `outputs` map state paths, read below.
+            common_fields.remove("inputs");
+            common_fields.remove("outputs");
         }
         let common: Common = self.parse(&Value::Object(common_fields), ptr)?;
         if !ok {
@@ -158,6 +156,7 @@ impl Compiler<'_> {
                 llm(&soul, with_context(&literal(prompt::SYNTHESIZE), &parts))
             }
             "dispatch" => self.dispatch(id, raw, ptr)?,
+            "workflow" => self.workflow(raw, ptr)?,
             _ => self.run_loop(id, raw, ptr, loops)?,
         };
         block = self.decided(block, kind, &common, ptr)?;
@@ -585,6 +584,112 @@ impl Compiler<'_> {
         ])))
     }
 
+    /// `workflow`: a child workflow file run as a sub-flow. `inputs` (interface name ->
+    /// parent state path) become the child's `shared_memory`; `outputs` (parent state
+    /// path -> interface name, a child block's id) copy the child's results back; the
+    /// output is the child's last output.
+    fn workflow(&mut self, raw: &Value, ptr: &str) -> Option<Block> {
+        let w: ChildWorkflow = self.parse(raw, ptr)?;
+        let max_depth = w.max_depth.unwrap_or(DEFAULT_MAX_DEPTH);
+        if max_depth == 0 {
+            self.error(Diagnostic::error(
+                format!("{ptr}/max_depth"),
+                "max_depth must be at least 1",
+            ));
+            return None;
+        }
+        let catch = match w.on_error.as_deref() {
+            None | Some("raise") => false,
+            Some("catch") => true,
+            Some(other) => {
+                let d = Diagnostic::error(
+                    format!("{ptr}/on_error"),
+                    format!("unknown on_error `{other}`"),
+                );
+                self.error(d.hint_closest(other, ["raise", "catch"], "on_error: raise or catch"));
+                return None;
+            }
+        };
+        let mut shared = serde_json::Map::new();
+        for (name, path) in w.inputs.iter().flatten() {
+            let iptr = weft_core::validate::child_pointer(&format!("{ptr}/inputs"), name);
+            if name.contains('.') {
+                self.error(
+                    Diagnostic::error(&iptr, format!("the interface name `{name}` contains a dot"))
+                        .hint(
+                            "spec 001: inputs map interface names (no dots) to parent state paths",
+                        ),
+                );
+            }
+            if !state_path(path) {
+                self.error(
+                    Diagnostic::error(&iptr, format!("`{path}` is not a path into the run state"))
+                        .hint("a path starts with results, shared_memory or metadata: results.research"),
+                );
+            }
+            shared.insert(
+                name.clone(),
+                Value::from(format!(
+                    "{{{{ at_path(state, {}) }}}}",
+                    Value::from(path.as_str())
+                )),
+            );
+        }
+        let mut writes = IndexMap::new();
+        for (path, name) in w.outputs.iter().flatten() {
+            let optr = weft_core::validate::child_pointer(&format!("{ptr}/outputs"), path);
+            if name.contains('.') {
+                self.error(
+                    Diagnostic::error(&optr, format!("the interface name `{name}` contains a dot"))
+                        .hint(
+                            "spec 001: outputs map parent state paths to interface names (no dots)",
+                        ),
+                );
+            }
+            if !state_path(path) {
+                self.error(
+                    Diagnostic::error(&optr, format!("`{path}` is not a path into the run state"))
+                        .hint("a path starts with results, shared_memory or metadata: results.summary"),
+                );
+            }
+            writes.insert(
+                path.clone(),
+                ValueTemplate(Value::from(format!(
+                    "{{{{ output.results[{}] }}}}",
+                    Value::from(name.as_str())
+                ))),
+            );
+        }
+        let flow =
+            self.child_workflow(&w.workflow_ref, max_depth, &format!("{ptr}/workflow_ref"))?;
+        let mut call = Block::new(BlockKind::SubFlow(SubFlowSpec {
+            flow,
+            share_state: false,
+        }));
+        call.data.input = Some(ValueTemplate(json!({
+            "shared_memory": Value::Object(shared),
+            "metadata": "{{ state.metadata }}",
+        })));
+        call.data.set = writes;
+        if catch {
+            // The parent goes on; the block's output says what went wrong.
+            call.policy.rescue.push(Rescue {
+                when: Vec::new(),
+                then: Block::new(BlockKind::Transform(TransformSpec {
+                    output: ValueTemplate(
+                        json!({"output": {"error": "{{ error.message }}"}, "results": {}}),
+                    ),
+                    exit: None,
+                })),
+            });
+        }
+        let unwrap = Block::new(BlockKind::Transform(TransformSpec {
+            output: ValueTemplate(Value::from("{{ input.output }}")),
+            exit: None,
+        }));
+        Some(Block::new(BlockKind::Sequence(vec![call, unwrap])))
+    }
+
     /// `dispatch`: one soul per exit, all at once; results per exit and combined.
     fn dispatch(&mut self, id: &str, raw: &Value, ptr: &str) -> Option<Block> {
         let Some(exits) = raw.get("exits") else {
@@ -805,6 +910,16 @@ impl Compiler<'_> {
             fail_at_max: false,
         })))
     }
+}
+
+/// Child workflows nest at most this deep unless a block says otherwise (spec 001).
+const DEFAULT_MAX_DEPTH: u32 = 10;
+
+/// Whether `path` is a dotted path into one of the run state's three parts.
+fn state_path(path: &str) -> bool {
+    let mut parts = path.split('.');
+    matches!(parts.next(), Some("results" | "shared_memory" | "metadata"))
+        && parts.all(|p| !p.is_empty())
 }
 
 /// A model call by `soul` with the user message `prompt` (a template).

@@ -258,6 +258,22 @@ pub(super) struct Code {
     pub allowed_imports: Option<Vec<String>>,
 }
 
+/// `workflow`: a child workflow file.
+#[derive(Debug, Deserialize)]
+pub(super) struct ChildWorkflow {
+    pub workflow_ref: String,
+    /// Interface name -> parent state path.
+    #[serde(default)]
+    pub inputs: Option<IndexMap<String, String>>,
+    /// Parent state path -> interface name.
+    #[serde(default)]
+    pub outputs: Option<IndexMap<String, String>>,
+    #[serde(default)]
+    pub max_depth: Option<u32>,
+    #[serde(default)]
+    pub on_error: Option<String>,
+}
+
 /// `synthesize`.
 #[derive(Debug, Deserialize)]
 pub(super) struct Synthesize {

@@ -36,6 +36,17 @@ pub fn compile(
     map: &SourceMap,
     base_dir: Option<&Path>,
 ) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
+    compile_at(doc, map, base_dir, 0)
+}
+
+/// Compiles a workflow `depth` levels below the file `weft run` was given (0: that
+/// file; above 0, a child run by a `workflow` block).
+fn compile_at(
+    doc: Value,
+    map: &SourceMap,
+    base_dir: Option<&Path>,
+    depth: u32,
+) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
     let file: SoulsDoc = serde_path_to_error::deserialize(doc)
         .map_err(|e| vec![map.locate(crate::native::serde_diagnostic(&e))])?;
     let mut c = Compiler {
@@ -48,6 +59,8 @@ pub fn compile(
         ids: file.blocks.keys().cloned().collect(),
         dispatch_keys: Vec::new(),
         raw_blocks: file.blocks.clone(),
+        depth,
+        flows: IndexMap::new(),
     };
     let flow = c.flow(&file);
     let (errors, warnings): (Vec<_>, Vec<_>) = c
@@ -83,6 +96,10 @@ pub(super) struct Compiler<'a> {
     /// `"<dispatch>.<exit>"` result keys.
     dispatch_keys: Vec<String>,
     raw_blocks: IndexMap<String, Value>,
+    /// How many `workflow` blocks lead to this file.
+    depth: u32,
+    /// Child workflows, by flow name.
+    flows: IndexMap<String, Flow>,
 }
 
 impl Compiler<'_> {
@@ -201,7 +218,9 @@ impl Compiler<'_> {
             max_steps: None,
             isolate: false,
         };
-        // The task may bring `metadata` and `shared_memory` of its own.
+        // The task (or, for a child workflow, its parent's `workflow` block) may bring
+        // `metadata` and `shared_memory` of its own.
+        let source = if self.depth == 0 { "initial" } else { "input" };
         let mut start = Block::new(BlockKind::Transform(TransformSpec {
             output: ValueTemplate(Value::from("{{ input }}")),
             exit: None,
@@ -210,7 +229,7 @@ impl Compiler<'_> {
             start.data.set.insert(
                 key.into(),
                 ValueTemplate(Value::from(format!(
-                    "{{{{ initial.{key} if initial is mapping and initial.{key} is mapping else {{}} }}}}"
+                    "{{{{ {source}.{key} if {source} is mapping and {source}.{key} is mapping else {{}} }}}}"
                 ))),
             );
         }
@@ -218,10 +237,20 @@ impl Compiler<'_> {
             that: weft_core::ir::Expr("initial is string or (initial is mapping and initial.instruction is string)".into()),
             message: Some("a souls workflow runs a task: give it as text (--input '\"Write a haiku\"') or as {instruction, context?}".into()),
         });
-        let root = Block::new(BlockKind::Sequence(vec![
+        let mut steps = vec![
             start.with_id("task"),
             Block::new(BlockKind::Graph(graph)).with_id("workflow"),
-        ]));
+        ];
+        if self.depth > 0 {
+            // A child hands its parent its last output and its results.
+            steps.push(Block::new(BlockKind::Transform(TransformSpec {
+                output: ValueTemplate(
+                    json!({"output": "{{ input }}", "results": "{{ state.results }}"}),
+                ),
+                exit: None,
+            })));
+        }
+        let root = Block::new(BlockKind::Sequence(steps));
         let name = file
             .workflow
             .name
@@ -229,6 +258,7 @@ impl Compiler<'_> {
             .unwrap_or_else(|| "souls".to_owned());
         let mut flow = Flow::new(name, root);
         flow.state = Some(json!({"results": {}, "shared_memory": {}, "metadata": {}}));
+        flow.flows = std::mem::take(&mut self.flows);
         Some(flow)
     }
 
@@ -451,6 +481,76 @@ impl Compiler<'_> {
             temperature: soul.temperature.or(self.config.temperature),
             max_tokens: soul.max_tokens.or(self.config.max_tokens),
         })
+    }
+}
+
+impl Compiler<'_> {
+    /// The child workflow `reference` (a file `<reference>.yaml` beside this one, or in
+    /// `workflows/`), compiled into this flow's `flows`; its flow name.
+    pub(super) fn child_workflow(
+        &mut self,
+        reference: &str,
+        max_depth: u32,
+        ptr: &str,
+    ) -> Option<String> {
+        let name = format!("workflow {reference}");
+        if self.flows.contains_key(&name) {
+            return Some(name);
+        }
+        if self.depth + 1 > max_depth {
+            self.error(
+                Diagnostic::error(ptr, format!("child workflows nest deeper than {max_depth} levels here; does `{reference}` run itself?"))
+                    .hint("max_depth (default 10) bounds how deeply workflow blocks nest"),
+            );
+            return None;
+        }
+        let dir = self.base_dir.unwrap_or(Path::new("."));
+        let candidates: Vec<std::path::PathBuf> = ["", "workflows/"]
+            .iter()
+            .flat_map(|sub| {
+                let base = dir.join(format!("{sub}{reference}"));
+                [
+                    base.with_extension("yaml"),
+                    base.with_extension("yml"),
+                    base,
+                ]
+            })
+            .collect();
+        let Some(path) = candidates.iter().find(|p| p.is_file()) else {
+            self.error(
+                Diagnostic::error(ptr, format!("no workflow file for `{reference}`")).hint(
+                    format!("looked for {reference}.yaml beside this file and in workflows/"),
+                ),
+            );
+            return None;
+        };
+        let loaded = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))
+            .and_then(|text| {
+                let (v, m) = crate::source_map::parse(&text)
+                    .map_err(|d| d.render(&path.display().to_string()))?;
+                compile_at(v, &m, path.parent(), self.depth + 1)
+                    .map(|(f, _)| f)
+                    .map_err(|ds| {
+                        ds.iter()
+                            .map(|d| d.render(&path.display().to_string()))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+            });
+        match loaded {
+            Ok(flow) => {
+                self.flows.insert(name.clone(), flow);
+                Some(name)
+            }
+            Err(m) => {
+                self.error(Diagnostic::error(
+                    ptr,
+                    format!("the workflow `{reference}` does not load:\n{m}"),
+                ));
+                None
+            }
+        }
     }
 }
 
