@@ -726,3 +726,88 @@ async fn a_workflow_that_runs_itself_is_refused_at_load() {
     let e = weft_dialects::load_str(text, "loop.yaml", Some(dir.path()), None).unwrap_err();
     assert!(e.render().contains("nest deeper than 3"), "{}", e.render());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn string_assertions_fail_a_block_whose_output_does_not_hold() {
+    // 001, common fields: "assertions | List[Dict[str, Any]] | Block-level quality
+    // assertions"; the checks are read as `{type, value}` (docs/dialects/souls.md).
+    let text = |checks: &str| {
+        flow(&format!(
+            "blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    assertions:\n{checks}workflow:\n  name: w\n  entry: a\n"
+        ))
+    };
+    let s = answering(|_, _| "Rust is safe. Rust is fast.".into()).await;
+    let ok = text(
+        "      - {type: contains, value: safe}\n      - {type: not-icontains, value: SLOW}\n      - {type: word-count, value: {min: 3, max: 10}}\n      - {type: contains-any, value: [fast, quick]}\n      - {type: regex, value: \"^Rust\"}\n",
+    );
+    let ran = run(&ok, json!("Describe Rust"), Some(&s)).await;
+    assert_eq!(
+        ran.result.status,
+        RunStatus::Completed,
+        "{:?}",
+        ran.result.error
+    );
+    let bad = text("      - {type: contains-all, value: [safe, cheap]}\n");
+    let ran = run(&bad, json!("Describe Rust"), Some(&s)).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    let e = ran.result.error.clone().unwrap();
+    assert!(e.message.contains("contains-all"), "{}", e.message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_llm_judge_passes_or_fails_the_output() {
+    // The issue: "`assertions` (including an LLM judge)". The judge answers a verdict
+    // {pass, score, reason} (structured output); a threshold bounds the score.
+    let server = FakeServer::start_with(Wire::OpenAi, std::time::Duration::ZERO, |r| {
+        if user_message(r).starts_with("Judge") {
+            let draft = user_message(r);
+            let good = draft.contains("sources: 2");
+            Reply::text(if good {
+                "{\"pass\": true, \"score\": 0.9, \"reason\": \"cites\"}"
+            } else {
+                "{\"pass\": true, \"score\": 0.4, \"reason\": \"weak\"}"
+            })
+        } else if user_message(r).contains("good") {
+            Reply::text("Answer (sources: 2)")
+        } else {
+            Reply::text("Answer")
+        }
+    })
+    .await;
+    let text = flow(
+        "blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    assertions:\n      - type: llm_judge\n        value: The answer cites its sources.\n        threshold: 0.8\n        config: {judge_soul: reviewer}\nworkflow:\n  name: w\n  entry: a\n",
+    );
+    let ran = run(&text, json!("a good answer"), Some(&server)).await;
+    assert_eq!(
+        ran.result.status,
+        RunStatus::Completed,
+        "{:?}",
+        ran.result.error
+    );
+    assert_eq!(
+        ran.output(),
+        &json!("Answer (sources: 2)"),
+        "the output passes on unchanged"
+    );
+    let judged = server
+        .received()
+        .iter()
+        .find(|r| user_message(r).starts_with("Judge"))
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        system_message(&judged).as_deref(),
+        Some("You review text strictly.")
+    );
+    assert!(
+        judged.body["response_format"].to_string().contains("score"),
+        "structured output"
+    );
+    let ran = run(&text, json!("a poor answer"), Some(&server)).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    assert!(
+        ran.result.error.clone().unwrap().message.contains("judge"),
+        "{:?}",
+        ran.result.error
+    );
+}

@@ -36,7 +36,7 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         // 12. An unknown break_condition operator.
         (doc(&format!("blocks:\n  a:\n    type: loop\n    inner_block_refs: [b]\n    break_condition: {{eval_key: s, operator: equal, value: 1}}\n  b:\n    type: linear\n    soul_ref: writer\n{wf}")), 8, "unknown operator `equal`", "did you mean `equals`?"),
         // 13. A common field Weft does not run yet.
-        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    assertions: []\n{wf}")), 8, "`assertions` is not supported by Weft yet", "docs/dialects/souls.md"),
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    stall_thresholds: {{llm: 30}}\n{wf}")), 8, "`stall_thresholds` is not supported by Weft yet", "docs/dialects/souls.md"),
         // 14. A child workflow that is nowhere.
         (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: child\n{wf}")), 7, "no workflow file for `child`", "workflows/"),
         // 15. Code without main.
@@ -75,6 +75,10 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: child\n    outputs: {{summary: s}}\n{wf}")), 8, "`summary` is not a path into the run state", "results, shared_memory or metadata"),
         // 32. An unknown on_error.
         (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: child\n    on_error: ignore\n{wf}")), 8, "unknown on_error `ignore`", "raise or catch"),
+        // 33. An unknown assertion type.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    assertions:\n      - {{type: contain, value: x}}\n{wf}")), 9, "unknown assertion type `contain`", "did you mean `contains`?"),
+        // 34. A judge on a gate.
+        (doc(&format!("blocks:\n  a:\n    type: gate\n    soul_ref: writer\n    eval_key: a\n    assertions:\n      - {{type: llm_judge, value: Is it fair?}}\n{wf}")), 10, "chooses an exit", "judge the block's output"),
     ]
 }
 

@@ -19,7 +19,7 @@ use weft_core::ir::{
 };
 
 /// Common fields Weft does not implement yet: an error, never silently ignored.
-const NOT_YET: &[&str] = &["outputs", "assertions", "stall_thresholds"];
+const NOT_YET: &[&str] = &["outputs", "stall_thresholds"];
 
 /// Modules a code block may import unless it lists its own (spec 001).
 const DEFAULT_IMPORTS: &[&str] = &[
@@ -160,6 +160,13 @@ impl Compiler<'_> {
             _ => self.run_loop(id, raw, ptr, loops)?,
         };
         block = self.decided(block, kind, &common, ptr)?;
+        if let Some(list) = obj.get("assertions") {
+            let chooses_exit = matches!(kind, "gate" | "loop" | "code")
+                || common.output_conditions.is_some()
+                || common.routes.is_some()
+                || common.exit_conditions.is_some();
+            block = self.assertions(block, list, chooses_exit, &format!("{ptr}/assertions"))?;
+        }
         if kind != "dispatch" {
             // A path write, not a rewrite of `results`: a loop's inner blocks have
             // written theirs in the same step.

@@ -6,6 +6,7 @@
 //! output to `state.results[<id>]` (a dispatch also `results["<id>.<exit>"]`), so the
 //! run state is the one that tool keeps: `results`, `shared_memory`, `metadata`.
 
+mod assertions;
 mod blocks;
 mod conditions;
 mod doc;
@@ -443,6 +444,18 @@ impl Compiler<'_> {
                 }
             }
         };
+        self.resolve(soul, id, ptr)
+    }
+
+    /// A soul written inline where it is used (an assertion's `judge_soul`).
+    fn inline_soul(&mut self, v: &Value, ptr: &str) -> Option<ResolvedSoul> {
+        let soul: Soul = self.parse(v, ptr)?;
+        let id = soul.id.clone().unwrap_or_else(|| "judge".to_owned());
+        self.resolve(soul, &id, ptr)
+    }
+
+    /// A parsed soul with the file's `config` defaults applied.
+    fn resolve(&mut self, soul: Soul, id: &str, ptr: &str) -> Option<ResolvedSoul> {
         if soul.tools.as_ref().is_some_and(|t| !t.is_empty()) || soul.max_tool_iterations.is_some()
         {
             self.error(
