@@ -811,3 +811,25 @@ async fn an_llm_judge_passes_or_fails_the_output() {
         ran.result.error
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_budget_covers_every_block() {
+    // The issue: budgets "enforced before each model call and rolled up to parent
+    // blocks"; a workflow's own `limits` bound the whole run (docs/dialects/souls.md).
+    let server = answering(|_, _| "an answer of some length".into()).await;
+    // Each call is estimated at its prompt plus the soul's 100 max_tokens, so the
+    // second call would pass the cap once the first one's usage is counted.
+    let text = format!(
+        "version: \"1.0\"\nconfig: {{provider: openai, model_name: gpt-4o-mini}}\nsouls:\n  capped: {{system_prompt: Review., max_tokens: 100}}\n{}",
+        "limits: {token_cap: 110}\nblocks:\n  a:\n    type: linear\n    soul_ref: capped\n  b:\n    type: linear\n    soul_ref: capped\n  c:\n    type: linear\n    soul_ref: capped\nworkflow:\n  name: w\n  entry: a\n  transitions: [{from: a, to: b}, {from: b, to: c}]\n",
+    );
+    let ran = run(&text, json!("Review."), Some(&server)).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    let e = ran.result.error.clone().unwrap();
+    assert!(e.message.contains("token"), "{}", e.message);
+    let calls = server.received().len();
+    assert!(
+        (1..3).contains(&calls),
+        "stopped before the call over the cap: {calls} calls"
+    );
+}

@@ -347,7 +347,7 @@ impl Compiler<'_> {
     }
 
     /// `limits` as the block's budget, checked before each model call inside it.
-    fn budget(&mut self, l: &Limits, ptr: &str) -> Option<Budget> {
+    pub(super) fn budget(&mut self, l: &Limits, ptr: &str) -> Option<Budget> {
         let mut ok = true;
         if let Some(s) = l.max_duration_seconds
             && !(1..=86_400).contains(&s)

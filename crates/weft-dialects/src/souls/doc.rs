@@ -26,6 +26,40 @@ pub(super) struct SoulsDoc {
     pub souls: IndexMap<String, Value>,
     pub blocks: IndexMap<String, Value>,
     pub workflow: WorkflowDoc,
+    /// The whole run's budget.
+    #[serde(default)]
+    pub limits: Option<WorkflowLimits>,
+    /// Whether the tool lists the workflow as enabled; it does not change a run.
+    #[serde(default, rename = "enabled")]
+    pub _enabled: Option<bool>,
+}
+
+/// Top-level `limits`: a block's `limits`, for the whole run, and when to warn.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WorkflowLimits {
+    #[serde(default)]
+    pub max_duration_seconds: Option<u64>,
+    #[serde(default)]
+    pub cost_cap_usd: Option<f64>,
+    #[serde(default)]
+    pub token_cap: Option<u64>,
+    #[serde(default)]
+    pub on_exceed: Option<String>,
+    #[serde(default)]
+    pub warn_at_pct: Option<f64>,
+}
+
+impl WorkflowLimits {
+    /// The caps, as a block's limits.
+    pub fn caps(&self) -> Limits {
+        Limits {
+            max_duration_seconds: self.max_duration_seconds,
+            cost_cap_usd: self.cost_cap_usd,
+            token_cap: self.token_cap,
+            on_exceed: self.on_exceed.clone(),
+        }
+    }
 }
 
 /// Defaults for every soul.
@@ -68,6 +102,13 @@ pub(super) struct Soul {
     pub tools: Option<Vec<Value>>,
     #[serde(default)]
     pub max_tool_iterations: Option<u32>,
+    #[serde(default)]
+    pub required_tool_calls: Option<Vec<Value>>,
+    /// Editor decorations: read, not used.
+    #[serde(default, rename = "avatar_color")]
+    pub _avatar_color: Option<String>,
+    #[serde(default, rename = "modified_at")]
+    pub _modified_at: Option<String>,
 }
 
 /// `workflow:`.

@@ -260,6 +260,15 @@ impl Compiler<'_> {
         let mut flow = Flow::new(name, root);
         flow.state = Some(json!({"results": {}, "shared_memory": {}, "metadata": {}}));
         flow.flows = std::mem::take(&mut self.flows);
+        if let Some(l) = &file.limits {
+            if l.warn_at_pct.is_some_and(|p| !(0.0..=1.0).contains(&p)) {
+                self.error(Diagnostic::error(
+                    "/limits/warn_at_pct",
+                    "warn_at_pct is a fraction from 0 to 1",
+                ));
+            }
+            flow.budget = self.budget(&l.caps(), "/limits");
+        }
         Some(flow)
     }
 
@@ -456,7 +465,12 @@ impl Compiler<'_> {
 
     /// A parsed soul with the file's `config` defaults applied.
     fn resolve(&mut self, soul: Soul, id: &str, ptr: &str) -> Option<ResolvedSoul> {
-        if soul.tools.as_ref().is_some_and(|t| !t.is_empty()) || soul.max_tool_iterations.is_some()
+        if soul.tools.as_ref().is_some_and(|t| !t.is_empty())
+            || soul.max_tool_iterations.is_some()
+            || soul
+                .required_tool_calls
+                .as_ref()
+                .is_some_and(|t| !t.is_empty())
         {
             self.error(
                 Diagnostic::error(
