@@ -833,3 +833,40 @@ async fn a_workflow_budget_covers_every_block() {
         "stopped before the call over the cap: {calls} calls"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outputs_declare_the_fields_of_a_block_s_result() {
+    // 001, common fields: "outputs | Dict[str, str] | Output field name to type string
+    // mapping". A soul answers with those fields (structured output); a code block's
+    // result is checked to have them (docs/dialects/souls.md).
+    let server = answering(|_, _| "{\"title\": \"Rust\", \"stars\": 5}".into()).await;
+    let text = flow(
+        "blocks:\n  rate:\n    type: linear\n    soul_ref: reviewer\n    outputs: {title: str, stars: int}\n  check:\n    type: code\n    outputs: {ok: bool}\n    code: |\n      def main(data):\n          return {\"ok\": data[\"results\"][\"rate\"][\"stars\"] > 3}\nworkflow:\n  name: w\n  entry: rate\n  transitions: [{from: rate, to: check}]\n",
+    );
+    let ran = run(&text, json!("Rate Rust"), Some(&server)).await;
+    assert_eq!(
+        ran.result.status,
+        RunStatus::Completed,
+        "{:?}",
+        ran.result.error
+    );
+    assert_eq!(
+        ran.result.state["results"]["rate"],
+        json!({"title": "Rust", "stars": 5})
+    );
+    let schema = &server.received()[0].body["response_format"];
+    assert!(schema.to_string().contains("stars"), "{schema}");
+    let bad = text.replace("{ok: bool}", "{ok: str}");
+    let ran = run(&bad, json!("Rate Rust"), Some(&server)).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    assert!(
+        ran.result
+            .error
+            .clone()
+            .unwrap()
+            .message
+            .contains("declared fields"),
+        "{:?}",
+        ran.result.error
+    );
+}

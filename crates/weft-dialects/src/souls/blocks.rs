@@ -19,7 +19,7 @@ use weft_core::ir::{
 };
 
 /// Common fields Weft does not implement yet: an error, never silently ignored.
-const NOT_YET: &[&str] = &["outputs", "stall_thresholds"];
+const NOT_YET: &[&str] = &["stall_thresholds"];
 
 /// Modules a code block may import unless it lists its own (spec 001).
 const DEFAULT_IMPORTS: &[&str] = &[
@@ -85,8 +85,7 @@ impl Compiler<'_> {
         let mut ok = true;
         for key in obj.keys() {
             let key = key.as_str();
-            // A workflow block's `inputs` and `outputs` are its own mappings.
-            if NOT_YET.contains(&key) && !(kind == "workflow" && key == "outputs") {
+            if NOT_YET.contains(&key) {
                 ok = false;
                 self.error(
                     Diagnostic::error(format!("{ptr}/{key}"), format!("`{key}` is not supported by Weft yet"))
@@ -159,6 +158,10 @@ impl Compiler<'_> {
             "workflow" => self.workflow(raw, ptr)?,
             _ => self.run_loop(id, raw, ptr, loops)?,
         };
+        // Before anything wraps the block: a soul's call takes the fields as its schema.
+        if let Some(fields) = &common.outputs {
+            self.typed_outputs(&mut block, kind, fields, &format!("{ptr}/outputs"))?;
+        }
         block = self.decided(block, kind, &common, ptr)?;
         if let Some(list) = obj.get("assertions") {
             let chooses_exit = matches!(kind, "gate" | "loop" | "code")
@@ -295,6 +298,93 @@ impl Compiler<'_> {
             exit: Some(Template(exit)),
         }));
         Some(Block::new(BlockKind::Sequence(vec![block, decide])))
+    }
+
+    /// `outputs: {field: type}`: a soul answers with exactly these fields (structured
+    /// output, checked and repaired); any other block's output is checked to have them.
+    fn typed_outputs(
+        &mut self,
+        block: &mut Block,
+        kind: &str,
+        fields: &IndexMap<String, String>,
+        ptr: &str,
+    ) -> Option<()> {
+        const TYPES: &[(&str, &str, &str)] = &[
+            ("str", "string", "is string"),
+            ("string", "string", "is string"),
+            ("int", "integer", "is integer"),
+            ("integer", "integer", "is integer"),
+            ("float", "number", "is number"),
+            ("number", "number", "is number"),
+            ("bool", "boolean", "is boolean"),
+            ("boolean", "boolean", "is boolean"),
+            ("list", "array", "is sequence and {v} is not string"),
+            ("array", "array", "is sequence and {v} is not string"),
+            ("dict", "object", "is mapping"),
+            ("object", "object", "is mapping"),
+            ("any", "", "is defined"),
+        ];
+        let mut properties = serde_json::Map::new();
+        let mut checks = Vec::new();
+        for (name, ty) in fields {
+            let Some((_, schema, test)) = TYPES.iter().find(|(t, _, _)| t == ty) else {
+                let d = Diagnostic::error(
+                    weft_core::validate::child_pointer(ptr, name),
+                    format!("unknown output type `{ty}`"),
+                );
+                self.error(d.hint_closest(
+                    ty,
+                    TYPES.iter().map(|(t, _, _)| *t),
+                    "the types: str, int, float, bool, list, dict, any",
+                ));
+                return None;
+            };
+            properties.insert(
+                name.clone(),
+                if schema.is_empty() {
+                    json!({})
+                } else {
+                    json!({"type": schema})
+                },
+            );
+            let v = format!("output[{}]", Value::from(name.as_str()));
+            checks.push(format!(
+                "({v} is defined and {v} {})",
+                test.replace("{v}", &v)
+            ));
+        }
+        match (&mut block.kind, kind) {
+            (BlockKind::Llm(l), "linear" | "synthesize") => {
+                l.output_schema = Some(json!({
+                    "type": "object",
+                    "properties": properties,
+                    "required": fields.keys().collect::<Vec<_>>(),
+                    "additionalProperties": false,
+                }));
+            }
+            (_, "gate" | "dispatch") => {
+                self.error(
+                    Diagnostic::error(
+                        ptr,
+                        format!("a {kind} block's output has a fixed shape; it takes no `outputs`"),
+                    )
+                    .hint("declare outputs on linear, synthesize, code, loop or workflow blocks"),
+                );
+                return None;
+            }
+            _ => block.policy.assert.push(weft_core::ir::Assertion {
+                that: Expr(format!("output is mapping and {}", checks.join(" and "))),
+                message: Some(format!(
+                    "the output does not have the declared fields: {}",
+                    fields
+                        .iter()
+                        .map(|(k, t)| format!("{k}: {t}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }),
+        }
+        Some(())
     }
 
     /// Checks the common fields that refer to other blocks, and their bounds.

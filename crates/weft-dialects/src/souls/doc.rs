@@ -205,6 +205,9 @@ pub(super) struct Common {
     pub routes: Option<Vec<RouteDef>>,
     #[serde(default)]
     pub exit_conditions: Option<Vec<ExitCondition>>,
+    /// Output field name -> type (`str`, `int`, `float`, `bool`, `list`, `dict`, `any`).
+    #[serde(default)]
+    pub outputs: Option<IndexMap<String, String>>,
 }
 
 /// `depends`: one block id or several.
