@@ -8,8 +8,11 @@
 
 mod assertions;
 mod blocks;
+mod child;
+mod common;
 mod conditions;
 mod doc;
+mod kinds;
 mod prompt;
 
 use crate::source_map::SourceMap;
@@ -508,76 +511,6 @@ impl Compiler<'_> {
             temperature: soul.temperature.or(self.config.temperature),
             max_tokens: soul.max_tokens.or(self.config.max_tokens),
         })
-    }
-}
-
-impl Compiler<'_> {
-    /// The child workflow `reference` (a file `<reference>.yaml` beside this one, or in
-    /// `workflows/`), compiled into this flow's `flows`; its flow name.
-    pub(super) fn child_workflow(
-        &mut self,
-        reference: &str,
-        max_depth: u32,
-        ptr: &str,
-    ) -> Option<String> {
-        let name = format!("workflow {reference}");
-        if self.flows.contains_key(&name) {
-            return Some(name);
-        }
-        if self.depth + 1 > max_depth {
-            self.error(
-                Diagnostic::error(ptr, format!("child workflows nest deeper than {max_depth} levels here; does `{reference}` run itself?"))
-                    .hint("max_depth (default 10) bounds how deeply workflow blocks nest"),
-            );
-            return None;
-        }
-        let dir = self.base_dir.unwrap_or(Path::new("."));
-        let candidates: Vec<std::path::PathBuf> = ["", "workflows/"]
-            .iter()
-            .flat_map(|sub| {
-                let base = dir.join(format!("{sub}{reference}"));
-                [
-                    base.with_extension("yaml"),
-                    base.with_extension("yml"),
-                    base,
-                ]
-            })
-            .collect();
-        let Some(path) = candidates.iter().find(|p| p.is_file()) else {
-            self.error(
-                Diagnostic::error(ptr, format!("no workflow file for `{reference}`")).hint(
-                    format!("looked for {reference}.yaml beside this file and in workflows/"),
-                ),
-            );
-            return None;
-        };
-        let loaded = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))
-            .and_then(|text| {
-                let (v, m) = crate::source_map::parse(&text)
-                    .map_err(|d| d.render(&path.display().to_string()))?;
-                compile_at(v, &m, path.parent(), self.depth + 1)
-                    .map(|(f, _)| f)
-                    .map_err(|ds| {
-                        ds.iter()
-                            .map(|d| d.render(&path.display().to_string()))
-                            .collect::<Vec<_>>()
-                            .join("\n")
-                    })
-            });
-        match loaded {
-            Ok(flow) => {
-                self.flows.insert(name.clone(), flow);
-                Some(name)
-            }
-            Err(m) => {
-                self.error(Diagnostic::error(
-                    ptr,
-                    format!("the workflow `{reference}` does not load:\n{m}"),
-                ));
-                None
-            }
-        }
     }
 }
 

@@ -1,0 +1,406 @@
+//! The common fields of spec 001's block table that every type shares: their checks,
+//! and how they become policies (retry, budget), exit decisions (`output_conditions`,
+//! `routes`, `exit_conditions`), typed outputs and a soul's context (`inputs`).
+
+use super::Compiler;
+use super::doc::{Common, Limits, RetryConfig};
+use super::prompt;
+use crate::template_text::literal;
+use indexmap::IndexMap;
+use serde_json::{Value, json};
+use weft_core::Diagnostic;
+use weft_core::ir::{
+    Block, BlockKind, Budget, Expr, Retry, Template, TransformSpec, ValueTemplate,
+};
+
+impl Compiler<'_> {
+    /// `block` followed, when its result decides its exit (`output_conditions`, `routes`
+    /// or `exit_conditions`), by that decision; the output is unchanged.
+    pub(super) fn decided(
+        &mut self,
+        block: Block,
+        kind: &str,
+        common: &Common,
+        ptr: &str,
+    ) -> Option<Block> {
+        let mut cases = Vec::new();
+        let cases_ptr;
+        match (&common.output_conditions, &common.routes) {
+            (Some(_), Some(_)) => {
+                self.error(
+                    Diagnostic::error(
+                        format!("{ptr}/routes"),
+                        "a block has routes or output_conditions, not both",
+                    )
+                    .hint("spec 001: routes is \"mutually exclusive with output_conditions\""),
+                );
+                return None;
+            }
+            (Some(oc), None) => {
+                cases_ptr = format!("{ptr}/output_conditions");
+                if oc.iter().filter(|c| c.default).count() > 1 {
+                    self.error(Diagnostic::error(
+                        &cases_ptr,
+                        "output_conditions has more than one default case",
+                    ));
+                }
+                cases.extend(
+                    oc.iter()
+                        .map(|c| (c.case_id.clone(), c.condition_group.clone(), c.default)),
+                );
+            }
+            (None, Some(routes)) => {
+                cases_ptr = format!("{ptr}/routes");
+                let defaults = routes.iter().filter(|r| r.default).count();
+                if defaults != 1 {
+                    self.error(
+                        Diagnostic::error(
+                            &cases_ptr,
+                            format!("routes have {defaults} default routes"),
+                        )
+                        .hint("spec 001: routes \"requires exactly one default\""),
+                    );
+                    return None;
+                }
+                for (i, r) in routes.iter().enumerate() {
+                    self.block_ref(
+                        &r.goto,
+                        &format!("{cases_ptr}/{i}/goto"),
+                        "the route's goto",
+                    );
+                }
+                cases.extend(
+                    routes
+                        .iter()
+                        .map(|r| (r.case.clone(), r.when.clone(), r.default)),
+                );
+            }
+            (None, None) => cases_ptr = String::new(),
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for (i, (id, _, _)) in cases.iter().enumerate() {
+            if seen.contains(&id.as_str()) {
+                self.error(Diagnostic::error(
+                    format!("{cases_ptr}/{i}"),
+                    format!("two cases are named `{id}`"),
+                ));
+            }
+            seen.push(id);
+        }
+        let exit_conditions = common.exit_conditions.clone().unwrap_or_default();
+        if cases.is_empty() && exit_conditions.is_empty() {
+            return Some(block);
+        }
+        if !cases.is_empty() && !exit_conditions.is_empty() {
+            self.error(
+                Diagnostic::error(format!("{ptr}/exit_conditions"), "exit_conditions and output_conditions (or routes) would both choose this block's exit")
+                    .hint("keep one of them"),
+            );
+            return None;
+        }
+        // A code block's own exit_handle stands when no exit condition matches.
+        let fallback = if kind == "code" {
+            "{{ input.exit_handle if input is mapping and input.exit_handle is string else '' }}"
+        } else {
+            ""
+        };
+        let at = if cases.is_empty() {
+            format!("{ptr}/exit_conditions")
+        } else {
+            cases_ptr
+        };
+        let group_key = if common.routes.is_some() {
+            "when"
+        } else {
+            "condition_group"
+        };
+        let exit = self.decision_template(&cases, group_key, &exit_conditions, fallback, &at)?;
+        let decide = Block::new(BlockKind::Transform(TransformSpec {
+            output: ValueTemplate(Value::from("{{ input }}")),
+            exit: Some(Template(exit)),
+        }));
+        Some(Block::new(BlockKind::Sequence(vec![block, decide])))
+    }
+
+    /// `outputs: {field: type}`: a soul answers with exactly these fields (structured
+    /// output, checked and repaired); any other block's output is checked to have them.
+    pub(super) fn typed_outputs(
+        &mut self,
+        block: &mut Block,
+        kind: &str,
+        fields: &IndexMap<String, String>,
+        ptr: &str,
+    ) -> Option<()> {
+        const TYPES: &[(&str, &str, &str)] = &[
+            ("str", "string", "is string"),
+            ("string", "string", "is string"),
+            ("int", "integer", "is integer"),
+            ("integer", "integer", "is integer"),
+            ("float", "number", "is number"),
+            ("number", "number", "is number"),
+            ("bool", "boolean", "is boolean"),
+            ("boolean", "boolean", "is boolean"),
+            ("list", "array", "is sequence and {v} is not string"),
+            ("array", "array", "is sequence and {v} is not string"),
+            ("dict", "object", "is mapping"),
+            ("object", "object", "is mapping"),
+            ("any", "", "is defined"),
+        ];
+        let mut properties = serde_json::Map::new();
+        let mut checks = Vec::new();
+        for (name, ty) in fields {
+            let Some((_, schema, test)) = TYPES.iter().find(|(t, _, _)| t == ty) else {
+                let d = Diagnostic::error(
+                    weft_core::validate::child_pointer(ptr, name),
+                    format!("unknown output type `{ty}`"),
+                );
+                self.error(d.hint_closest(
+                    ty,
+                    TYPES.iter().map(|(t, _, _)| *t),
+                    "the types: str, int, float, bool, list, dict, any",
+                ));
+                return None;
+            };
+            properties.insert(
+                name.clone(),
+                if schema.is_empty() {
+                    json!({})
+                } else {
+                    json!({"type": schema})
+                },
+            );
+            let v = format!("output[{}]", Value::from(name.as_str()));
+            checks.push(format!(
+                "({v} is defined and {v} {})",
+                test.replace("{v}", &v)
+            ));
+        }
+        match (&mut block.kind, kind) {
+            (BlockKind::Llm(l), "linear" | "synthesize") => {
+                l.output_schema = Some(json!({
+                    "type": "object",
+                    "properties": properties,
+                    "required": fields.keys().collect::<Vec<_>>(),
+                    "additionalProperties": false,
+                }));
+            }
+            (_, "gate" | "dispatch") => {
+                self.error(
+                    Diagnostic::error(
+                        ptr,
+                        format!("a {kind} block's output has a fixed shape; it takes no `outputs`"),
+                    )
+                    .hint("declare outputs on linear, synthesize, code, loop or workflow blocks"),
+                );
+                return None;
+            }
+            _ => block.policy.assert.push(weft_core::ir::Assertion {
+                that: Expr(format!("output is mapping and {}", checks.join(" and "))),
+                message: Some(format!(
+                    "the output does not have the declared fields: {}",
+                    fields
+                        .iter()
+                        .map(|(k, t)| format!("{k}: {t}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }),
+        }
+        Some(())
+    }
+
+    /// Checks the common fields that refer to other blocks, and their bounds.
+    pub(super) fn check_common(&mut self, common: &Common, ptr: &str) {
+        if let Some(t) = common.timeout_seconds
+            && !(1..=3600).contains(&t)
+        {
+            self.error(
+                Diagnostic::error(
+                    format!("{ptr}/timeout_seconds"),
+                    format!("timeout_seconds is {t}; it must be 1-3600"),
+                )
+                .hint("spec 001: timeout_seconds, 1-3600, default 300 (30 for code)"),
+            );
+        }
+        if let Some(d) = &common.depends {
+            for (i, dep) in d.ids().into_iter().enumerate() {
+                if dep.trim().is_empty() {
+                    self.error(Diagnostic::error(
+                        format!("{ptr}/depends"),
+                        "depends names a blank block",
+                    ));
+                } else {
+                    self.block_ref(dep, &format!("{ptr}/depends/{i}"), "the dependency");
+                }
+            }
+        }
+        if let Some(r) = &common.error_route {
+            if r.trim().is_empty() {
+                self.error(Diagnostic::error(
+                    format!("{ptr}/error_route"),
+                    "error_route is blank",
+                ));
+            } else {
+                self.block_ref(r, &format!("{ptr}/error_route"), "the error route");
+            }
+        }
+        if let Some(exits) = &common.exits {
+            let mut seen = Vec::new();
+            for (i, e) in exits.iter().enumerate() {
+                if seen.contains(&e.id) {
+                    self.error(Diagnostic::error(
+                        format!("{ptr}/exits/{i}/id"),
+                        format!("two exits are named `{}`", e.id),
+                    ));
+                }
+                seen.push(e.id.clone());
+            }
+        }
+    }
+
+    /// `limits` as the block's budget, checked before each model call inside it.
+    pub(super) fn budget(&mut self, l: &Limits, ptr: &str) -> Option<Budget> {
+        let mut ok = true;
+        if let Some(s) = l.max_duration_seconds
+            && !(1..=86_400).contains(&s)
+        {
+            ok = false;
+            self.error(Diagnostic::error(
+                format!("{ptr}/max_duration_seconds"),
+                format!("max_duration_seconds is {s}; it must be 1-86400"),
+            ));
+        }
+        if let Some(c) = l.cost_cap_usd
+            && !(c >= 0.0 && c.is_finite())
+        {
+            ok = false;
+            self.error(Diagnostic::error(
+                format!("{ptr}/cost_cap_usd"),
+                "cost_cap_usd is a number of dollars, 0 or more",
+            ));
+        }
+        if l.token_cap == Some(0) {
+            ok = false;
+            self.error(Diagnostic::error(
+                format!("{ptr}/token_cap"),
+                "token_cap must be at least 1",
+            ));
+        }
+        match l.on_exceed.as_deref() {
+            None | Some("fail") => {}
+            Some("warn") => {
+                ok = false;
+                self.error(
+                    Diagnostic::error(
+                        format!("{ptr}/on_exceed"),
+                        "on_exceed: warn is not supported by Weft yet",
+                    )
+                    .hint("Weft stops the block before a call that would exceed the budget (on_exceed: fail)"),
+                );
+            }
+            Some(other) => {
+                ok = false;
+                let d = Diagnostic::error(
+                    format!("{ptr}/on_exceed"),
+                    format!("unknown on_exceed `{other}`"),
+                );
+                self.error(d.hint_closest(other, ["fail", "warn"], "on_exceed: fail or warn"));
+            }
+        }
+        ok.then(|| Budget {
+            tokens: l.token_cap,
+            cost_usd: l.cost_cap_usd,
+            wall_ms: l.max_duration_seconds.map(|s| s * 1000),
+        })
+    }
+
+    /// `retry_config` as a retry policy.
+    pub(super) fn retry(&mut self, r: &RetryConfig, ptr: &str) -> Option<Retry> {
+        if !(1..=20).contains(&r.max_attempts) {
+            self.error(Diagnostic::error(
+                format!("{ptr}/max_attempts"),
+                format!("max_attempts is {}; it must be 1-20", r.max_attempts),
+            ));
+            return None;
+        }
+        if r.non_retryable_errors.is_some() {
+            self.error(
+                Diagnostic::error(
+                    format!("{ptr}/non_retryable_errors"),
+                    "non_retryable_errors is not supported by Weft yet",
+                )
+                .hint("Weft retries transient errors only: rate limits, timeouts, 5xx, dropped connections"),
+            );
+            return None;
+        }
+        if let Some(b) = r.backoff_base_seconds
+            && !(0.1..=60.0).contains(&b)
+        {
+            self.error(Diagnostic::error(
+                format!("{ptr}/backoff_base_seconds"),
+                format!("backoff_base_seconds is {b}; it must be 0.1-60"),
+            ));
+            return None;
+        }
+        let multiplier = match r.backoff.as_deref() {
+            None | Some("fixed") => 1.0,
+            Some("exponential") => 2.0,
+            Some(other) => {
+                let d = Diagnostic::error(
+                    format!("{ptr}/backoff"),
+                    format!("unknown backoff `{other}`"),
+                );
+                self.error(d.hint_closest(
+                    other,
+                    ["fixed", "exponential"],
+                    "backoff: fixed or exponential",
+                ));
+                return None;
+            }
+        };
+        Some(Retry {
+            attempts: r.max_attempts,
+            backoff_ms: (r.backoff_base_seconds.unwrap_or(1.0) * 1000.0) as u64,
+            multiplier,
+            max_backoff_ms: 60_000,
+            jitter: true,
+            on: Vec::new(),
+        })
+    }
+
+    /// An error unless `key` is a result some block writes: a block id, or a dispatch
+    /// block's `<id>.<exit>`.
+    pub(super) fn result_ref(&mut self, key: &str, ptr: &str) -> bool {
+        if self.dispatch_keys.iter().any(|k| k == key) {
+            return true;
+        }
+        self.block_ref(key, ptr, "the block")
+    }
+
+    /// `inputs: {name: {from}}` as context lines `name: value`.
+    pub(super) fn input_parts(&mut self, common: &Common, ptr: &str) -> Vec<String> {
+        let Some(inputs) = &common.inputs else {
+            return Vec::new();
+        };
+        let mut parts = Vec::new();
+        for (name, r) in inputs {
+            let rptr = format!(
+                "{}/from",
+                weft_core::validate::child_pointer(&format!("{ptr}/inputs"), name)
+            );
+            let value = if self.dispatch_keys.contains(&r.from) || self.is_block(&r.from) {
+                prompt::result_text(&r.from)
+            } else if let Some((block, field)) = r.from.split_once('.') {
+                if !self.result_ref(block, &rptr) {
+                    continue;
+                }
+                prompt::result_field(block, field)
+            } else {
+                self.block_ref(&r.from, &rptr, "the input");
+                continue;
+            };
+            parts.push(format!("{}: {value}", literal(name)));
+        }
+        parts
+    }
+}
