@@ -83,6 +83,10 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         (doc(&format!("limits: {{token_cap: 100, on_exceed: warn}}\nblocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}")), 4, "on_exceed: warn is not supported", "on_exceed: fail"),
         // 36. An unknown output type.
         (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    outputs: {{n: integr}}\n{wf}")), 8, "unknown output type `integr`", "did you mean `integer`?"),
+        // 37. A soul reference that climbs out of the souls directory.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: ../../etc/passwd\n{wf}")), 7, "cannot name a file in souls/", "no `/` or `..`"),
+        // 38. A workflow reference that climbs out of the workflow's directory.
+        (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: ../secrets/flow\n{wf}")), 7, "cannot name a workflow file", "no `/` or `..`"),
     ]
 }
 

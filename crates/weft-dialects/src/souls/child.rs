@@ -145,6 +145,13 @@ impl Compiler<'_> {
             );
             return None;
         }
+        if !super::is_file_id(reference) {
+            self.error(
+                Diagnostic::error(ptr, format!("`{reference}` cannot name a workflow file"))
+                    .hint("a workflow_ref is a file name without its extension: letters, digits, `_`, `-` and `.` (no `/` or `..`)"),
+            );
+            return None;
+        }
         let dir = self.base_dir.unwrap_or(Path::new("."));
         let candidates: Vec<std::path::PathBuf> = ["", "workflows/"]
             .iter()

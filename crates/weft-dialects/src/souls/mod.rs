@@ -411,6 +411,18 @@ impl Compiler<'_> {
     fn load_soul(&mut self, id: &str, ptr: &str) -> Option<ResolvedSoul> {
         let soul: Soul = match self.inline_souls.get(id).cloned() {
             Some(v) => self.parse(&v, &format!("/souls/{id}"))?,
+            None if !is_file_id(id) => {
+                self.error(
+                    Diagnostic::error(
+                        ptr,
+                        format!(
+                            "no soul `{id}` under `souls:`, and `{id}` cannot name a file in souls/"
+                        ),
+                    )
+                    .hint("a soul's id is letters, digits, `_`, `-` and `.` (no `/` or `..`)"),
+                );
+                return None;
+            }
             None => {
                 let path = self
                     .base_dir
@@ -512,6 +524,15 @@ impl Compiler<'_> {
             max_tokens: soul.max_tokens.or(self.config.max_tokens),
         })
     }
+}
+
+/// Whether `id` can name a file beside the workflow: no directories, no way out.
+fn is_file_id(id: &str) -> bool {
+    !id.is_empty()
+        && !id.contains("..")
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 fn edge(from: &str, to: &str, exit: Option<&str>) -> Edge {
