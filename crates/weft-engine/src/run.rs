@@ -132,6 +132,13 @@ impl Suspension {
         self
     }
 
+    /// The same suspension without its writes, for a scope whose writes stay its own
+    /// (an isolated branch, a sub-flow with a state of its own).
+    pub(crate) fn without_writes(mut self) -> Suspension {
+        self.patch = Patch::default();
+        self
+    }
+
     /// Adds another branch's suspension.
     pub(crate) fn merge(&mut self, other: Suspension) {
         self.pending.extend(other.pending);

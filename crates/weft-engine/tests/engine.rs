@@ -477,6 +477,41 @@ root:
 }
 
 #[tokio::test]
+async fn a_paused_run_keeps_isolated_and_sub_flow_writes_out_of_its_state() {
+    // Writes that would never reach the run state once finished do not reach it at a
+    // pause either: an isolated branch's, and a sub-flow's own.
+    let yaml = r#"weft: 1
+name: scoped
+flows:
+  child:
+    weft: 1
+    name: child
+    root:
+      sequence:
+        - {transform: {output: 1}, set: {child_only: "{{ output }}"}}
+        - {approval: {prompt: child?}}
+root:
+  parallel:
+    isolate: true
+    branches:
+      sub: {subflow: {flow: child}}
+      other:
+        sequence:
+          - {transform: {output: 2}, set: {isolated: "{{ output }}"}}
+          - {approval: {prompt: other?}}
+"#;
+    let h = harness(memory(), vec![]);
+    let r = h
+        .engine
+        .start(flow(yaml), None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Paused);
+    assert_eq!(r.waiting.len(), 2);
+    assert_eq!(r.state, json!({}));
+}
+
+#[tokio::test]
 async fn a_failed_run_retries_from_its_failing_step() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(

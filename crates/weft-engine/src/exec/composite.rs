@@ -131,7 +131,7 @@ async fn run_concurrently<'a>(
                 first_error.get_or_insert(e);
             }
             Err(Stop::Suspended(s)) => {
-                suspended.merge(s);
+                suspended.merge(if isolate { s.without_writes() } else { s });
                 settled.outputs.push(Value::Null);
             }
         }
@@ -389,7 +389,11 @@ pub(crate) async fn run_subflow(
     scx.vars = Arc::new(Value::Object(sub.vars.clone().into_iter().collect()));
     scx.locals = weft_expr::Scope::new();
     scx.depth += 1;
-    let mut out = exec(scx, &sub.root).await?;
+    let mut out = exec(scx, &sub.root).await.map_err(|stop| match stop {
+        // The sub-flow's own state is not the caller's.
+        Stop::Suspended(s) if !share_state => Stop::Suspended(s.without_writes()),
+        other => other,
+    })?;
     if !share_state {
         out.patch = Patch::default();
     }

@@ -104,7 +104,13 @@ pub(crate) async fn run<'g>(cx: &'g Cx<'g>, g: &'g GraphSpec) -> Exec {
             Ok(out) => walk.advance(token, out)?,
             Err(Stop::Failed(e)) => walk.fail(token, e)?,
             Err(Stop::Suspended(s)) => {
-                walk.suspension.merge(s.after(token.patch));
+                // An isolated branch's writes stay in the branch.
+                let s = if walk.g.isolate && token.frame.is_some() {
+                    s.without_writes()
+                } else {
+                    s.after(token.patch)
+                };
+                walk.suspension.merge(s);
             }
         }
     }
@@ -130,6 +136,9 @@ impl<'g> Walk<'g> {
         let mut patch = Patch::default();
         for frame in &self.frames {
             patch.extend(frame.base_patch.clone());
+            if self.g.isolate {
+                continue;
+            }
             for a in frame.arrived.iter().flatten() {
                 patch.extend(a.patch.clone());
             }
