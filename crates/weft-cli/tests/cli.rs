@@ -139,6 +139,14 @@ fn tea_examples_run_convert_to_native_identically_and_bad_files_exit_2() {
             "mentions_paris",
             json!(true),
         ),
+        // llm.tools on the local model: whether it calls the tool is the model's choice;
+        // that it ends with an answer within its rounds is Weft's.
+        (
+            "tea/notes-agent.yaml",
+            r#"{"note": "today.txt"}"#,
+            "answered",
+            json!(true),
+        ),
     ] {
         let output = run_and_round_trip(&env, file, input);
         assert_eq!(output[key], expected, "{file}: {output}");

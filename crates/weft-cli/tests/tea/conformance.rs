@@ -742,6 +742,49 @@ nodes:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_tools_asks_for_the_answer_once_its_tool_rounds_are_spent() {
+    // The Edge Agent's `llm.tools`: "max_tool_rounds: Maximum tool call rounds". Once
+    // they are spent the model is asked once more with no tool offered (docs/models.md).
+    use weft_fakes::{FakeServer, Reply, Wire};
+    let server = FakeServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::tool_call("now", json!({"ms": 1})),
+            Reply::tool_call("now", json!({"ms": 1})),
+            Reply::text("Done waiting."),
+        ],
+    )
+    .await;
+    let yaml = format!(
+        r#"
+name: rounds
+nodes:
+  - name: agent
+    uses: llm.tools
+    with:
+      model: gpt-4o-mini
+      api_base: "{}"
+      prompt: Wait twice, then say so.
+      max_tool_rounds: 2
+      tools:
+        - {{name: now, description: Wait a moment, parameters: {{ms: {{type: integer, required: true}}}}, action: time.sleep}}
+    output: reply
+"#,
+        server.base_url()
+    );
+    let s = run(&yaml, json!({})).await.output().clone();
+    assert_eq!(s["reply"]["content"], "Done waiting.");
+    assert_eq!(s["reply"]["rounds"], 2);
+    let sent = server.received();
+    assert_eq!(sent.len(), 3);
+    assert!(sent[1].body.get("tools").is_some());
+    assert!(
+        sent[2].body.get("tools").is_none(),
+        "the last turn offers no tool"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llm_call_response_format_checks_and_repairs_the_json_answer() {
     // tea-notes: "`uses: llm.call` with `with: {model, messages: [{role, content}],
     // temperature?, provider?, api_base?, response_format?}`". An answer that does not

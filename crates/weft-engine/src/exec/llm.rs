@@ -165,17 +165,8 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
             usage: resp.usage,
         });
 
-        if !resp.tool_calls.is_empty() && !s.tools.is_empty() {
+        if !resp.tool_calls.is_empty() && !s.tools.is_empty() && !req.tools.is_empty() {
             tool_rounds += 1;
-            if tool_rounds > s.max_tool_rounds {
-                return Err(Stop::Failed(BlockError::new(
-                    ErrorKind::Model,
-                    format!(
-                        "the model was still calling tools after max_tool_rounds ({})",
-                        s.max_tool_rounds
-                    ),
-                )));
-            }
             let mut assistant = Message::new("assistant", resp.content.clone());
             assistant.tool_calls = resp.tool_calls.clone();
             req.messages.push(assistant);
@@ -211,6 +202,11 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
                 let mut answer = Message::new("tool", content);
                 answer.tool_call_id = Some(call.id.clone());
                 req.messages.push(answer);
+            }
+            if tool_rounds >= s.max_tool_rounds {
+                // The rounds are spent: the model is asked once more, offered no tool,
+                // so its next turn is the answer.
+                req.tools.clear();
             }
             continue;
         }
