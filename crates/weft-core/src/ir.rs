@@ -415,6 +415,10 @@ pub struct LlmSpec {
     /// Upper bound of model turns in the tool loop.
     #[serde(default = "default_tool_rounds")]
     pub max_tool_rounds: u32,
+    /// `required` (the first turn must call one of the tools) or a tool's name (it must
+    /// call that tool); without it the model decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<String>,
     /// JSON Schema the answer must match (the output is then the parsed JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
@@ -449,6 +453,7 @@ impl Default for LlmSpec {
             history: None,
             tools: Vec::new(),
             max_tool_rounds: default_tool_rounds(),
+            tool_choice: None,
             output_schema: None,
             max_repairs: default_repairs(),
             output: LlmOutput::default(),

@@ -85,6 +85,19 @@ pub struct ModelRequest {
     /// Provider-native web search settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<Value>,
+    /// Whether this turn must call a tool; without one the model decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+}
+
+/// A turn that must call a tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// Any of the offered tools.
+    Required,
+    /// This tool.
+    Tool(String),
 }
 
 /// Tokens a call consumed.

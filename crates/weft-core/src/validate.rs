@@ -393,6 +393,22 @@ fn check_block(b: &Block, ptr: &str, subflows: &[&str], diags: &mut Vec<Diagnost
                     "max_tool_rounds must be at least 1",
                 ));
             }
+            if let Some(choice) = &l.tool_choice
+                && choice != "required"
+                && !l.tools.iter().any(|t| &t.name == choice)
+            {
+                let d = Diagnostic::error(
+                    format!("{ptr}/llm/tool_choice"),
+                    format!(
+                        "tool_choice `{choice}` is neither `required` nor a tool of this block"
+                    ),
+                );
+                diags.push(d.hint_closest(
+                    choice,
+                    l.tools.iter().map(|t| t.name.as_str()).chain(["required"]),
+                    "tool_choice: required, or the name of one of the block's tools",
+                ));
+            }
             if let Some(s) = &l.output_schema
                 && !s.is_object()
                 && !s.is_boolean()

@@ -258,6 +258,15 @@ fn to_chat(
         .with_capture_usage(true)
         .with_capture_content(true)
         .with_capture_tool_calls(true);
+    match &request.tool_choice {
+        None => {}
+        Some(weft_core::ports::ToolChoice::Required) => {
+            options = options.with_tool_choice(genai::chat::ToolChoice::Required)
+        }
+        Some(weft_core::ports::ToolChoice::Tool(name)) => {
+            options = options.with_tool_choice(genai::chat::ToolChoice::tool(name.clone()))
+        }
+    }
     if let Some(o) = web_search_options {
         options = options.with_extra_body(serde_json::json!({ "web_search_options": o }));
     }

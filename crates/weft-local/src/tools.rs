@@ -7,7 +7,7 @@
 
 use crate::protocol::Turn;
 use serde_json::{Value, json};
-use weft_core::ports::{Message, ModelRequest, ToolCall};
+use weft_core::ports::{Message, ModelRequest, ToolCall, ToolChoice};
 
 /// The conversation and the output schema of a request that offers tools.
 pub(crate) fn prompt(request: &ModelRequest) -> (Vec<Turn>, Value) {
@@ -68,11 +68,14 @@ fn turn(m: &Message, tools_listing: Option<&str>) -> Turn {
 }
 
 /// Either a call of one of the tools, with its arguments' schema, or the answer (of the
-/// request's output schema, or text).
+/// request's output schema, or text); a turn that must call a tool (that tool) has no
+/// answer among its choices.
 fn schema(request: &ModelRequest) -> Value {
+    let must = request.tool_choice.as_ref();
     let mut choices: Vec<Value> = request
         .tools
         .iter()
+        .filter(|t| !matches!(must, Some(ToolChoice::Tool(name)) if *name != t.name))
         .map(|t| {
             json!({
                 "type": "object",
@@ -82,6 +85,9 @@ fn schema(request: &ModelRequest) -> Value {
             })
         })
         .collect();
+    if must.is_some() && !choices.is_empty() {
+        return json!({"oneOf": choices});
+    }
     let answer = request
         .output_schema
         .clone()
@@ -211,6 +217,22 @@ mod tests {
         assert_eq!(calls[0].arguments, json!({"a": 2, "b": 3}));
         assert!(read(r#"{"tool": "mul", "arguments": {}}"#, &r).is_err());
         assert!(read("not json", &r).is_err());
+    }
+
+    #[test]
+    fn a_turn_that_must_call_a_tool_has_no_answer_to_choose() {
+        let mut r = request();
+        r.tool_choice = Some(ToolChoice::Required);
+        let (_, s) = prompt(&r);
+        assert_eq!(
+            s["oneOf"].as_array().unwrap().len(),
+            1,
+            "only the tool: {s}"
+        );
+        assert_eq!(s["oneOf"][0]["properties"]["tool"]["const"], "add");
+        r.tool_choice = Some(ToolChoice::Tool("add".into()));
+        let (_, s) = prompt(&r);
+        assert_eq!(s["oneOf"].as_array().unwrap().len(), 1, "{s}");
     }
 
     #[test]

@@ -785,6 +785,46 @@ nodes:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_tools_tool_choice_makes_the_first_turn_call_that_tool() {
+    // The Edge Agent's `llm.tools`: "tool_choice: auto # "auto" (default), "none", or
+    // specific tool".
+    use weft_fakes::{FakeServer, Reply, Wire};
+    let server = FakeServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::tool_call("parse", json!({"text": "{\"a\": 1}"})),
+            Reply::text("a is 1"),
+        ],
+    )
+    .await;
+    let yaml = format!(
+        r#"
+name: choice
+nodes:
+  - name: agent
+    uses: llm.tools
+    with:
+      model: gpt-4o-mini
+      api_base: "{}"
+      prompt: What is a?
+      tool_choice: parse
+      tools:
+        - {{name: parse, description: Parse JSON text, parameters: {{text: {{type: string, required: true}}}}, action: json.parse}}
+        - {{name: wait, description: Wait, parameters: {{ms: {{type: integer}}}}, action: time.sleep}}
+    output: reply
+"#,
+        server.base_url()
+    );
+    let s = run(&yaml, json!({})).await.output().clone();
+    assert_eq!(s["reply"]["content"], "a is 1");
+    assert_eq!(s["reply"]["tool_results"][0]["result"], "{\"a\":1}");
+    let sent = server.received();
+    assert_eq!(sent[0].body["tool_choice"]["function"]["name"], "parse");
+    assert_eq!(sent[0].body["tools"].as_array().map(Vec::len), Some(2), "both tools offered");
+    assert!(sent[1].body.get("tool_choice").is_none(), "then the model decides");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llm_call_response_format_checks_and_repairs_the_json_answer() {
     // tea-notes: "`uses: llm.call` with `with: {model, messages: [{role, content}],
     // temperature?, provider?, api_base?, response_format?}`". An answer that does not

@@ -229,9 +229,9 @@ impl Compiler<'_> {
             Some(Value::String(c)) if c == "auto" => {}
             // The model is offered no tool, so it answers directly.
             Some(Value::String(c)) if c == "none" => spec.tools.clear(),
-            // Only the named tool is offered.
+            // The first turn must call the named tool.
             Some(Value::String(c)) if spec.tools.iter().any(|t| &t.name == c) => {
-                spec.tools.retain(|t| &t.name == c)
+                spec.tool_choice = Some(c.clone())
             }
             Some(other) => {
                 let names: Vec<&str> = spec.tools.iter().map(|t| t.name.as_str()).collect();

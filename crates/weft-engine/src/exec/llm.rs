@@ -7,7 +7,7 @@ use crate::run::{Cx, Exec, Outcome, Stop};
 use std::sync::Arc;
 use weft_core::event::EventKind;
 use weft_core::ir::{LlmOutput, LlmSpec};
-use weft_core::ports::{Message, ModelRequest, ToolCall, ToolDef, Usage};
+use weft_core::ports::{Message, ModelRequest, ToolCall, ToolChoice, ToolDef, Usage};
 use weft_core::{BlockError, ErrorKind, Patch, Value};
 
 fn config_error(msg: impl Into<String>) -> Stop {
@@ -138,6 +138,10 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
         max_tokens: s.max_tokens,
         reasoning_effort: s.reasoning_effort.clone(),
         search: s.search.clone(),
+        tool_choice: s.tool_choice.as_deref().map(|c| match c {
+            "required" => ToolChoice::Required,
+            name => ToolChoice::Tool(name.to_owned()),
+        }),
     };
 
     let emitter = &cx.run.emitter;
@@ -167,6 +171,8 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
 
         if !resp.tool_calls.is_empty() && !s.tools.is_empty() && !req.tools.is_empty() {
             tool_rounds += 1;
+            // A required call is the first turn's; after it the model decides.
+            req.tool_choice = None;
             let mut assistant = Message::new("assistant", resp.content.clone());
             assistant.tool_calls = resp.tool_calls.clone();
             req.messages.push(assistant);
