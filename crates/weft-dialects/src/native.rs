@@ -112,6 +112,18 @@ fn quoted(msg: &str) -> Vec<&str> {
     msg.split('`').skip(1).step_by(2).collect()
 }
 
+/// `v` read as a `T`, or the diagnostic of what is wrong, at its pointer under `ptr`.
+pub(crate) fn parse_at<T: serde::de::DeserializeOwned>(
+    v: &serde_json::Value,
+    ptr: &str,
+) -> Result<T, Diagnostic> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let mut d = serde_diagnostic(&e);
+        d.pointer = format!("{ptr}{}", d.pointer);
+        d
+    })
+}
+
 /// Turns serde's message into a located diagnostic with a hint.
 pub(crate) fn serde_diagnostic(e: &serde_path_to_error::Error<serde_json::Error>) -> Diagnostic {
     let pointer = pointer_of(e.path());

@@ -820,8 +820,15 @@ nodes:
     assert_eq!(s["reply"]["tool_results"][0]["result"], "{\"a\":1}");
     let sent = server.received();
     assert_eq!(sent[0].body["tool_choice"]["function"]["name"], "parse");
-    assert_eq!(sent[0].body["tools"].as_array().map(Vec::len), Some(2), "both tools offered");
-    assert!(sent[1].body.get("tool_choice").is_none(), "then the model decides");
+    assert_eq!(
+        sent[0].body["tools"].as_array().map(Vec::len),
+        Some(2),
+        "both tools offered"
+    );
+    assert!(
+        sent[1].body.get("tool_choice").is_none(),
+        "then the model decides"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -100,15 +100,9 @@ impl Compiler<'_> {
     }
 
     fn parse<T: DeserializeOwned>(&mut self, v: &Value, ptr: &str) -> Option<T> {
-        match serde_path_to_error::deserialize(v) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                let mut d = crate::native::serde_diagnostic(&e);
-                d.pointer = format!("{ptr}{}", d.pointer);
-                self.error(d);
-                None
-            }
-        }
+        crate::native::parse_at(v, ptr)
+            .map_err(|d| self.error(d))
+            .ok()
     }
 
     fn flow(&mut self, file: GraphDoc, connections_key: &str) -> Option<Flow> {
