@@ -39,15 +39,8 @@ pub fn compile(
     inline_model_files(&mut doc, map, base_dir).map_err(|d| vec![d])?;
     let flow: Flow = serde_path_to_error::deserialize(doc)
         .map_err(|e| vec![map.locate(serde_diagnostic(&e))])?;
-    let (errors, warnings): (Vec<_>, Vec<_>) = validate(&flow)
-        .into_iter()
-        .map(|d| map.locate(d))
-        .partition(|d| d.severity == Severity::Error);
-    if errors.is_empty() {
-        Ok((flow, warnings))
-    } else {
-        Err(errors)
-    }
+    let diags = validate(&flow);
+    finish(Some(flow), diags, map)
 }
 
 /// A scripted model may keep its rules in a file beside the flow (`file: replies.yaml`);
@@ -110,6 +103,23 @@ fn pointer_of(path: &serde_path_to_error::Path) -> String {
 /// Names inside backticks in a serde message, in order.
 fn quoted(msg: &str) -> Vec<&str> {
     msg.split('`').skip(1).step_by(2).collect()
+}
+
+/// A compiler's result: its flow if it built one and no diagnostic is an error, with
+/// the warnings; else every error. Each diagnostic is located in the file through `map`.
+pub(crate) fn finish(
+    flow: Option<Flow>,
+    diags: Vec<Diagnostic>,
+    map: &SourceMap,
+) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let (errors, warnings): (Vec<_>, Vec<_>) = diags
+        .into_iter()
+        .map(|d| map.locate(d))
+        .partition(|d| d.severity == Severity::Error);
+    match flow {
+        Some(f) if errors.is_empty() => Ok((f, warnings)),
+        _ => Err(errors),
+    }
 }
 
 /// `v` read as a `T`, or the diagnostic of what is wrong, at its pointer under `ptr`.

@@ -65,20 +65,12 @@ pub fn compile(doc: Value, map: &SourceMap) -> Result<(Flow, Vec<Diagnostic>), V
         diags: Vec::new(),
         step_ids: HashSet::new(),
     };
-    let root = c.node(&file.root, "/root");
-    let (errors, warnings): (Vec<_>, Vec<_>) = c
-        .diags
-        .into_iter()
-        .map(|d| map.locate(d))
-        .partition(|d| d.severity == Severity::Error);
-    match root {
-        Some(root) if errors.is_empty() => {
-            let mut flow = Flow::new(file.name, root);
-            flow.description = file.description;
-            Ok((flow, warnings))
-        }
-        _ => Err(errors),
-    }
+    let flow = c.node(&file.root, "/root").map(|root| {
+        let mut flow = Flow::new(file.name, root);
+        flow.description = file.description;
+        flow
+    });
+    crate::native::finish(flow, c.diags, map)
 }
 
 struct Compiler<'a> {

@@ -29,7 +29,7 @@ pub(super) fn connections(
     nodes: &IndexMap<String, Node>,
     connections: &[(Connection, String)],
     diags: &mut Vec<Diagnostic>,
-) -> Option<Checked> {
+) -> Checked {
     let mut checked = Checked {
         execution: Vec::new(),
         subagents: IndexMap::new(),
@@ -80,7 +80,7 @@ pub(super) fn connections(
             }
         }
     }
-    Some(checked)
+    checked
 }
 
 /// An execution edge from `source`, with its handle checked against the node's type.

@@ -76,15 +76,7 @@ pub fn compile(doc: Value, map: &SourceMap) -> Result<(Flow, Vec<Diagnostic>), V
         flows: IndexMap::new(),
     };
     let flow = c.flow(file, connections_key);
-    let (errors, warnings): (Vec<_>, Vec<_>) = c
-        .diags
-        .into_iter()
-        .map(|d| map.locate(d))
-        .partition(|d| d.severity == Severity::Error);
-    match flow {
-        Some(f) if errors.is_empty() => Ok((f, warnings)),
-        _ => Err(errors),
-    }
+    crate::native::finish(flow, c.diags, map)
 }
 
 struct Compiler<'a> {
@@ -116,7 +108,7 @@ impl Compiler<'_> {
                 self.parse::<Connection>(c, &ptr).map(|c| (c, ptr))
             })
             .collect();
-        let checked = check::connections(&nodes, &connections, &mut self.diags)?;
+        let checked = check::connections(&nodes, &connections, &mut self.diags);
         if self.diags.iter().any(|d| d.severity == Severity::Error) {
             // Building agents walks the subagent tree, which must be known to be sound.
             return None;

@@ -22,10 +22,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::Path;
+use weft_core::Diagnostic;
 use weft_core::ir::{
     Block, BlockKind, END, Edge, Flow, GraphSpec, Routing, TransformSpec, ValueTemplate,
 };
-use weft_core::{Diagnostic, Severity};
 
 /// Whether `doc` looks like a souls workflow: `blocks` and `workflow` at the top.
 pub fn looks_like(doc: &Value) -> bool {
@@ -67,15 +67,7 @@ fn compile_at(
         flows: IndexMap::new(),
     };
     let flow = c.flow(&file);
-    let (errors, warnings): (Vec<_>, Vec<_>) = c
-        .diags
-        .into_iter()
-        .map(|d| map.locate(d))
-        .partition(|d| d.severity == Severity::Error);
-    match flow {
-        Some(f) if errors.is_empty() => Ok((f, warnings)),
-        _ => Err(errors),
-    }
+    crate::native::finish(flow, c.diags, map)
 }
 
 /// A soul with the file's `config` defaults applied.

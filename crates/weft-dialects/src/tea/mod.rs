@@ -53,15 +53,7 @@ fn compile_at(
         variables: tea.variables.clone(),
     };
     let flow = c.flow(&tea);
-    let (errors, warnings): (Vec<_>, Vec<_>) = c
-        .diags
-        .into_iter()
-        .map(|d| map.locate(d))
-        .partition(|d| d.severity == weft_core::Severity::Error);
-    match flow {
-        Some(f) if errors.is_empty() => Ok((f, warnings)),
-        _ => Err(errors),
-    }
+    crate::native::finish(flow, c.diags, map)
 }
 
 /// What compiling one file accumulates.
