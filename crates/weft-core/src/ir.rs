@@ -289,6 +289,44 @@ pub struct Policy {
     /// Conditions the output must satisfy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub assert: Vec<Assertion>,
+    /// Stall detection for the model calls and tools inside this block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<Stall>,
+}
+
+/// How long a phase of work may go without progress before the block fails with a
+/// `timeout` error (which retry policies retry by default). The thresholds hold for every
+/// model call and tool inside the block; a nested block's own threshold for a phase wins.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Stall {
+    /// A model call: from the request until the first streamed text (or the whole
+    /// answer, from a provider that does not stream), in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_ms: Option<u64>,
+    /// A streamed model answer: the longest silence between two pieces of text, in
+    /// milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_gap_ms: Option<u64>,
+    /// A tool the model called: how long it may run, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_ms: Option<u64>,
+}
+
+impl Stall {
+    /// These thresholds, with `inner`'s wherever it sets one.
+    pub fn within(self, inner: &Stall) -> Stall {
+        Stall {
+            first_token_ms: inner.first_token_ms.or(self.first_token_ms),
+            token_gap_ms: inner.token_gap_ms.or(self.token_gap_ms),
+            tool_ms: inner.tool_ms.or(self.tool_ms),
+        }
+    }
+
+    /// Whether any threshold is set.
+    pub fn is_set(&self) -> bool {
+        self.first_token_ms.is_some() || self.token_gap_ms.is_some() || self.tool_ms.is_some()
+    }
 }
 
 /// Retry with exponential backoff and jitter.
@@ -419,6 +457,10 @@ pub struct LlmSpec {
     /// call that tool); without it the model decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<String>,
+    /// Tools the model must call (each at least once) before its answer is accepted; the
+    /// engine asks for them in order, one turn each, until every one has been called.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_tools: Vec<String>,
     /// JSON Schema the answer must match (the output is then the parsed JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
@@ -454,6 +496,7 @@ impl Default for LlmSpec {
             tools: Vec::new(),
             max_tool_rounds: default_tool_rounds(),
             tool_choice: None,
+            required_tools: Vec::new(),
             output_schema: None,
             max_repairs: default_repairs(),
             output: LlmOutput::default(),

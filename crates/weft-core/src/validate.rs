@@ -347,6 +347,23 @@ fn check_block(b: &Block, ptr: &str, subflows: &[&str], diags: &mut Vec<Diagnost
     if let Some(bu) = &b.policy.budget {
         check_budget(bu, &format!("{ptr}/budget"), diags);
     }
+    if let Some(st) = &b.policy.stall {
+        for (name, ms) in [
+            ("first_token_ms", st.first_token_ms),
+            ("token_gap_ms", st.token_gap_ms),
+            ("tool_ms", st.tool_ms),
+        ] {
+            if ms == Some(0) {
+                diags.push(
+                    Diagnostic::error(
+                        format!("{ptr}/stall/{name}"),
+                        format!("{name} must be at least 1"),
+                    )
+                    .hint("omit it to leave that phase unwatched"),
+                );
+            }
+        }
+    }
     for key in b.data.set.keys() {
         if crate::value::split_path(key).is_empty() {
             diags.push(
@@ -408,6 +425,32 @@ fn check_block(b: &Block, ptr: &str, subflows: &[&str], diags: &mut Vec<Diagnost
                     l.tools.iter().map(|t| t.name.as_str()).chain(["required"]),
                     "tool_choice: required, or the name of one of the block's tools",
                 ));
+            }
+            for (i, name) in l.required_tools.iter().enumerate() {
+                if !l.tools.iter().any(|t| &t.name == name) {
+                    let d = Diagnostic::error(
+                        format!("{ptr}/llm/required_tools/{i}"),
+                        format!("the required tool `{name}` is not a tool of this block"),
+                    );
+                    diags.push(d.hint_closest(
+                        name,
+                        l.tools.iter().map(|t| t.name.as_str()),
+                        "list it under the block's `tools` too",
+                    ));
+                }
+            }
+            if l.required_tools.len() > l.max_tool_rounds as usize {
+                diags.push(
+                    Diagnostic::error(
+                        format!("{ptr}/llm/required_tools"),
+                        format!(
+                            "{} required tools cannot all be called in max_tool_rounds ({})",
+                            l.required_tools.len(),
+                            l.max_tool_rounds
+                        ),
+                    )
+                    .hint("each required tool takes a turn of its own: raise max_tool_rounds"),
+                );
             }
             if let Some(s) = &l.output_schema
                 && !s.is_object()

@@ -398,6 +398,7 @@ impl Engine {
             state: state0.clone(),
             locals: Scope::new(),
             budgets,
+            stall: Default::default(),
             depth: 0,
         };
         let result = exec(cx, &flow.root).await;

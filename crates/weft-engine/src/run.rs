@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
-use weft_core::ir::Flow;
+use weft_core::ir::{Flow, Stall};
 use weft_core::ports::{EntryKind, JournalEntry, Usage};
 use weft_core::{BlockError, ErrorKind, Patch, Value};
 use weft_expr::Scope;
@@ -183,6 +183,8 @@ pub(crate) struct Cx<'r> {
     pub(crate) state: Arc<Value>,
     pub(crate) locals: Scope,
     pub(crate) budgets: Budgets,
+    /// Stall thresholds of the enclosing blocks (innermost wins per phase).
+    pub(crate) stall: Stall,
     pub(crate) depth: u32,
 }
 

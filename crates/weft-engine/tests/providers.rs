@@ -5,20 +5,25 @@
 mod support;
 
 use serde_json::json;
+use std::future::Future;
 use std::sync::Arc;
 use support::{Harness, flow, memory};
 use weft_core::event::EventKind;
 use weft_engine::{CollectingSink, Engine};
 use weft_fakes::{FakeServer, Reply, Wire};
 
+/// Providers with a test key, each pointed at a fake server by the flow's model alias.
+fn router() -> Arc<weft_llm::Router> {
+    Arc::new(weft_llm::Router::new().with_env(Arc::new(|k: &str| {
+        k.ends_with("_API_KEY").then(|| "sk-test".to_owned())
+    })))
+}
+
 fn harness() -> Harness {
     let events = Arc::new(CollectingSink::new());
-    let router = weft_llm::Router::new().with_env(Arc::new(|k: &str| {
-        k.ends_with("_API_KEY").then(|| "sk-test".to_owned())
-    }));
     Harness {
         engine: Engine::builder(memory())
-            .models(Arc::new(router))
+            .models(router())
             .sink(events.clone())
             .build(),
         events,
@@ -102,4 +107,214 @@ root:
     let offered = server.received()[0].body.to_string();
     assert!(offered.contains("Looks up the weather"), "{offered}");
     assert_eq!(server.received().len(), 2);
+}
+
+/// A flow with one streamed model call to `server`, under the block policy `policy`.
+fn slow_call(server: &FakeServer, policy: &str) -> Arc<weft_engine::Prepared> {
+    flow(&format!(
+        r#"weft: 1
+name: stall
+models:
+  m: {{provider: openai, model: gpt-test, base_url: "{}"}}
+root:
+  llm: {{model: m, prompt: Tell me a story.}}
+  {policy}
+"#,
+        server.base_url()
+    ))
+}
+
+fn slow_server(gap_ms: u64) -> impl Future<Output = FakeServer> {
+    FakeServer::start(
+        Wire::OpenAi,
+        vec![Reply::Slow {
+            text: "once upon a time".into(),
+            gap: std::time::Duration::from_millis(gap_ms),
+        }],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_goes_silent_past_its_threshold_stalls() {
+    let server = slow_server(400).await;
+    let h = harness();
+    let r = h
+        .run(slow_call(&server, "stall: {token_gap_ms: 100}"))
+        .await;
+    let e = r.error.expect("the call stalls");
+    assert_eq!(e.kind, weft_core::ErrorKind::Timeout);
+    assert!(
+        e.message.contains("stall threshold `token_gap`"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.detail_field("stall").unwrap(), "token_gap");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_within_its_thresholds_completes() {
+    let server = slow_server(50).await;
+    let h = harness();
+    let r = h
+        .run(slow_call(
+            &server,
+            "stall: {first_token_ms: 5000, token_gap_ms: 5000}",
+        ))
+        .await;
+    assert_eq!(r.output.unwrap(), "once upon a time", "{:?}", r.error);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_sends_nothing_in_time_stalls_and_is_retried() {
+    // The first answer comes after 600 ms; the threshold is 150 ms, so every attempt
+    // stalls, and the stall (a timeout) is retried by the block's retry policy.
+    let server =
+        FakeServer::start_with(Wire::OpenAi, std::time::Duration::from_millis(600), |_| {
+            Reply::text("late")
+        })
+        .await;
+    let h = harness();
+    let r = h
+        .run(slow_call(
+            &server,
+            "stall: {first_token_ms: 150}\n  retry: {attempts: 2, backoff_ms: 1}",
+        ))
+        .await;
+    let e = r.error.expect("every attempt stalls");
+    assert_eq!(e.detail_field("stall").unwrap(), "first_token");
+    assert!(
+        h.kinds()
+            .iter()
+            .any(|k| matches!(k, EventKind::StepRetrying { .. })),
+        "a stall is retried like a timeout"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enclosing_block_s_thresholds_watch_the_calls_inside_it() {
+    let server = slow_server(400).await;
+    let h = harness();
+    let f = flow(&format!(
+        r#"weft: 1
+name: stall
+models:
+  m: {{provider: openai, model: gpt-test, base_url: "{}"}}
+root:
+  stall: {{token_gap_ms: 100}}
+  sequence:
+    - transform: {{output: start}}
+    - llm: {{model: m, prompt: Tell me a story.}}
+"#,
+        server.base_url()
+    ));
+    let e = h.run(f).await.error.expect("the inner call stalls");
+    assert_eq!(e.detail_field("stall").unwrap(), "token_gap");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_runs_past_its_threshold_stalls() {
+    let server = FakeServer::start(
+        Wire::OpenAi,
+        vec![Reply::tool_call("slow", json!({})), Reply::text("done")],
+    )
+    .await;
+    let f = flow(&format!(
+        r#"weft: 1
+name: stall
+models:
+  m: {{provider: openai, model: gpt-test, base_url: "{}"}}
+flows:
+  slow:
+    name: slow
+    root: {{handler: {{name: sleepy}}}}
+root:
+  stall: {{tool_ms: 100}}
+  llm:
+    model: m
+    prompt: Go.
+    tools: [{{name: slow, flow: slow}}]
+"#,
+        server.base_url()
+    ));
+    let sleepy = support::native(|_| async {
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        Ok(json!("slept").into())
+    });
+    let events = Arc::new(CollectingSink::new());
+    let h = Harness {
+        engine: Engine::builder(memory())
+            .models(router())
+            .handler("sleepy", sleepy)
+            .sink(events.clone())
+            .build(),
+        events,
+    };
+    let e = h.run(f).await.error.expect("the tool stalls");
+    assert_eq!(e.detail_field("stall").unwrap(), "tool");
+    assert!(e.message.contains("`slow`"), "{}", e.message);
+}
+
+/// A flow whose model must call `lookup` and then `note` before it answers.
+fn required_tools_flow(server: &FakeServer) -> Arc<weft_engine::Prepared> {
+    flow(&format!(
+        r#"weft: 1
+name: required
+models:
+  m: {{provider: openai, model: gpt-test, base_url: "{}"}}
+flows:
+  lookup: {{name: lookup, root: {{transform: {{output: found}}}}}}
+  note: {{name: note, root: {{transform: {{output: noted}}}}}}
+root:
+  llm:
+    model: m
+    prompt: Research and answer.
+    tools: [{{name: lookup, flow: lookup}}, {{name: note, flow: note}}]
+    required_tools: [lookup, note]
+"#,
+        server.base_url()
+    ))
+}
+
+/// The tool a request forces, if it forces one.
+fn forced(r: &weft_fakes::Received) -> Option<String> {
+    r.body["tool_choice"]["function"]["name"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn required_tools_are_forced_in_order_before_the_answer() {
+    let server =
+        FakeServer::start_with(Wire::OpenAi, std::time::Duration::ZERO, |r| {
+            match forced(r).as_deref() {
+                Some(tool) => Reply::tool_call(tool, json!({})),
+                None => Reply::text("the answer"),
+            }
+        })
+        .await;
+    let h = harness();
+    let r = h.run(required_tools_flow(&server)).await;
+    assert_eq!(r.output.unwrap(), "the answer", "{:?}", r.error);
+    let forced: Vec<Option<String>> = server.received().iter().map(forced).collect();
+    assert_eq!(
+        forced,
+        vec![Some("lookup".into()), Some("note".into()), None]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_will_not_call_a_required_tool_fails_the_block() {
+    // A provider that ignores the forced choice: the model is told once per round, and
+    // when the rounds are spent the block fails naming the tool.
+    let server = FakeServer::start(Wire::OpenAi, vec![Reply::text("no tools for me")]).await;
+    let h = harness();
+    let r = h.run(required_tools_flow(&server)).await;
+    let e = r.error.expect("the required tools were never called");
+    assert_eq!(e.kind, weft_core::ErrorKind::Assertion);
+    assert!(e.message.contains("`lookup`, `note`"), "{}", e.message);
+    let last = server.received().last().unwrap().body.to_string();
+    assert!(
+        last.contains("Before you answer, call the tool `lookup`"),
+        "{last}"
+    );
 }

@@ -39,6 +39,14 @@ pub enum Reply {
         /// `Retry-After`, in seconds.
         retry_after: Option<u32>,
     },
+    /// Streams the text with a pause of `gap` before every frame but the first (a
+    /// request that does not stream gets the whole text after `gap`).
+    Slow {
+        /// The answer.
+        text: String,
+        /// The pause between frames.
+        gap: Duration,
+    },
     /// Streams the first `chunks` words of the text, then drops the connection.
     DropAfter {
         /// The answer that is cut off.
@@ -206,5 +214,5 @@ async fn handle(
     if !shared.latency.is_zero() {
         tokio::time::sleep(shared.latency).await;
     }
-    wire::respond(shared.wire, &received, reply)
+    wire::respond(shared.wire, &received, reply).await
 }

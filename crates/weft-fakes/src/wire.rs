@@ -5,7 +5,9 @@ use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
 use bytes::Bytes;
+use futures::StreamExt;
 use serde_json::{Value, json};
+use std::time::Duration;
 
 /// A provider's wire format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,8 +69,9 @@ fn json_response(status: u16, body: Value, retry_after: Option<u32>) -> Response
     b.body(Body::from(body.to_string())).expect("response")
 }
 
-/// A streamed body: `frames` in order, then (when `drop`) a broken connection.
-fn stream_response(content_type: &str, frames: Vec<String>, drop: bool) -> Response {
+/// A streamed body: `frames` in order, each but the first after `gap`, then (when
+/// `drop`) a broken connection.
+fn stream_response(content_type: &str, frames: Vec<String>, drop: bool, gap: Duration) -> Response {
     let mut items: Vec<Result<Bytes, std::io::Error>> =
         frames.into_iter().map(|f| Ok(Bytes::from(f))).collect();
     if drop {
@@ -77,10 +80,17 @@ fn stream_response(content_type: &str, frames: Vec<String>, drop: bool) -> Respo
             "dropped by the test",
         )));
     }
+    let paced =
+        futures::stream::iter(items.into_iter().enumerate()).then(move |(i, item)| async move {
+            if i > 0 && !gap.is_zero() {
+                tokio::time::sleep(gap).await;
+            }
+            item
+        });
     Response::builder()
         .status(StatusCode::OK)
         .header("content-type", content_type)
-        .body(Body::from_stream(futures::stream::iter(items)))
+        .body(Body::from_stream(paced))
         .expect("response")
 }
 
@@ -93,7 +103,7 @@ fn sse_event(event: &str, data: &Value) -> String {
 }
 
 /// The response to `r`.
-pub(crate) fn respond(wire: Wire, r: &Received, reply: Reply) -> Response {
+pub(crate) async fn respond(wire: Wire, r: &Received, reply: Reply) -> Response {
     if let Reply::Error {
         status,
         message,
@@ -103,14 +113,20 @@ pub(crate) fn respond(wire: Wire, r: &Received, reply: Reply) -> Response {
         return json_response(*status, error_body(wire, *status, message), *retry_after);
     }
     let stream = streaming(wire, r);
+    let mut gap = Duration::ZERO;
     let (text, calls, drop) = match reply {
         Reply::Text(t) => (t, Vec::new(), None),
         Reply::ToolCalls(c) => (String::new(), c, None),
         Reply::DropAfter { text, chunks } => (text, Vec::new(), Some(chunks)),
+        Reply::Slow { text, gap: g } => {
+            gap = g;
+            (text, Vec::new(), None)
+        }
         Reply::Error { .. } => unreachable!("answered above"),
     };
     let usage = (prompt_tokens(r), words(&text).len().max(1) as u64);
     if !stream {
+        tokio::time::sleep(gap).await;
         return json_response(200, whole(wire, r, &text, &calls, usage), None);
     }
     let mut pieces = words(&text);
@@ -122,7 +138,7 @@ pub(crate) fn respond(wire: Wire, r: &Received, reply: Reply) -> Response {
         Wire::Ollama => "application/x-ndjson",
         _ => "text/event-stream",
     };
-    stream_response(content_type, frames, drop.is_some())
+    stream_response(content_type, frames, drop.is_some(), gap)
 }
 
 fn error_body(wire: Wire, status: u16, message: &str) -> Value {

@@ -56,6 +56,8 @@ pub(super) struct BlockDoc {
     budget: Option<Budget>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     assert: Vec<Assertion>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stall: Option<Stall>,
 
     #[serde(default, skip_serializing_if = "Option::is_none")]
     input: Option<ValueTemplate>,
@@ -143,6 +145,7 @@ impl TryFrom<BlockDoc> for Block {
                 rescue: d.rescue,
                 budget: d.budget,
                 assert: d.assert,
+                stall: d.stall,
             },
             data: DataFlow {
                 input: d.input,
@@ -166,6 +169,7 @@ impl From<&Block> for BlockDoc {
             rescue: b.policy.rescue.clone(),
             budget: b.policy.budget.clone(),
             assert: b.policy.assert.clone(),
+            stall: b.policy.stall,
             input: b.data.input.clone(),
             merge_output: b.data.merge_output,
             set: b.data.set.clone(),

@@ -3,6 +3,7 @@
 //! bounded repair loop, keeps conversation history, and accounts usage against budgets.
 
 use super::run_subflow;
+use super::stall::{self, Progress};
 use crate::run::{Cx, Exec, Outcome, Stop};
 use std::sync::Arc;
 use weft_core::event::EventKind;
@@ -86,6 +87,22 @@ impl ToolTrace {
     }
 }
 
+/// The required tools of `s` that no call in `calls` (`[{name, ...}]`) has called yet.
+fn uncalled<'s>(s: &'s LlmSpec, calls: &[Value]) -> Vec<&'s str> {
+    s.required_tools
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !calls.iter().any(|c| c["name"].as_str() == Some(*t)))
+        .collect()
+}
+
+/// The choice that makes the next turn call the first required tool not called yet.
+fn next_required(s: &LlmSpec, calls: &[Value]) -> Option<ToolChoice> {
+    uncalled(s, calls)
+        .first()
+        .map(|t| ToolChoice::Tool((*t).to_owned()))
+}
+
 pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
     let engine = &cx.run.engine;
     let id = s
@@ -138,20 +155,18 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
         max_tokens: s.max_tokens,
         reasoning_effort: s.reasoning_effort.clone(),
         search: s.search.clone(),
-        tool_choice: s.tool_choice.as_deref().map(|c| match c {
-            "required" => ToolChoice::Required,
-            name => ToolChoice::Tool(name.to_owned()),
-        }),
+        tool_choice: s
+            .tool_choice
+            .as_deref()
+            .map(|c| match c {
+                "required" => ToolChoice::Required,
+                name => ToolChoice::Tool(name.to_owned()),
+            })
+            .or_else(|| next_required(s, &[])),
     };
 
     let emitter = &cx.run.emitter;
     let path = cx.key.to_string();
-    let on_delta = |text: &str| {
-        emitter.emit(|| EventKind::LlmDelta {
-            path: path.clone(),
-            text: text.to_owned(),
-        })
-    };
     let mut total = Usage::default();
     let mut tool_rounds = 0u32;
     // The calls and their answers, for a `message` output (`tool_calls`, `tool_results`).
@@ -159,7 +174,15 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
     let mut repairs_left = s.max_repairs;
     loop {
         cx.budgets.check(estimate_tokens(&req))?;
-        let resp = model.complete(&req, &on_delta).await?;
+        let progress = Progress::new();
+        let on_delta = |text: &str| {
+            progress.tick();
+            emitter.emit(|| EventKind::LlmDelta {
+                path: path.clone(),
+                text: text.to_owned(),
+            })
+        };
+        let resp = stall::model_call(&cx.stall, &progress, model.complete(&req, &on_delta)).await?;
         cx.budgets.charge(&resp.usage);
         total.add(&resp.usage);
         cx.run.usage.lock().expect("usage lock").add(&resp.usage);
@@ -171,8 +194,6 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
 
         if !resp.tool_calls.is_empty() && !s.tools.is_empty() && !req.tools.is_empty() {
             tool_rounds += 1;
-            // A required call is the first turn's; after it the model decides.
-            req.tool_choice = None;
             let mut assistant = Message::new("assistant", resp.content.clone());
             assistant.tool_calls = resp.tool_calls.clone();
             req.messages.push(assistant);
@@ -186,15 +207,14 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
                     None => format!("error: there is no tool named `{}`", call.name),
                     Some(tool) => {
                         let seg = format!("tool{tool_rounds}.{i}.{}", tool.name);
-                        match run_subflow(
+                        let work = run_subflow(
                             cx,
                             &tool.flow,
                             Arc::new(call.arguments.clone()),
                             false,
                             &seg,
-                        )
-                        .await
-                        {
+                        );
+                        match stall::tool(&cx.stall, &tool.name, work).await? {
                             Ok(out) => match &*out.output {
                                 Value::String(s) => s.clone(),
                                 v => v.to_string(),
@@ -209,14 +229,48 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
                 answer.tool_call_id = Some(call.id.clone());
                 req.messages.push(answer);
             }
+            // A forced call is one turn's; then the next required tool, or the model
+            // decides.
+            req.tool_choice = next_required(s, &trace.calls);
             if tool_rounds >= s.max_tool_rounds {
                 // The rounds are spent: the model is asked once more, offered no tool,
                 // so its next turn is the answer.
                 req.tools.clear();
+                req.tool_choice = None;
             }
             continue;
         }
 
+        let missing = uncalled(s, &trace.calls);
+        if !missing.is_empty() && !req.tools.is_empty() && tool_rounds < s.max_tool_rounds {
+            // A provider that ignores the forced choice answered anyway: the turn counts
+            // as a round, and the model is told what it must do first.
+            tool_rounds += 1;
+            req.messages
+                .push(Message::new("assistant", resp.content.clone()));
+            req.messages.push(Message::new(
+                "user",
+                format!("Before you answer, call the tool `{}`.", missing[0]),
+            ));
+            continue;
+        }
+        if !missing.is_empty() {
+            return Err(Stop::Failed(
+                BlockError::new(
+                    ErrorKind::Assertion,
+                    format!(
+                        "the model answered without calling the required tool{} {}",
+                        if missing.len() == 1 { "" } else { "s" },
+                        missing
+                            .iter()
+                            .map(|t| format!("`{t}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+                .with_detail(serde_json::json!({"required_tools": missing, "reply": resp.content})),
+            ));
+        }
         let output = match &s.output_schema {
             None => Value::String(resp.content.clone()),
             Some(schema) => match parse_structured(&resp.content, schema) {

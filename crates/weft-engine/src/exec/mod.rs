@@ -5,6 +5,7 @@ mod composite;
 mod graph;
 mod leaf;
 mod llm;
+mod stall;
 
 use crate::run::{Cx, Exec, Outcome, Recorded, Stop};
 use futures::future::BoxFuture;
@@ -45,6 +46,9 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
     }
     if let Some(b) = &block.policy.budget {
         cx.budgets = cx.budgets.push(block.id.as_deref().unwrap_or(&cx.key), b);
+    }
+    if let Some(s) = &block.policy.stall {
+        cx.stall = cx.stall.within(s);
     }
     let started = Instant::now();
     let emitter = &cx.run.emitter;
