@@ -39,10 +39,42 @@ pub(crate) struct Inner {
     pub(crate) code: Vec<Arc<dyn CodeRunner>>,
     pub(crate) handlers: HashMap<String, Arc<dyn Native>>,
     pub(crate) actions: HashMap<String, Arc<dyn Native>>,
+    /// Functions templates call as `native(name, ...)`; `None` when none is registered.
+    pub(crate) functions: Option<Arc<Functions>>,
     pub(crate) sinks: Vec<Arc<dyn EventSink>>,
     pub(crate) default_model: Option<String>,
     pub(crate) secrets: Arc<serde_json::Value>,
     pub(crate) owner: String,
+}
+
+/// A pure host function, as templates call it.
+pub type Function =
+    Arc<dyn Fn(&[serde_json::Value]) -> Result<serde_json::Value, String> + Send + Sync>;
+
+/// The functions an engine offers to templates.
+#[derive(Default)]
+pub(crate) struct Functions(HashMap<String, Function>);
+
+impl std::fmt::Debug for Functions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+impl weft_expr::Natives for Functions {
+    fn call(&self, name: &str, args: &[serde_json::Value]) -> Result<serde_json::Value, String> {
+        match self.0.get(name) {
+            Some(f) => f(args),
+            None => {
+                let mut known: Vec<&str> = self.0.keys().map(String::as_str).collect();
+                known.sort_unstable();
+                Err(format!(
+                    "no function `{name}` is registered (registered: {}); the host program registers it with EngineBuilder::function",
+                    known.join(", ")
+                ))
+            }
+        }
+    }
 }
 
 /// Configures an [`Engine`].
@@ -60,6 +92,7 @@ impl Engine {
                 code: Vec::new(),
                 handlers: HashMap::new(),
                 actions: HashMap::new(),
+                functions: None,
                 sinks: Vec::new(),
                 default_model: None,
                 secrets: Arc::new(serde_json::Value::Object(Default::default())),
@@ -102,6 +135,22 @@ impl EngineBuilder {
     /// Registers a built-in action for `action` blocks that use `name`.
     pub fn action(mut self, name: impl Into<String>, f: Arc<dyn Native>) -> Self {
         self.inner.actions.insert(name.into(), f);
+        self
+    }
+
+    /// Registers a pure function that templates and conditions call as
+    /// `native("name", args...)`. It runs again whenever a run is replayed, so it must
+    /// not have effects; effects belong in a handler.
+    pub fn function(
+        mut self,
+        name: impl Into<String>,
+        f: impl Fn(&[serde_json::Value]) -> Result<serde_json::Value, String> + Send + Sync + 'static,
+    ) -> Self {
+        let functions = self.inner.functions.get_or_insert_with(Default::default);
+        Arc::get_mut(functions)
+            .expect("functions are shared only once the engine is built")
+            .0
+            .insert(name.into(), Arc::new(f));
         self
     }
 

@@ -212,6 +212,9 @@ impl<'r> Cx<'r> {
             .bind("initial", self.run.initial.clone())
             .bind("vars", self.vars.clone())
             .bind("secrets", self.run.engine.secrets.clone());
+        if let Some(f) = &self.run.engine.functions {
+            s.natives(f.clone());
+        }
         s.extend(&self.locals);
         s
     }

@@ -179,7 +179,32 @@ fn fromjson(s: &str) -> Result<Value, Error> {
     Ok(crate::to_mj(&std::sync::Arc::new(v)))
 }
 
+/// `native(name, args...)`: calls a function the host program registered (the scope
+/// carries them; see [`crate::Natives`]).
+fn native(state: &minijinja::State, name: String, args: Rest<Value>) -> Result<Value, Error> {
+    let natives = state
+        .lookup(crate::json_object::NATIVES)
+        .and_then(|v| {
+            v.downcast_object_ref::<crate::json_object::NativesObject>()
+                .map(|n| n.0.clone())
+        })
+        .ok_or_else(|| {
+            invalid(format!(
+                "native(`{name}`): this engine has no native functions registered"
+            ))
+        })?;
+    let args = args
+        .iter()
+        .map(crate::to_json)
+        .collect::<Result<Vec<_>, _>>()?;
+    let out = natives
+        .call(&name, &args)
+        .map_err(|e| invalid(format!("native(`{name}`): {e}")))?;
+    Ok(crate::to_mj(&std::sync::Arc::new(out)))
+}
+
 pub(crate) fn register(env: &mut Environment<'static>) {
+    env.add_function("native", native);
     env.add_function("len", len);
     env.add_function("str", to_str);
     env.add_function("int", to_int);

@@ -124,6 +124,16 @@ impl Object for JsonNode {
     }
 }
 
+/// The name under which the scope hands `native()` the host's functions; not a name a
+/// template can bind.
+pub(crate) const NATIVES: &str = "\u{0}natives";
+
+/// The host's functions, as the scope hands them to `native()`.
+#[derive(Debug)]
+pub(crate) struct NativesObject(pub(crate) Arc<dyn crate::Natives>);
+
+impl Object for NativesObject {}
+
 /// The root namespace of an evaluation.
 #[derive(Debug)]
 pub(crate) struct ScopeObject(pub(crate) Scope);
@@ -134,7 +144,12 @@ impl Object for ScopeObject {
     }
 
     fn get_value(self: &Arc<Self>, key: &MjValue) -> Option<MjValue> {
-        self.0.get(key.as_str()?).map(to_mj)
+        let key = key.as_str()?;
+        if key == NATIVES {
+            let natives = self.0.natives.clone()?;
+            return Some(MjValue::from_object(NativesObject(natives)));
+        }
+        self.0.get(key).map(to_mj)
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {

@@ -60,10 +60,19 @@ fn shorten(s: &str) -> String {
     }
 }
 
+/// Functions a host program offers to templates as `native(name, args...)`: pure
+/// functions of JSON values (they run again when a run is replayed).
+pub trait Natives: Send + Sync + std::fmt::Debug {
+    /// Calls the function registered as `name`; `Err` says why it failed (an unknown
+    /// name included).
+    fn call(&self, name: &str, args: &[Value]) -> Result<Value, String>;
+}
+
 /// The names visible to one evaluation: `input`, `state`, `initial`, `vars`, and locals.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
     bindings: Vec<(Arc<str>, Arc<Value>)>,
+    natives: Option<Arc<dyn Natives>>,
 }
 
 impl Scope {
@@ -84,9 +93,19 @@ impl Scope {
         self
     }
 
-    /// Adds every binding of `other` after this scope's own.
+    /// Adds every binding of `other` after this scope's own (and its natives, if it has
+    /// them).
     pub fn extend(&mut self, other: &Scope) -> &mut Scope {
         self.bindings.extend(other.bindings.iter().cloned());
+        if other.natives.is_some() {
+            self.natives = other.natives.clone();
+        }
+        self
+    }
+
+    /// Makes `natives` callable as `native(name, args...)`.
+    pub fn natives(&mut self, natives: Arc<dyn Natives>) -> &mut Scope {
+        self.natives = Some(natives);
         self
     }
 

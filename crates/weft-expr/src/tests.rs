@@ -146,3 +146,45 @@ fn lookups_read_json_text_paths_numbers_and_patterns() {
             .contains("invalid pattern")
     );
 }
+
+/// Host functions for the `native()` tests: `double(n)` and `fail()`.
+#[derive(Debug)]
+struct HostFns;
+
+impl Natives for HostFns {
+    fn call(&self, name: &str, args: &[Value]) -> Result<Value, String> {
+        match name {
+            "double" => Ok(json!(args[0].as_i64().ok_or("not a number")? * 2)),
+            "echo" => Ok(json!(args)),
+            _ => Err(format!("no function named `{name}`")),
+        }
+    }
+}
+
+#[test]
+fn native_calls_the_host_s_functions_with_json_values() {
+    let sources = [
+        ("native('double', len(input.items)) == 6", true),
+        ("{{ native('echo', input, 1) }}", false),
+        ("native('missing')", true),
+    ];
+    let e = compiled(&sources);
+    let mut s = scope(json!({}));
+    s.natives(Arc::new(HostFns));
+    assert!(e.truthy(sources[0].0, &s).unwrap());
+    assert_eq!(
+        e.value(sources[1].0, &s).unwrap(),
+        json!([{"name": "Ada", "items": [1, 2, 3]}, 1])
+    );
+    let err = e.truthy(sources[2].0, &s).unwrap_err().message;
+    assert!(
+        err.contains("native(`missing`): no function named `missing`"),
+        "{err}"
+    );
+    // Without natives in the scope the call is a clear error, not a panic.
+    let err = e
+        .truthy(sources[0].0, &scope(json!({})))
+        .unwrap_err()
+        .message;
+    assert!(err.contains("no native functions registered"), "{err}");
+}
