@@ -21,6 +21,17 @@ use weft_core::{Diagnostic, Flow};
 
 pub use source_map::SourceMap;
 
+/// The built-in actions a dialect may compile to (`weft-actions` serves them).
+pub(crate) const BUILTIN_ACTIONS: &[&str] = &[
+    "http.get",
+    "http.post",
+    "json.parse",
+    "file.read",
+    "file.write",
+    "file.append",
+    "time.sleep",
+];
+
 /// Dialects Weft knows by name, in detection order.
 pub const DIALECTS: &[&str] = &["native", "tea", "blocks", "graph", "souls"];
 

@@ -870,3 +870,176 @@ async fn outputs_declare_the_fields_of_a_block_s_result() {
         ran.result.error
     );
 }
+
+/// Two tools: Python code, and a built-in action.
+const TOOLS: &str = r#"
+tools:
+  word_count:
+    type: code
+    description: Counts the words of a text.
+    parameters: {type: object, properties: {text: {type: string}}, required: [text]}
+    code: |
+      def main(args):
+          return {"words": len(args["text"].split())}
+  parse:
+    type: builtin
+    action: json.parse
+    description: Parses JSON text.
+    parameters: {type: object, properties: {text: {type: string}}, required: [text]}
+"#;
+
+/// The last tool result a request carries, if any.
+fn tool_result(r: &weft_fakes::Received) -> Option<String> {
+    r.body["messages"]
+        .as_array()?
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .map(str::to_owned)
+}
+
+/// The tool a request forces, if it forces one.
+fn forced(r: &weft_fakes::Received) -> Option<String> {
+    r.body["tool_choice"]["function"]["name"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+fn tools_flow(soul: &str) -> String {
+    format!(
+        "version: \"1.0\"\nconfig: {{provider: openai, model_name: gpt-4o-mini}}\n{TOOLS}souls:\n  counter:\n{soul}blocks:\n  count:\n    type: linear\n    soul_ref: counter\nworkflow:\n  name: w\n  entry: count\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_soul_calls_its_tools_and_answers_from_their_results() {
+    // The issue: souls carry `tools` and `max_tool_iterations`, and the file has a
+    // top-level `tools`; docs/dialects/souls.md gives the tool shapes Weft reads.
+    let server =
+        FakeServer::start_with(
+            Wire::OpenAi,
+            std::time::Duration::ZERO,
+            |r| match tool_result(r) {
+                Some(result) => Reply::text(format!("Counted: {result}")),
+                None => Reply::tool_call("word_count", json!({"text": "the cat sat"})),
+            },
+        )
+        .await;
+    let text = tools_flow(
+        "    system_prompt: You count words.\n    tools: [word_count, parse]\n    max_tool_iterations: 3\n",
+    );
+    let ran = run(&text, json!("Count the words"), Some(&server)).await;
+    assert_eq!(ran.output(), &json!("Counted: {\"words\":3}"));
+    let sent = server.received();
+    assert_eq!(sent.len(), 2);
+    let offered: Vec<&str> = sent[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["word_count", "parse"]);
+    assert_eq!(
+        sent[0].body["tools"][0]["function"]["description"],
+        "Counts the words of a text."
+    );
+    assert!(
+        ran.kinds()
+            .iter()
+            .any(|k| matches!(k, EventKind::ToolCalled { tool, .. } if tool == "word_count"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_tool_iterations_bounds_the_tool_loop() {
+    // A model that would call tools forever gets `max_tool_iterations` rounds, then one
+    // more turn offered no tool, so it answers.
+    let server = FakeServer::start_with(Wire::OpenAi, std::time::Duration::ZERO, |r| {
+        if r.body.get("tools").is_some() {
+            Reply::tool_call("parse", json!({"text": "[1, 2]"}))
+        } else {
+            Reply::text("enough")
+        }
+    })
+    .await;
+    let text = tools_flow(
+        "    system_prompt: You parse.\n    tools: [parse]\n    max_tool_iterations: 2\n",
+    );
+    let ran = run(&text, json!("Parse"), Some(&server)).await;
+    assert_eq!(ran.output(), &json!("enough"));
+    let sent = server.received();
+    assert_eq!(sent.len(), 3, "two tool rounds, then the answer");
+    assert_eq!(tool_result(&sent[2]).as_deref(), Some("[1,2]"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn required_tool_calls_are_made_before_the_answer() {
+    let server =
+        FakeServer::start_with(Wire::OpenAi, std::time::Duration::ZERO, |r| {
+            match forced(r) {
+                Some(tool) => Reply::tool_call(tool, json!({"text": "one two"})),
+                None => Reply::text("done"),
+            }
+        })
+        .await;
+    let text = tools_flow(
+        "    system_prompt: You count words.\n    tools: [word_count, parse]\n    required_tool_calls: [word_count]\n",
+    );
+    let ran = run(&text, json!("Count"), Some(&server)).await;
+    assert_eq!(ran.output(), &json!("done"));
+    let sent = server.received();
+    assert_eq!(forced(&sent[0]).as_deref(), Some("word_count"));
+    assert_eq!(tool_result(&sent[1]).as_deref(), Some("{\"words\":2}"));
+    assert_eq!(forced(&sent[1]), None, "then the model decides");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_tool_sends_the_arguments_and_gives_the_model_the_body() {
+    let api = super::support::http_server(r#"{"seen": "$REQUEST"}"#).await;
+    let server =
+        FakeServer::start_with(
+            Wire::OpenAi,
+            std::time::Duration::ZERO,
+            |r| match tool_result(r) {
+                Some(result) => Reply::text(result),
+                None => Reply::tool_call("weather", json!({"city": "Oslo"})),
+            },
+        )
+        .await;
+    let text = format!(
+        "version: \"1.0\"\nconfig: {{provider: openai, model_name: gpt-4o-mini}}\ntools:\n  weather:\n    type: http\n    description: The weather in a city.\n    url: \"{api}/weather/{{{{ args.city }}}}\"\n    query: {{units: metric}}\n    parameters: {{type: object, properties: {{city: {{type: string}}}}}}\nsouls:\n  w:\n    system_prompt: Weather.\n    tools: [weather]\nblocks:\n  a:\n    type: linear\n    soul_ref: w\nworkflow:\n  name: w\n  entry: a\n"
+    );
+    let ran = run(&text, json!("Weather in Oslo?"), Some(&server)).await;
+    assert_eq!(
+        ran.output(),
+        &json!("{\"seen\":\"GET /weather/Oslo?units=metric HTTP/1.1\"}")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_soul_fails_its_block_naming_the_phase() {
+    // 001, common fields: "stall_thresholds | Dict[str, int] | Per-phase stall detection
+    // thresholds". The phases are Weft's (docs/dialects/souls.md): here the answer's
+    // words come 1.5 s apart and the block allows 1 s of silence.
+    let server = FakeServer::start(
+        Wire::OpenAi,
+        vec![Reply::Slow {
+            text: "slow words".into(),
+            gap: std::time::Duration::from_millis(1500),
+        }],
+    )
+    .await;
+    let text = flow(
+        "blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    stall_thresholds: {token_gap: 1}\nworkflow:\n  name: w\n  entry: a\n",
+    );
+    let ran = run(&text, json!("Write"), Some(&server)).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    let e = ran.result.error.as_ref().unwrap();
+    assert!(
+        e.message.contains("stall threshold `token_gap`"),
+        "{}",
+        e.message
+    );
+    assert!(e.path.ends_with("/a"), "{e:?}");
+}

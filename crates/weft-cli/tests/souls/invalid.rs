@@ -35,8 +35,8 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         (doc(&format!("blocks:\n  a:\n    type: loop\n    inner_block_refs: [b]\n    carry_context: {{source_blocks: [c]}}\n  b:\n    type: linear\n    soul_ref: writer\n  c:\n    type: linear\n    soul_ref: writer\n{wf}")), 8, "not one of this loop's inner blocks", "subset of inner_block_refs"),
         // 12. An unknown break_condition operator.
         (doc(&format!("blocks:\n  a:\n    type: loop\n    inner_block_refs: [b]\n    break_condition: {{eval_key: s, operator: equal, value: 1}}\n  b:\n    type: linear\n    soul_ref: writer\n{wf}")), 8, "unknown operator `equal`", "did you mean `equals`?"),
-        // 13. A common field Weft does not run yet.
-        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    stall_thresholds: {{llm: 30}}\n{wf}")), 8, "`stall_thresholds` is not supported by Weft yet", "docs/dialects/souls.md"),
+        // 13. A stall phase Weft does not watch.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    stall_thresholds: {{first_tokn: 30}}\n{wf}")), 8, "unknown stall phase `first_tokn`", "did you mean `first_token`?"),
         // 14. A child workflow that is nowhere.
         (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: child\n{wf}")), 7, "no workflow file for `child`", "workflows/"),
         // 15. Code without main.
@@ -87,6 +87,24 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: ../../etc/passwd\n{wf}")), 7, "cannot name a file in souls/", "no `/` or `..`"),
         // 38. A workflow reference that climbs out of the workflow's directory.
         (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: ../secrets/flow\n{wf}")), 7, "cannot name a workflow file", "no `/` or `..`"),
+        // 39. A stall threshold out of range.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    stall_thresholds: {{token_gap: 0}}\n{wf}")), 8, "threshold is 0 s; it must be 1-3600", ""),
+        // 40. A soul that lists a tool the workflow does not define.
+        (format!("version: \"1.0\"\ntools:\n  word_count: {{type: code, code: \"def main(args):\\n    return 1\"}}\nsouls:\n  writer: {{system_prompt: Write., tools: [word_cont]}}\nblocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}"), 5, "the soul's tool `word_cont` is not under the workflow's `tools:`", "did you mean `word_count`?"),
+        // 41. An unknown tool type.
+        (format!("version: \"1.0\"\ntools:\n  fetch:\n    type: htp\n    url: https://example.com\n{}blocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}", &HEAD[15..]), 4, "unknown tool type `htp`", "did you mean `http`?"),
+        // 42. A field of another tool type.
+        (format!("version: \"1.0\"\ntools:\n  read:\n    type: builtin\n    action: file.read\n    url: x\n{}blocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}", &HEAD[15..]), 6, "a builtin tool has no field `url`", "its fields"),
+        // 43. A builtin tool that runs no action Weft has.
+        (format!("version: \"1.0\"\ntools:\n  read:\n    type: builtin\n    action: file.raed\n{}blocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}", &HEAD[15..]), 5, "`file.raed` is not an action Weft runs", "did you mean `file.read`?"),
+        // 44. A code tool without main.
+        (format!("version: \"1.0\"\ntools:\n  count:\n    type: code\n    code: |\n      def count(args):\n          return 1\n{}blocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}", &HEAD[15..]), 5, "defines no `main` function", "def main(args)"),
+        // 45. Parameters that are not an object schema.
+        (format!("version: \"1.0\"\ntools:\n  count:\n    type: code\n    code: \"def main(args):\\n    return 1\"\n    parameters: {{text: string}}\n{}blocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}", &HEAD[15..]), 6, "parameters is a JSON Schema of the arguments object", "type: object"),
+        // 46. A required tool call of a tool the soul does not list.
+        (format!("version: \"1.0\"\ntools:\n  count: {{type: code, code: \"def main(args):\\n    return 1\"}}\nsouls:\n  writer:\n    system_prompt: Write.\n    tools: [count]\n    required_tool_calls: [cont]\nblocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}"), 8, "must call `cont`, which is not one of its tools", "list it under the soul's `tools` too"),
+        // 47. An http tool with a method it cannot send.
+        (format!("version: \"1.0\"\ntools:\n  put:\n    type: http\n    method: PUT\n    url: https://example.com\n{}blocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}", &HEAD[15..]), 5, "method `PUT` is not GET or POST", "GET or POST"),
     ]
 }
 

@@ -119,3 +119,29 @@ pub fn assert_invalid(dialect: &str, cases: &[(&str, u32, &str, &str)]) {
         );
     }
 }
+
+/// An HTTP server on 127.0.0.1 that answers every request with `body` as JSON and
+/// echoes the request line in a header; `$REQUEST` in `body` is replaced by the request
+/// line too, so what a client sent can reach whoever reads the body.
+pub async fn http_server(body: &'static str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                let req = String::from_utf8_lossy(&buf[..n]).to_string();
+                let line = req.lines().next().unwrap_or("").to_owned();
+                let body = body.replace("$REQUEST", &line);
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Request: {line}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}

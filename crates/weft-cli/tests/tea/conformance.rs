@@ -1,5 +1,6 @@
 //! Behaviour the spec promises, node type by node type.
 
+use super::support::http_server;
 use super::{run, run_in};
 use serde_json::json;
 use weft_core::event::{EventKind, LoopExit};
@@ -902,30 +903,6 @@ nodes:
         .output()
         .clone();
     assert_eq!(s["parsed"], json!({"a": [1, 2]}));
-}
-
-/// A one-shot HTTP server on 127.0.0.1 that answers every request with `body` as JSON
-/// and echoes the request line in a header.
-async fn http_server(body: &'static str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut sock, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 65536];
-                let n = sock.read(&mut buf).await.unwrap_or(0);
-                let req = String::from_utf8_lossy(&buf[..n]).to_string();
-                let line = req.lines().next().unwrap_or("").to_owned();
-                let resp = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Request: {line}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = sock.write_all(resp.as_bytes()).await;
-            });
-        }
-    });
-    format!("http://{addr}")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

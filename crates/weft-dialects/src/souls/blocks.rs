@@ -11,9 +11,6 @@ use serde_json::Value;
 use weft_core::Diagnostic;
 use weft_core::ir::{Block, BlockKind, LlmSpec, Template, ValueTemplate};
 
-/// Common fields Weft does not implement yet: an error, never silently ignored.
-const NOT_YET: &[&str] = &["stall_thresholds"];
-
 /// Modules a code block may import unless it lists its own (spec 001).
 pub(super) const DEFAULT_IMPORTS: &[&str] = &[
     "json",
@@ -77,13 +74,7 @@ impl Compiler<'_> {
         let mut ok = true;
         for key in obj.keys() {
             let key = key.as_str();
-            if NOT_YET.contains(&key) {
-                ok = false;
-                self.error(
-                    Diagnostic::error(format!("{ptr}/{key}"), format!("`{key}` is not supported by Weft yet"))
-                        .hint("docs/dialects/souls.md lists what Weft runs; remove it to run this workflow"),
-                );
-            } else if !COMMON.contains(&key) && !own.contains(&key) {
+            if !COMMON.contains(&key) && !own.contains(&key) {
                 ok = false;
                 let known: Vec<&str> = COMMON.iter().chain(own.iter()).copied().collect();
                 let d = Diagnostic::error(
@@ -186,6 +177,9 @@ impl Compiler<'_> {
         if let Some(l) = &common.limits {
             block.policy.budget = self.budget(l, &format!("{ptr}/limits"));
         }
+        if let Some(t) = &common.stall_thresholds {
+            block.policy.stall = self.stall(t, &format!("{ptr}/stall_thresholds"));
+        }
         block.origin = self.map.loc(ptr);
         Some(block.with_id(id))
     }
@@ -203,6 +197,11 @@ pub(super) fn llm(soul: &ResolvedSoul, prompt: String) -> Block {
         prompt: Some(Template(prompt)),
         temperature: soul.temperature,
         max_tokens: soul.max_tokens,
+        tools: soul.tools.clone(),
+        required_tools: soul.required_tools.clone(),
+        max_tool_rounds: soul
+            .max_tool_iterations
+            .unwrap_or(LlmSpec::default().max_tool_rounds),
         ..LlmSpec::default()
     }))
 }

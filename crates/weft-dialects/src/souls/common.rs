@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use serde_json::{Value, json};
 use weft_core::Diagnostic;
 use weft_core::ir::{
-    Block, BlockKind, Budget, Expr, Retry, Template, TransformSpec, ValueTemplate,
+    Block, BlockKind, Budget, Expr, Retry, Stall, Template, TransformSpec, ValueTemplate,
 };
 
 impl Compiler<'_> {
@@ -312,6 +312,40 @@ impl Compiler<'_> {
             cost_usd: l.cost_cap_usd,
             wall_ms: l.max_duration_seconds.map(|s| s * 1000),
         })
+    }
+
+    /// `stall_thresholds` (phase -> seconds) as a stall policy. The phases are Weft's:
+    /// `first_token`, `token_gap` and `tool_call` (`docs/dialects/souls.md`).
+    pub(super) fn stall(&mut self, t: &IndexMap<String, u64>, ptr: &str) -> Option<Stall> {
+        const PHASES: &[&str] = &["first_token", "token_gap", "tool_call"];
+        let mut stall = Stall::default();
+        let mut ok = true;
+        for (phase, &seconds) in t {
+            let at = weft_core::validate::child_pointer(ptr, phase);
+            if !(1..=3600).contains(&seconds) {
+                ok = false;
+                self.error(Diagnostic::error(
+                    &at,
+                    format!("the `{phase}` threshold is {seconds} s; it must be 1-3600"),
+                ));
+            }
+            let ms = Some(seconds * 1000);
+            match phase.as_str() {
+                "first_token" => stall.first_token_ms = ms,
+                "token_gap" => stall.token_gap_ms = ms,
+                "tool_call" => stall.tool_ms = ms,
+                _ => {
+                    ok = false;
+                    let d = Diagnostic::error(&at, format!("unknown stall phase `{phase}`"));
+                    self.error(d.hint_closest(
+                        phase,
+                        PHASES.iter().copied(),
+                        format!("the phases: {}", PHASES.join(", ")),
+                    ));
+                }
+            }
+        }
+        ok.then_some(stall)
     }
 
     /// `retry_config` as a retry policy.

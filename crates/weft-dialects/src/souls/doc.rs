@@ -98,12 +98,14 @@ pub(super) struct Soul {
     pub temperature: Option<f64>,
     #[serde(default)]
     pub max_tokens: Option<u32>,
+    /// Ids of the workflow's `tools:` this soul may call.
     #[serde(default)]
-    pub tools: Option<Vec<Value>>,
+    pub tools: Option<Vec<String>>,
     #[serde(default)]
     pub max_tool_iterations: Option<u32>,
+    /// Tools it must call before its answer counts.
     #[serde(default)]
-    pub required_tool_calls: Option<Vec<Value>>,
+    pub required_tool_calls: Option<Vec<String>>,
     /// Editor decorations: read, not used.
     #[serde(default, rename = "avatar_color")]
     pub _avatar_color: Option<String>,
@@ -208,6 +210,9 @@ pub(super) struct Common {
     /// Output field name -> type (`str`, `int`, `float`, `bool`, `list`, `dict`, `any`).
     #[serde(default)]
     pub outputs: Option<IndexMap<String, String>>,
+    /// Phase -> seconds without progress before the block stalls.
+    #[serde(default)]
+    pub stall_thresholds: Option<IndexMap<String, u64>>,
 }
 
 /// `depends`: one block id or several.

@@ -14,6 +14,7 @@ mod conditions;
 mod doc;
 mod kinds;
 mod prompt;
+mod tools;
 
 use crate::source_map::SourceMap;
 use doc::{Config, Soul, SoulsDoc, Transition};
@@ -24,7 +25,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use weft_core::Diagnostic;
 use weft_core::ir::{
-    Block, BlockKind, END, Edge, Flow, GraphSpec, Routing, TransformSpec, ValueTemplate,
+    Block, BlockKind, END, Edge, Flow, GraphSpec, Routing, ToolSpec, TransformSpec, ValueTemplate,
 };
 
 /// Whether `doc` looks like a souls workflow: `blocks` and `workflow` at the top.
@@ -65,7 +66,9 @@ fn compile_at(
         raw_blocks: file.blocks.clone(),
         depth,
         flows: IndexMap::new(),
+        tool_specs: IndexMap::new(),
     };
+    c.tools(file.tools.as_ref());
     let flow = c.flow(&file);
     crate::native::finish(flow, c.diags, map)
 }
@@ -77,6 +80,10 @@ struct ResolvedSoul {
     model: Option<String>,
     temperature: Option<f64>,
     max_tokens: Option<u32>,
+    /// The tools it may call, and those it must call before answering.
+    tools: Vec<ToolSpec>,
+    required_tools: Vec<String>,
+    max_tool_iterations: Option<u32>,
 }
 
 pub(super) struct Compiler<'a> {
@@ -94,8 +101,10 @@ pub(super) struct Compiler<'a> {
     raw_blocks: IndexMap<String, Value>,
     /// How many `workflow` blocks lead to this file.
     depth: u32,
-    /// Child workflows, by flow name.
+    /// Child workflows and tools, by flow name.
     flows: IndexMap<String, Flow>,
+    /// The workflow's tools, by id.
+    tool_specs: IndexMap<String, ToolSpec>,
 }
 
 impl Compiler<'_> {
@@ -129,18 +138,6 @@ impl Compiler<'_> {
     }
 
     fn flow(&mut self, file: &SoulsDoc) -> Option<Flow> {
-        let declares_tools = match &file.tools {
-            None | Some(Value::Null) => false,
-            Some(Value::Object(o)) => !o.is_empty(),
-            Some(Value::Array(a)) => !a.is_empty(),
-            Some(_) => true,
-        };
-        if declares_tools {
-            self.error(
-                Diagnostic::error("/tools", "souls' tools are not supported by Weft yet")
-                    .hint("remove `tools:` (and the souls' `tools`) to run this workflow"),
-            );
-        }
         for id in &self.ids.clone() {
             if id.is_empty()
                 || !id
@@ -395,8 +392,14 @@ impl Compiler<'_> {
     }
 
     fn load_soul(&mut self, id: &str, ptr: &str) -> Option<ResolvedSoul> {
+        // An inline soul's own mistakes point into `souls:`; a file soul's, at the
+        // reference that loaded it.
+        let mut at = ptr.to_owned();
         let soul: Soul = match self.inline_souls.get(id).cloned() {
-            Some(v) => self.parse(&v, &format!("/souls/{id}"))?,
+            Some(v) => {
+                at = weft_core::validate::child_pointer("/souls", id);
+                self.parse(&v, &at)?
+            }
             None if !is_file_id(id) => {
                 self.error(
                     Diagnostic::error(
@@ -454,7 +457,7 @@ impl Compiler<'_> {
                 }
             }
         };
-        self.resolve(soul, id, ptr)
+        self.resolve(soul, id, &at)
     }
 
     /// A soul written inline where it is used (an assertion's `judge_soul`).
@@ -466,22 +469,24 @@ impl Compiler<'_> {
 
     /// A parsed soul with the file's `config` defaults applied.
     fn resolve(&mut self, soul: Soul, id: &str, ptr: &str) -> Option<ResolvedSoul> {
-        if soul.tools.as_ref().is_some_and(|t| !t.is_empty())
-            || soul.max_tool_iterations.is_some()
-            || soul
-                .required_tool_calls
-                .as_ref()
-                .is_some_and(|t| !t.is_empty())
-        {
-            self.error(
-                Diagnostic::error(
-                    ptr,
-                    format!(
-                        "the soul `{id}` uses tools, which Weft does not support for souls yet"
-                    ),
-                )
-                .hint("remove its `tools` and `max_tool_iterations`"),
-            );
+        let tools = self.soul_tools(soul.tools.as_deref().unwrap_or_default(), ptr);
+        let required_tools = soul.required_tool_calls.clone().unwrap_or_default();
+        for (i, t) in required_tools.iter().enumerate() {
+            if !soul.tools.iter().flatten().any(|listed| listed == t) {
+                self.error(
+                    Diagnostic::error(
+                        format!("{ptr}/required_tool_calls/{i}"),
+                        format!("the soul `{id}` must call `{t}`, which is not one of its tools"),
+                    )
+                    .hint("list it under the soul's `tools` too"),
+                );
+            }
+        }
+        if soul.max_tool_iterations == Some(0) {
+            self.error(Diagnostic::error(
+                format!("{ptr}/max_tool_iterations"),
+                "max_tool_iterations must be at least 1",
+            ));
         }
         if let Some(sid) = &soul.id
             && sid != id
@@ -508,6 +513,9 @@ impl Compiler<'_> {
             model,
             temperature: soul.temperature.or(self.config.temperature),
             max_tokens: soul.max_tokens.or(self.config.max_tokens),
+            tools,
+            required_tools,
+            max_tool_iterations: soul.max_tool_iterations,
         })
     }
 }

@@ -6,17 +6,9 @@ use serde_json::Value;
 use weft_core::Diagnostic;
 use weft_core::ir::{ActionSpec, Block, BlockKind, ValueTemplate};
 
-/// Actions Weft runs itself, by their names in tea files.
-pub(super) const BUILTIN: &[&str] = &[
-    "http.get",
-    "http.post",
-    "json.parse",
-    "file.read",
-    "file.write",
-    "file.append",
-    "time.sleep",
-];
 use super::llm::MODEL;
+/// Actions Weft runs itself, by their names in tea files.
+pub(super) use crate::BUILTIN_ACTIONS as BUILTIN;
 
 impl Compiler<'_> {
     /// The block for `uses: NAME` with `with:`, at `ptr` (the node's pointer).
