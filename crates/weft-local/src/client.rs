@@ -181,7 +181,14 @@ impl Model for LocalModel {
         request: &ModelRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelResponse, BlockError> {
-        let offers_tools = !request.tools.is_empty();
+        // A conversation that has called tools keeps their protocol to its end, so the
+        // last turn (offered no tool once the rounds are spent) is still an answer the
+        // grammar reads back, not an imitation of a call.
+        let offers_tools = !request.tools.is_empty()
+            || request
+                .messages
+                .iter()
+                .any(|m| !m.tool_calls.is_empty() || m.role == "tool");
         let (messages, schema) = if offers_tools {
             let (turns, schema) = tools::prompt(request);
             (turns, Some(schema))

@@ -11,11 +11,14 @@ use weft_core::ports::{Message, ModelRequest, ToolCall, ToolChoice};
 
 /// The conversation and the output schema of a request that offers tools.
 pub(crate) fn prompt(request: &ModelRequest) -> (Vec<Turn>, Value) {
-    let mut listing = String::from(
+    let mut listing = String::from(if request.tools.is_empty() {
+        // The tool rounds are spent: what the tools said is in the conversation.
+        "You have used your tools. Reply with only {\"answer\": ...}, answering from their results.\n"
+    } else {
         "You can call tools. To call one, reply with only this JSON: \
          {\"tool\": \"<name>\", \"arguments\": {...}}. \
-         When you have the final answer, reply with only {\"answer\": ...}.\nTools:\n",
-    );
+         When you have the final answer, reply with only {\"answer\": ...}.\nTools:\n"
+    });
     for tool in &request.tools {
         listing.push_str(&format!(
             "- {}: {} Arguments (JSON Schema): {}\n",
@@ -203,6 +206,32 @@ mod tests {
         // The next call's id follows the one already made.
         let (_, calls) = read(r#"{"tool": "add", "arguments": {"a": 5, "b": 1}}"#, &r).unwrap();
         assert_eq!(calls[0].id, "local-call-2");
+    }
+
+    #[test]
+    fn once_the_rounds_are_spent_the_only_choice_is_an_answer_from_the_results() {
+        let mut r = request();
+        r.tools.clear();
+        r.messages.push(Message {
+            role: "assistant".into(),
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "local-call-1".into(),
+                name: "add".into(),
+                arguments: json!({"a": 2, "b": 3}),
+            }],
+            tool_call_id: None,
+        });
+        r.messages.push(Message {
+            tool_call_id: Some("local-call-1".into()),
+            ..Message::new("tool", "5")
+        });
+        let (turns, schema) = prompt(&r);
+        assert!(turns[0].content.contains("You have used your tools"));
+        assert_eq!(turns.last().unwrap().content, "Tool result: 5");
+        assert_eq!(schema["oneOf"].as_array().unwrap().len(), 1);
+        let (answer, calls) = read(r#"{"answer": "It is 5."}"#, &r).unwrap();
+        assert_eq!((answer.as_str(), calls.len()), ("It is 5.", 0));
     }
 
     #[test]
