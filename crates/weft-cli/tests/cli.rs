@@ -585,10 +585,39 @@ fn souls_examples_run_convert_to_native_identically_and_bad_files_exit_2() {
     assert_eq!(results["brief"].as_array().map(Vec::len), Some(2));
     assert!(results["combine"].is_string());
 
+    // A soul's required tool runs (Python in the sandbox) before the local model answers.
+    let events = env.path("souls-tools.jsonl");
+    let o = env.weft(&[
+        "run",
+        &example("souls/tools-local.yaml"),
+        "-q",
+        "--input",
+        r#""How many words are in: the cat saw the other cat""#,
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout_json(&o)["answer"]
+            .as_str()
+            .is_some_and(|a| !a.is_empty()),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let called: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "tool_called")
+        .collect();
+    assert_eq!(called[0]["tool"], "word_stats", "{called:?}");
+    assert!(called[0]["arguments"]["text"].is_string(), "{called:?}");
+
     for file in [
         "souls/word-stats.yaml",
         "souls/review-local.yaml",
         "souls/briefing-local.yaml",
+        "souls/tools-local.yaml",
     ] {
         let g = env.weft(&["graph", &example(file)]);
         assert_eq!(code(&g), 0, "{file}: {}", stderr(&g));
