@@ -1043,3 +1043,35 @@ async fn a_stalled_soul_fails_its_block_naming_the_phase() {
     );
     assert!(e.path.ends_with("/a"), "{e:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_retryable_errors_are_not_retried() {
+    // 001, common fields: "retry_config | RetryConfig | Retry on failure"; the kinds
+    // Weft does not retry are named with its error kinds (docs/dialects/souls.md).
+    let throttled =
+        || async { FakeServer::start(Wire::OpenAi, vec![Reply::error(429, "slow down")]).await };
+    let retry = |extra: &str| {
+        flow(&format!(
+            "blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    retry_config: {{max_attempts: 3, backoff_base_seconds: 0.1{extra}}}\nworkflow:\n  name: w\n  entry: a\n"
+        ))
+    };
+    let server = throttled().await;
+    let ran = run(&retry(""), json!("Write"), Some(&server)).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    // The provider retries a throttled call itself (3 tries, docs/models.md); the block
+    // runs 3 times on top of that.
+    assert_eq!(server.received().len(), 9, "a rate limit is retried");
+    let server = throttled().await;
+    let ran = run(
+        &retry(", non_retryable_errors: [rate_limit]"),
+        json!("Write"),
+        Some(&server),
+    )
+    .await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    assert_eq!(
+        server.received().len(),
+        3,
+        "the block is not run again for a non-retryable rate limit"
+    );
+}

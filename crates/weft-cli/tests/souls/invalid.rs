@@ -105,6 +105,8 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         (format!("version: \"1.0\"\ntools:\n  count: {{type: code, code: \"def main(args):\\n    return 1\"}}\nsouls:\n  writer:\n    system_prompt: Write.\n    tools: [count]\n    required_tool_calls: [cont]\nblocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}"), 8, "must call `cont`, which is not one of its tools", "list it under the soul's `tools` too"),
         // 47. An http tool with a method it cannot send.
         (format!("version: \"1.0\"\ntools:\n  put:\n    type: http\n    method: PUT\n    url: https://example.com\n{}blocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}", &HEAD[15..]), 5, "method `PUT` is not GET or POST", "GET or POST"),
+        // 48. A non-retryable error that is no error kind Weft retries.
+        (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    retry_config: {{max_attempts: 2, non_retryable_errors: [rate_limt]}}\n{wf}")), 8, "`rate_limt` is not an error kind Weft retries", "did you mean `rate_limit`?"),
     ]
 }
 

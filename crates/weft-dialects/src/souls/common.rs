@@ -13,6 +13,19 @@ use weft_core::ir::{
     Block, BlockKind, Budget, Expr, Retry, Stall, Template, TransformSpec, ValueTemplate,
 };
 
+/// The error kinds a retry covers unless told otherwise (the engine's transient kinds and
+/// failed assertions), by the names `non_retryable_errors` uses.
+const RETRIED_BY_DEFAULT: &[&str] = &[
+    "timeout",
+    "model",
+    "rate_limit",
+    "malformed_response",
+    "code",
+    "handler",
+    "action",
+    "assertion",
+];
+
 impl Compiler<'_> {
     /// `block` followed, when its result decides its exit (`output_conditions`, `routes`
     /// or `exit_conditions`), by that decision; the output is unchanged.
@@ -357,15 +370,40 @@ impl Compiler<'_> {
             ));
             return None;
         }
-        if r.non_retryable_errors.is_some() {
-            self.error(
-                Diagnostic::error(
-                    format!("{ptr}/non_retryable_errors"),
-                    "non_retryable_errors is not supported by Weft yet",
-                )
-                .hint("Weft retries transient errors only: rate limits, timeouts, 5xx, dropped connections"),
-            );
-            return None;
+        // Weft's error kinds name what is not retried; the rest of the kinds a retry
+        // covers by default stay retried.
+        let mut on = Vec::new();
+        if let Some(names) = &r.non_retryable_errors {
+            let mut ok = true;
+            for (i, name) in names.iter().enumerate() {
+                if !RETRIED_BY_DEFAULT.contains(&name.as_str()) {
+                    ok = false;
+                    let d = Diagnostic::error(
+                        format!("{ptr}/non_retryable_errors/{i}"),
+                        format!("`{name}` is not an error kind Weft retries"),
+                    );
+                    self.error(d.hint_closest(
+                        name,
+                        RETRIED_BY_DEFAULT.iter().copied(),
+                        format!(
+                            "the kinds retried by default: {}",
+                            RETRIED_BY_DEFAULT.join(", ")
+                        ),
+                    ));
+                }
+            }
+            if !ok {
+                return None;
+            }
+            on = RETRIED_BY_DEFAULT
+                .iter()
+                .filter(|k| !names.iter().any(|n| n == *k))
+                .map(|k| weft_core::ErrorKind::parse(k))
+                .collect();
+            if on.is_empty() {
+                // Nothing is left to retry.
+                return None;
+            }
         }
         if let Some(b) = r.backoff_base_seconds
             && !(0.1..=60.0).contains(&b)
@@ -398,7 +436,7 @@ impl Compiler<'_> {
             multiplier,
             max_backoff_ms: 60_000,
             jitter: true,
-            on: Vec::new(),
+            on,
         })
     }
 
