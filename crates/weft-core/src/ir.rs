@@ -744,6 +744,11 @@ pub struct ParallelSpec {
     /// Branch state writes stay in the branch instead of merging into the run state.
     #[serde(default, skip_serializing_if = "is_false")]
     pub isolate: bool,
+    /// The first branch to succeed wins: its output is the block's output, the others
+    /// are cancelled, and the block fails only when every branch fails. The winner is
+    /// journaled, so a resumed run takes the same branch.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub race: bool,
 }
 
 /// A body run for each item of a list; the output is the list of results in item order.

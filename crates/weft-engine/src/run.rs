@@ -163,6 +163,16 @@ impl Stop {
     }
 }
 
+impl Stop {
+    /// A suspension without its writes when `isolate` (a scope whose writes stay its own).
+    pub(crate) fn without_writes_if(self, isolate: bool) -> Stop {
+        match self {
+            Stop::Suspended(s) if isolate => Stop::Suspended(s.without_writes()),
+            other => other,
+        }
+    }
+}
+
 impl From<BlockError> for Stop {
     fn from(e: BlockError) -> Stop {
         Stop::Failed(e)

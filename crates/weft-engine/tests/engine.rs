@@ -707,3 +707,106 @@ async fn cancelling_a_running_run_stops_it() {
         .unwrap();
     assert_eq!(r.status, RunStatus::Cancelled);
 }
+
+/// Handlers for the race tests: `sleepy` ({ms, v}) counts the calls that finish, `boom`
+/// fails.
+fn racers(finished: Arc<AtomicUsize>) -> Vec<(&'static str, Arc<dyn weft_core::ports::Native>)> {
+    vec![
+        (
+            "boom",
+            native(|_| async { Err(BlockError::new(ErrorKind::Handler, "boom")) }),
+        ),
+        (
+            "sleepy",
+            native(move |c| {
+                let fin = finished.clone();
+                async move {
+                    tokio::time::sleep(Duration::from_millis(c.config["ms"].as_u64().unwrap()))
+                        .await;
+                    fin.fetch_add(1, Ordering::SeqCst);
+                    ok(c.config["v"].clone())
+                }
+            }),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_race_takes_the_first_success_and_cancels_the_rest() {
+    let finished = Arc::new(AtomicUsize::new(0));
+    let h = harness(memory(), racers(finished.clone()));
+    let f = flow(
+        "weft: 1\nname: r\nroot:\n  parallel:\n    race: true\n    branches:\n      slow: {handler: {name: sleepy, config: {ms: 400, v: slow}}}\n      broken: {handler: {name: boom}}\n      fast: {handler: {name: sleepy, config: {ms: 20, v: fast}}}\n",
+    );
+    let r = h.run(f).await;
+    assert_eq!(r.output.unwrap(), json!("fast"), "{:?}", r.error);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        1,
+        "the slow branch was cancelled"
+    );
+
+    let f = flow(
+        "weft: 1\nname: r\nroot:\n  parallel:\n    race: true\n    branches:\n      a: {handler: {name: boom}}\n      b: {handler: {name: boom}}\n",
+    );
+    let e = h.run(f).await.error.expect("every branch failed");
+    assert!(
+        e.message.contains("every branch of the race failed"),
+        "{}",
+        e.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_race_replays_only_its_winner() {
+    // The race is decided, then the run pauses. The resuming engine's handlers would
+    // let the other branch win now; the journaled winner is replayed and the loser is
+    // not run again.
+    let store = memory();
+    let timed = |ms: u64, calls: Arc<AtomicUsize>, v: &'static str| {
+        native(move |_| {
+            let calls = calls.clone();
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                ok(json!(v))
+            }
+        })
+    };
+    let (a_calls, b_calls) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let first = harness(
+        store.clone(),
+        vec![
+            ("a", timed(10, a_calls.clone(), "a")),
+            ("b", timed(400, b_calls.clone(), "b")),
+        ],
+    );
+    let f = flow(
+        "weft: 1\nname: r\nroot:\n  sequence:\n    - parallel:\n        race: true\n        branches:\n          a: {handler: {name: a}}\n          b: {handler: {name: b}}\n    - approval: {prompt: ok?}\n",
+    );
+    let r = first.run(f).await;
+    assert_eq!(r.status, RunStatus::Paused);
+    let (a_again, b_again) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let second = harness(
+        store.clone(),
+        vec![
+            ("a", timed(400, a_again.clone(), "a")),
+            ("b", timed(1, b_again.clone(), "b")),
+        ],
+    );
+    let done = second
+        .engine
+        .answer(&r.run_id, None, json!({"decision": "approve"}))
+        .await
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Completed, "{:?}", done.error);
+    assert_eq!(
+        b_again.load(Ordering::SeqCst),
+        0,
+        "the loser is not run again"
+    );
+    assert_eq!(a_again.load(Ordering::SeqCst), 0, "the winner is replayed");
+    let journal = store.journal(&r.run_id).await.unwrap();
+    assert!(journal.iter().any(|e| e.value == json!({"winner": "a"})));
+}

@@ -156,6 +156,7 @@ impl Compiler<'_> {
             fail_fast: true,
             on_error: OnError::default(),
             isolate: false,
+            race: false,
         }));
         judged.policy.assert = checks;
         let unwrap = Block::new(BlockKind::Transform(TransformSpec {

@@ -170,6 +170,7 @@ impl Compiler<'_> {
                 fail_fast: true,
                 on_error: OnError::default(),
                 isolate: false,
+                race: false,
             })),
             combine,
         ]));

@@ -1,12 +1,13 @@
 //! Composites: sequence, parallel, map, loop, branch, sub-flow.
 
 use super::{exec, kind_of};
-use crate::run::{Cx, Exec, Outcome, Stop, Suspension};
+use crate::run::{Cx, Exec, Outcome, Recorded, Stop, Suspension};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use std::sync::Arc;
 use weft_core::event::{EventKind, LoopExit};
 use weft_core::ir::{Block, BranchSpec, LoopSpec, MapSpec, OnError, ParallelSpec};
+use weft_core::ports::EntryKind;
 use weft_core::{BlockError, ErrorKind, Patch, Value};
 
 /// Applies `patch` to `state`, copying the state only if another holder shares it.
@@ -155,6 +156,9 @@ async fn run_concurrently<'a>(
 }
 
 pub(crate) async fn parallel(cx: &Cx<'_>, p: &ParallelSpec) -> Exec {
+    if p.race {
+        return race(cx, p).await;
+    }
     let children = p
         .branches
         .iter()
@@ -398,4 +402,85 @@ pub(crate) async fn run_subflow(
         out.patch = Patch::default();
     }
     Ok(out)
+}
+
+/// A parallel block whose first successful branch wins. The winner's name is journaled
+/// under the block's key, and a replay runs only that branch (answered from its journal).
+async fn race(cx: &Cx<'_>, p: &ParallelSpec) -> Exec {
+    let emitter = &cx.run.emitter;
+    let path = cx.key.to_string();
+    let replayed_winner = match cx.run.recorded(&cx.key) {
+        Some(Recorded::Result(v)) => v.get("winner").and_then(Value::as_str),
+        _ => None,
+    };
+    let entrants: Vec<(&String, &Block)> = p
+        .branches
+        .iter()
+        .filter(|(name, _)| replayed_winner.is_none_or(|w| w == name.as_str()))
+        .collect();
+    emitter.emit(|| EventKind::FanOutStarted {
+        path: path.clone(),
+        branches: entrants.len(),
+        max_concurrency: p.max_concurrency,
+    });
+    let limit = p
+        .max_concurrency
+        .map_or(entrants.len().max(1), |m| m as usize);
+    let mut runs: Vec<BoxFuture<'_, (&String, Exec)>> = Vec::with_capacity(entrants.len());
+    for (name, block) in entrants {
+        let ccx = cx.child(name, cx.input.clone(), cx.state.clone());
+        runs.push(Box::pin(async move { (name, exec(ccx, block).await) }));
+    }
+    let mut stream = futures::stream::iter(runs).buffer_unordered(limit);
+    let mut failures = 0;
+    let mut last_stop = None;
+    while let Some((name, r)) = stream.next().await {
+        match r {
+            Ok(out) => {
+                // Dropping the stream cancels every branch still running.
+                drop(stream);
+                if replayed_winner.is_none() {
+                    let winner = serde_json::json!({"winner": name});
+                    cx.run.record(&cx.key, EntryKind::Result, winner).await;
+                }
+                emitter.emit(|| EventKind::FanOutEnded {
+                    path: path.clone(),
+                    total: p.branches.len(),
+                    succeeded: 1,
+                    failed: failures,
+                });
+                return Ok(Outcome {
+                    exit: Some(Arc::from(name.as_str())),
+                    patch: if p.isolate {
+                        Patch::default()
+                    } else {
+                        out.patch
+                    },
+                    ..Outcome::of(out.output)
+                });
+            }
+            // A branch that waits for an approval cannot win before it is answered.
+            Err(stop @ Stop::Suspended(_)) => last_stop = Some(stop),
+            Err(stop @ Stop::Failed(_)) => {
+                failures += 1;
+                if !matches!(last_stop, Some(Stop::Suspended(_))) {
+                    last_stop = Some(stop);
+                }
+            }
+        }
+    }
+    emitter.emit(|| EventKind::FanOutEnded {
+        path: path.clone(),
+        total: p.branches.len(),
+        succeeded: 0,
+        failed: failures,
+    });
+    Err(match last_stop {
+        Some(Stop::Failed(e)) => Stop::Failed(BlockError::new(
+            e.kind.clone(),
+            format!("every branch of the race failed; the last: {}", e.message),
+        )),
+        Some(suspended) => suspended.without_writes_if(p.isolate),
+        None => Stop::Failed(BlockError::new(ErrorKind::Input, "a race needs branches")),
+    })
 }
