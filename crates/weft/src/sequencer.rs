@@ -1,0 +1,769 @@
+//! [`sequencer`]: composes blocks into a pipeline with spec 002's chainable methods. Each
+//! method records a step; [`Sequencer::build`] folds the steps into core IR (a sequence,
+//! with branches, maps, loops and parallels where the methods ask for them).
+
+use crate::block::{Block, Kind, transform, wrap};
+use crate::func;
+use crate::generator::Generator;
+use crate::parts::Parts;
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::time::Duration;
+use weft_core::ErrorKind;
+use weft_core::ir::{
+    self, BlockKind, BranchSpec, Case, Expr, LoopSpec, MapSpec, OnError, ParallelSpec, Rescue,
+    ValueTemplate,
+};
+use weft_engine::Function;
+
+/// The bound of `do_until` and `do_while` when none is given: every loop ends.
+pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
+
+/// Starts a sequencer named `name`.
+///
+/// ```
+/// use weft::prelude::*;
+/// let double = handler("double").execute(|n: i64, _ctx| async move { Ok(n * 2) });
+/// let pipeline = sequencer("pipeline")
+///     .then(double)
+///     .then_if(|n: i64| n > 10, handler("big").execute(|n: i64, _ctx| async move { Ok(n) }))
+///     .map(|n: i64| n + 1);
+/// assert_eq!(pipeline.build().kind(), Kind::Sequencer);
+/// ```
+pub fn sequencer(name: impl Into<String>) -> Sequencer {
+    Sequencer {
+        name: name.into(),
+        steps: Vec::new(),
+        parts: Parts::default(),
+        errors: Vec::new(),
+        count: 0,
+    }
+}
+
+/// One recorded method call.
+#[derive(Clone)]
+enum Step {
+    Block(ir::Block),
+    /// Jump back to the step `target` while `again(output)` holds, at most `max` times.
+    LoopBack {
+        target: String,
+        again: String,
+        max: u32,
+    },
+    /// Background work beside the rest of the chain, until `WaitForWork`.
+    Work(ir::Block),
+    WaitForWork(Option<Duration>),
+    /// Ends the chain when `stop(value)` holds.
+    ExitIf(String),
+    /// Recovery for failures of every step so far.
+    Rescue(Vec<Rescue>),
+}
+
+/// A block given to [`Sequencer::parallel`], with an optional connector.
+pub struct Entry {
+    block: Block,
+    connector: Option<Function>,
+}
+
+/// A parallel entry whose input `connector` computes from the step's input.
+pub fn entry<T, U>(
+    connector: impl Fn(T) -> U + Send + Sync + 'static,
+    block: impl Into<Block>,
+) -> Entry
+where
+    T: DeserializeOwned,
+    U: Serialize,
+{
+    Entry {
+        block: block.into(),
+        connector: Some(func::unary(connector)),
+    }
+}
+
+impl<B: Into<Block>> From<B> for Entry {
+    fn from(b: B) -> Entry {
+        Entry {
+            block: b.into(),
+            connector: None,
+        }
+    }
+}
+
+/// One case of [`Sequencer::branch`]: a condition and the block it runs.
+pub struct BranchCase {
+    name: String,
+    when: Function,
+    block: Block,
+    connector: Option<Function>,
+}
+
+impl BranchCase {
+    /// The case `name`: runs `block` when `when(input)` holds.
+    pub fn new<T: DeserializeOwned>(
+        name: impl Into<String>,
+        when: impl Fn(T) -> bool + Send + Sync + 'static,
+        block: impl Into<Block>,
+    ) -> BranchCase {
+        BranchCase {
+            name: name.into(),
+            when: func::unary(when),
+            block: block.into(),
+            connector: None,
+        }
+    }
+
+    /// The block's input, computed from the step's input.
+    pub fn connector<T, U>(mut self, f: impl Fn(T) -> U + Send + Sync + 'static) -> BranchCase
+    where
+        T: DeserializeOwned,
+        U: Serialize,
+    {
+        self.connector = Some(func::unary(f));
+        self
+    }
+}
+
+/// One case of [`Sequencer::rescue`].
+pub struct RescueCase {
+    when: Vec<ErrorKind>,
+    block: Block,
+}
+
+impl RescueCase {
+    /// Recovers from errors of these kinds (`ErrorKind::RateLimit`, ...).
+    pub fn when(kinds: impl IntoIterator<Item = ErrorKind>, block: impl Into<Block>) -> RescueCase {
+        RescueCase {
+            when: kinds.into_iter().collect(),
+            block: block.into(),
+        }
+    }
+
+    /// Recovers from any error.
+    pub fn any(block: impl Into<Block>) -> RescueCase {
+        RescueCase::when([], block)
+    }
+}
+
+/// A pipeline being composed; it becomes a [`Block`] with [`Sequencer::build`] (or
+/// `.into()` wherever a block is expected).
+#[derive(Clone)]
+pub struct Sequencer {
+    name: String,
+    steps: Vec<Step>,
+    parts: Parts,
+    errors: Vec<String>,
+    count: u32,
+}
+
+impl Sequencer {
+    /// A fresh function name for the `what` of this sequencer's next step.
+    fn function(&mut self, what: &str, f: Function) -> String {
+        self.count += 1;
+        let name = format!("{}.{what}.{}", self.name, self.count);
+        self.parts.function(name, f)
+    }
+
+    /// Takes a block into the sequencer: its parts merge into this one's.
+    fn take(&mut self, block: impl Into<Block>) -> ir::Block {
+        let b: Block = block.into();
+        self.parts.merge(&b.parts);
+        b.ir
+    }
+
+    /// `block` fed by the function `connector` (when there is one) of the step's input.
+    fn connected(
+        &mut self,
+        what: &str,
+        connector: Option<Function>,
+        block: ir::Block,
+    ) -> ir::Block {
+        match connector {
+            None => block,
+            Some(c) => {
+                let name = self.function(what, c);
+                with_input(block, &func::call(&name, &["input"]))
+            }
+        }
+    }
+
+    fn push(mut self, b: ir::Block) -> Self {
+        self.steps.push(Step::Block(b));
+        self
+    }
+
+    /// Runs `block` on the previous step's output.
+    pub fn then(mut self, block: impl Into<Block>) -> Self {
+        let b = self.take(block);
+        self.push(b)
+    }
+
+    /// Runs `block` on what `connector` makes of the previous step's output.
+    pub fn then_with<T, U>(
+        mut self,
+        connector: impl Fn(T) -> U + Send + Sync + 'static,
+        block: impl Into<Block>,
+    ) -> Self
+    where
+        T: DeserializeOwned,
+        U: Serialize,
+    {
+        let b = self.take(block);
+        let b = self.connected("then_with", Some(func::unary(connector)), b);
+        self.push(b)
+    }
+
+    /// Runs `block` only when `when(value)` holds; otherwise the value passes on.
+    pub fn then_if<T: DeserializeOwned>(
+        mut self,
+        when: impl Fn(T) -> bool + Send + Sync + 'static,
+        block: impl Into<Block>,
+    ) -> Self {
+        let b = self.take(block);
+        let f = self.function("then_if", func::unary(when));
+        self.push(only_if(&func::call(&f, &["input"]), b))
+    }
+
+    /// Transforms the value inline.
+    pub fn map<T, U>(mut self, f: impl Fn(T) -> U + Send + Sync + 'static) -> Self
+    where
+        T: DeserializeOwned,
+        U: Serialize,
+    {
+        let f = self.function("map", func::unary(f));
+        self.push(transform(&func::call(&f, &["input"])))
+    }
+
+    /// Runs the entries concurrently on the value; the output is `{name: output}`.
+    pub fn parallel<N: Into<String>>(self, entries: impl IntoIterator<Item = (N, Entry)>) -> Self {
+        self.parallel_limited(entries, None)
+    }
+
+    /// [`Sequencer::parallel`], at most `max_concurrency` entries at once.
+    pub fn parallel_limited<N: Into<String>>(
+        mut self,
+        entries: impl IntoIterator<Item = (N, Entry)>,
+        max_concurrency: Option<u32>,
+    ) -> Self {
+        let mut branches = IndexMap::new();
+        for (name, e) in entries {
+            let name: String = name.into();
+            let b = self.take(e.block);
+            let b = self.connected(&format!("parallel.{name}"), e.connector, b);
+            branches.insert(name, b);
+        }
+        self.push(parallel_block(branches, max_concurrency))
+    }
+
+    /// Runs `block` for each item of the value (a list), concurrently; the output is the
+    /// list of results in item order.
+    pub fn for_each(self, block: impl Into<Block>, max_concurrency: Option<u32>) -> Self {
+        self.for_each_of(None, block, max_concurrency)
+    }
+
+    /// Runs `block` for each item of the list `extract` takes from the value.
+    pub fn for_each_in<T, U>(
+        mut self,
+        extract: impl Fn(T) -> Vec<U> + Send + Sync + 'static,
+        block: impl Into<Block>,
+        max_concurrency: Option<u32>,
+    ) -> Self
+    where
+        T: DeserializeOwned,
+        U: Serialize,
+    {
+        let f = self.function("for_each_in", func::unary(extract));
+        self.for_each_of(Some(f), block, max_concurrency)
+    }
+
+    fn for_each_of(
+        mut self,
+        extract: Option<String>,
+        block: impl Into<Block>,
+        max_concurrency: Option<u32>,
+    ) -> Self {
+        let body = self.take(block);
+        let items = match extract {
+            Some(f) => func::value_of(&func::call(&f, &["input"])),
+            None => func::value_of("input"),
+        };
+        self.push(map_block(items, body, max_concurrency))
+    }
+
+    /// Runs, for each item of the value, the one of `routes` that `pick(item, index)`
+    /// names.
+    pub fn for_each_dynamic<T: DeserializeOwned>(
+        mut self,
+        routes: impl IntoIterator<Item = impl Into<Block>>,
+        pick: impl Fn(T, usize) -> String + Send + Sync + 'static,
+        max_concurrency: Option<u32>,
+    ) -> Self {
+        let f = self.function("for_each_dynamic", func::binary(pick));
+        let routes: Vec<(String, ir::Block)> = routes
+            .into_iter()
+            .map(|r| {
+                let b: Block = r.into();
+                let name = b.name.clone();
+                (name, self.take(b))
+            })
+            .collect();
+        let body = choose(&self.name, &func::call(&f, &["item", "index"]), routes);
+        self.push(map_block(func::value_of("input"), body, max_concurrency))
+    }
+
+    /// Runs `block` repeatedly, each time on its previous output, until `done(output)`
+    /// holds (checked after each run), at most [`DEFAULT_MAX_ITERATIONS`] times.
+    pub fn do_until<T: DeserializeOwned>(
+        self,
+        done: impl Fn(T) -> bool + Send + Sync + 'static,
+        block: impl Into<Block>,
+    ) -> Self {
+        self.do_until_at_most(done, block, DEFAULT_MAX_ITERATIONS)
+    }
+
+    /// [`Sequencer::do_until`] with its bound.
+    pub fn do_until_at_most<T: DeserializeOwned>(
+        mut self,
+        done: impl Fn(T) -> bool + Send + Sync + 'static,
+        block: impl Into<Block>,
+        max_iterations: u32,
+    ) -> Self {
+        let body = self.take(block);
+        let f = self.function("do_until", func::unary(done));
+        self.push(loop_block(
+            body,
+            &func::call(&f, &["output"]),
+            max_iterations,
+        ))
+    }
+
+    /// Runs `block` repeatedly while `again(output)` holds (checked after each run), at
+    /// most [`DEFAULT_MAX_ITERATIONS`] times.
+    pub fn do_while<T: DeserializeOwned>(
+        self,
+        again: impl Fn(T) -> bool + Send + Sync + 'static,
+        block: impl Into<Block>,
+    ) -> Self {
+        self.do_while_at_most(again, block, DEFAULT_MAX_ITERATIONS)
+    }
+
+    /// [`Sequencer::do_while`] with its bound.
+    pub fn do_while_at_most<T: DeserializeOwned>(
+        mut self,
+        again: impl Fn(T) -> bool + Send + Sync + 'static,
+        block: impl Into<Block>,
+        max_iterations: u32,
+    ) -> Self {
+        let body = self.take(block);
+        let f = self.function("do_while", func::unary(again));
+        let until = format!("not {}", func::call(&f, &["output"]));
+        self.push(loop_block(body, &until, max_iterations))
+    }
+
+    /// Jumps back to the step named `target` while `when(value)` holds, at most
+    /// `max_iterations` times; then the chain goes on.
+    pub fn loop_back<T: DeserializeOwned>(
+        mut self,
+        target: impl Into<String>,
+        when: impl Fn(T) -> bool + Send + Sync + 'static,
+        max_iterations: u32,
+    ) -> Self {
+        let again = self.function("loop_back", func::unary(when));
+        self.steps.push(Step::LoopBack {
+            target: target.into(),
+            again,
+            max: max_iterations,
+        });
+        self
+    }
+
+    /// Runs `block` in the background on the current value; the chain goes on at once.
+    /// A failure of the work emits its error event and never fails the chain.
+    pub fn work(mut self, block: impl Into<Block>) -> Self {
+        let b = self.take(block);
+        self.steps.push(Step::Work(b));
+        self
+    }
+
+    /// [`Sequencer::work`] on what `connector` makes of the current value.
+    pub fn work_with<T, U>(
+        mut self,
+        connector: impl Fn(T) -> U + Send + Sync + 'static,
+        block: impl Into<Block>,
+    ) -> Self
+    where
+        T: DeserializeOwned,
+        U: Serialize,
+    {
+        let b = self.take(block);
+        let b = self.connected("work_with", Some(func::unary(connector)), b);
+        self.steps.push(Step::Work(b));
+        self
+    }
+
+    /// Waits here for the background work started before (at most `timeout`: work still
+    /// running then is stopped, as a failure would be). Without it, the work is awaited
+    /// when the sequencer ends: a run never finishes with work still running.
+    pub fn wait_for_work(mut self, timeout: Option<Duration>) -> Self {
+        self.steps.push(Step::WaitForWork(timeout));
+        self
+    }
+
+    /// Routes the value to the first case whose condition holds; without one, the value
+    /// passes on.
+    pub fn branch(mut self, cases: impl IntoIterator<Item = BranchCase>) -> Self {
+        let mut out = Vec::new();
+        for c in cases {
+            let b = self.take(c.block);
+            let b = self.connected(&format!("branch.{}.input", c.name), c.connector, b);
+            let when = self.function(&format!("branch.{}", c.name), c.when);
+            out.push(Case {
+                name: Some(c.name),
+                when: Expr(func::call(&when, &["input"])),
+                then: b,
+            });
+        }
+        self.push(ir::Block::new(BlockKind::Branch(BranchSpec {
+            cases: out,
+            otherwise: None,
+        })))
+    }
+
+    /// Runs `block` for its effects; the value passes on unchanged.
+    pub fn tap(mut self, block: impl Into<Block>) -> Self {
+        let b = self.take(block);
+        self.push(tapped(b))
+    }
+
+    /// Calls `f` on the value for its effects (logging, metrics); the value passes on.
+    /// `f` runs again when a run is replayed.
+    pub fn tap_fn<T: DeserializeOwned + Serialize>(
+        mut self,
+        f: impl Fn(&T) + Send + Sync + 'static,
+    ) -> Self {
+        let f = self.function(
+            "tap_fn",
+            func::unary(move |v: T| {
+                f(&v);
+                v
+            }),
+        );
+        self.push(transform(&func::call(&f, &["input"])))
+    }
+
+    /// [`Sequencer::tap`], only when `when(value)` holds.
+    pub fn tap_if<T: DeserializeOwned>(
+        mut self,
+        when: impl Fn(T) -> bool + Send + Sync + 'static,
+        block: impl Into<Block>,
+    ) -> Self {
+        let b = self.take(block);
+        let f = self.function("tap_if", func::unary(when));
+        self.push(only_if(&func::call(&f, &["input"]), tapped(b)))
+    }
+
+    /// Recovers from a failure of any step so far: the first case whose kinds match runs
+    /// instead, with `{error, input}` as its input, and its output goes on.
+    pub fn rescue(mut self, cases: impl IntoIterator<Item = RescueCase>) -> Self {
+        let rescues = cases
+            .into_iter()
+            .map(|c| Rescue {
+                when: c.when,
+                then: self.take(c.block),
+            })
+            .collect();
+        self.steps.push(Step::Rescue(rescues));
+        self
+    }
+
+    /// Runs the blocks concurrently; the first to succeed gives the output, the others
+    /// are cancelled. Fails only when all fail.
+    pub fn race(mut self, blocks: impl IntoIterator<Item = impl Into<Block>>) -> Self {
+        let branches = self.named(blocks);
+        let mut p = parallel_block(branches, None);
+        if let BlockKind::Parallel(spec) = &mut p.kind {
+            spec.race = true;
+        }
+        self.push(p)
+    }
+
+    /// Runs the blocks concurrently; the output is the list of their outputs, in order.
+    /// The first failure cancels the rest and fails the step.
+    pub fn all(mut self, blocks: impl IntoIterator<Item = impl Into<Block>>) -> Self {
+        let branches = self.named(blocks);
+        let list: Vec<Value> = branches
+            .keys()
+            .map(|n| Value::from(format!("{{{{ input[{}] }}}}", Value::from(n.as_str()))))
+            .collect();
+        let mut p = parallel_block(branches, None);
+        if let BlockKind::Parallel(spec) = &mut p.kind {
+            spec.fail_fast = true;
+        }
+        let collect = ir::Block::new(BlockKind::Transform(ir::TransformSpec {
+            output: ValueTemplate(Value::Array(list)),
+            exit: None,
+        }));
+        self.push(ir::Block::new(BlockKind::Sequence(vec![p, collect])))
+    }
+
+    /// Tries the blocks in order on the value; the first that succeeds gives the output.
+    /// Fails with the last failure when none succeeds.
+    pub fn any(mut self, blocks: impl IntoIterator<Item = impl Into<Block>>) -> Self {
+        let blocks: Vec<ir::Block> = blocks.into_iter().map(|b| self.take(b)).collect();
+        let mut tries = blocks.into_iter().rev();
+        let Some(last) = tries.next() else {
+            self.errors.push("any() needs at least one block".into());
+            return self;
+        };
+        let chain = tries.fold(last, |fallback, first| {
+            // A rescue's input is {error, input}: the fallback gets the original input.
+            let fallback = with_input(fallback, "input.input");
+            let mut primary = wrap(first, |b| vec![b]);
+            primary.policy.rescue.push(Rescue {
+                when: Vec::new(),
+                then: fallback,
+            });
+            primary
+        });
+        self.push(chain)
+    }
+
+    /// Ends the chain here when `stop(value)` holds: the value is the sequencer's output
+    /// and the later steps do not run.
+    pub fn exit_if<T: DeserializeOwned>(
+        mut self,
+        stop: impl Fn(T) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        let f = self.function("exit_if", func::unary(stop));
+        self.steps.push(Step::ExitIf(f));
+        self
+    }
+
+    /// Blocks by name, for the concurrent methods.
+    fn named(
+        &mut self,
+        blocks: impl IntoIterator<Item = impl Into<Block>>,
+    ) -> IndexMap<String, ir::Block> {
+        blocks
+            .into_iter()
+            .map(|b| {
+                let b: Block = b.into();
+                let name = b.name.clone();
+                (name, self.take(b))
+            })
+            .collect()
+    }
+
+    /// The sequencer as a block.
+    pub fn build(self) -> Block {
+        let mut parts = self.parts;
+        parts
+            .conflicts
+            .extend(self.errors.iter().map(|e| format!("{}: {e}", self.name)));
+        let steps = match fold(&self.steps) {
+            Ok(s) => s,
+            Err(e) => {
+                parts.conflicts.push(format!("{}: {e}", self.name));
+                Vec::new()
+            }
+        };
+        let ir = ir::Block::new(BlockKind::Sequence(steps)).with_id(self.name.clone());
+        Block::new(self.name, Kind::Sequencer, ir, parts)
+    }
+}
+
+impl From<Sequencer> for Block {
+    fn from(s: Sequencer) -> Block {
+        s.build()
+    }
+}
+
+impl From<&Block> for Block {
+    fn from(b: &Block) -> Block {
+        b.clone()
+    }
+}
+
+impl From<&Generator> for Block {
+    fn from(g: &Generator) -> Block {
+        g.clone().build()
+    }
+}
+
+/// Folds recorded steps into the IR blocks of a sequence.
+fn fold(steps: &[Step]) -> Result<Vec<ir::Block>, String> {
+    let mut out: Vec<ir::Block> = Vec::new();
+    let mut i = 0;
+    while i < steps.len() {
+        match &steps[i] {
+            Step::Block(b) => out.push(b.clone()),
+            Step::Rescue(r) => {
+                let mut body = one(std::mem::take(&mut out));
+                body.policy.rescue.extend(r.iter().cloned());
+                out.push(body);
+            }
+            Step::ExitIf(f) => {
+                let rest = fold(&steps[i + 1..])?;
+                let go_on = format!("not {}", func::call(f, &["input"]));
+                out.push(only_if(&go_on, one(rest)));
+                return Ok(out);
+            }
+            Step::Work(bg) => {
+                let end = steps[i + 1..]
+                    .iter()
+                    .position(|s| matches!(s, Step::WaitForWork(_)))
+                    .map_or(steps.len(), |p| i + 1 + p);
+                let timeout = match steps.get(end) {
+                    Some(Step::WaitForWork(t)) => *t,
+                    _ => None,
+                };
+                let rest = fold(&steps[i + 1..end])?;
+                out.push(beside(one(rest), bg.clone(), timeout));
+                i = end + 1;
+                continue;
+            }
+            // Nothing runs in the background here.
+            Step::WaitForWork(_) => {}
+            Step::LoopBack { target, again, max } => {
+                let Some(k) = out
+                    .iter()
+                    .rposition(|b| b.id.as_deref() == Some(target.as_str()))
+                else {
+                    return Err(format!(
+                        "loop_back names `{target}`, which is not an earlier step of this sequencer"
+                    ));
+                };
+                let body = one(out.drain(k..).collect());
+                let until = format!("not {}", func::call(again, &["output"]));
+                out.push(loop_block(body, &until, max.saturating_add(1)));
+            }
+        }
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// The blocks as one block: itself when there is one, a sequence otherwise (a
+/// passthrough when there are none).
+fn one(mut blocks: Vec<ir::Block>) -> ir::Block {
+    match blocks.len() {
+        0 => ir::Block::new(BlockKind::Passthrough),
+        1 => blocks.pop().expect("one block"),
+        _ => ir::Block::new(BlockKind::Sequence(blocks)),
+    }
+}
+
+/// `main` with `work` running beside it: the output is `main`'s; the work's failure
+/// (or its running past `timeout`) is rescued into nothing.
+fn beside(main: ir::Block, work: ir::Block, timeout: Option<Duration>) -> ir::Block {
+    let mut bg = wrap(work, |b| vec![b]);
+    bg.policy.timeout_ms = timeout.map(|t| t.as_millis().max(1) as u64);
+    bg.policy.rescue.push(Rescue {
+        when: Vec::new(),
+        then: transform("none"),
+    });
+    let mut branches = IndexMap::new();
+    branches.insert("main".to_owned(), main);
+    branches.insert("work".to_owned(), bg);
+    ir::Block::new(BlockKind::Sequence(vec![
+        parallel_block(branches, None),
+        transform("input.main"),
+    ]))
+}
+
+/// `block` with its input computed by the expression `expr`.
+fn with_input(block: ir::Block, expr: &str) -> ir::Block {
+    let mut w = wrap(block, |b| vec![b]);
+    w.data.input = Some(func::value_of(expr));
+    w
+}
+
+/// `block` when the condition `when` holds; otherwise the input passes on.
+fn only_if(when: &str, block: ir::Block) -> ir::Block {
+    ir::Block::new(BlockKind::Branch(BranchSpec {
+        cases: vec![Case {
+            name: None,
+            when: Expr(when.to_owned()),
+            then: block,
+        }],
+        otherwise: None,
+    }))
+}
+
+/// `block` for its effects: the input passes on.
+fn tapped(block: ir::Block) -> ir::Block {
+    let mut t = wrap(block, |b| vec![b, transform("weft_tapped")]);
+    t.data
+        .bind
+        .insert("weft_tapped".into(), func::value_of("input"));
+    t
+}
+
+fn parallel_block(
+    branches: IndexMap<String, ir::Block>,
+    max_concurrency: Option<u32>,
+) -> ir::Block {
+    ir::Block::new(BlockKind::Parallel(ParallelSpec {
+        branches,
+        max_concurrency,
+        fail_fast: false,
+        on_error: OnError::Fail,
+        isolate: false,
+        race: false,
+    }))
+}
+
+fn map_block(items: ValueTemplate, body: ir::Block, max_concurrency: Option<u32>) -> ir::Block {
+    ir::Block::new(BlockKind::Map(MapSpec {
+        items,
+        item_var: "item".into(),
+        index_var: "index".into(),
+        item_input: None,
+        body: Box::new(body),
+        max_concurrency,
+        fail_fast: false,
+        on_error: OnError::Fail,
+        isolate: false,
+    }))
+}
+
+fn loop_block(body: ir::Block, until: &str, max_iterations: u32) -> ir::Block {
+    ir::Block::new(BlockKind::Loop(LoopSpec {
+        body: Box::new(body),
+        max_iterations,
+        while_: None,
+        until: Some(Expr(until.to_owned())),
+        fail_at_max: false,
+    }))
+}
+
+/// Runs the route that the expression `pick` names (evaluated once); naming no route
+/// fails with an error that says so.
+pub(crate) fn choose(owner: &str, pick: &str, routes: Vec<(String, ir::Block)>) -> ir::Block {
+    let names: Vec<String> = routes.iter().map(|(n, _)| n.clone()).collect();
+    let cases = routes
+        .into_iter()
+        .map(|(name, then)| Case {
+            when: Expr(format!("weft_route == {}", Value::from(name.as_str()))),
+            name: Some(name),
+            then,
+        })
+        .collect();
+    let mut none = ir::Block::new(BlockKind::Passthrough);
+    none.policy.assert.push(ir::Assertion {
+        that: Expr("false".into()),
+        message: Some(format!(
+            "`{owner}` chose a route it does not declare (its routes: {})",
+            names.join(", ")
+        )),
+    });
+    let mut b = ir::Block::new(BlockKind::Branch(BranchSpec {
+        cases,
+        otherwise: Some(Box::new(none)),
+    }));
+    b.data
+        .bind
+        .insert("weft_route".into(), func::value_of(pick));
+    b
+}
