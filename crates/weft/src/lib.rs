@@ -80,7 +80,7 @@ pub enum BuildError {
 
 /// Everything a flow author needs, in one `use`.
 pub mod prelude {
-    pub use crate::sequencer::{BranchCase, RescueCase, entry};
+    pub use crate::sequencer::{BranchCase, Entry, RescueCase, entry};
     pub use crate::{
         AgentType, Block, BlockError, BuildError, Ctx, ErrorKind, Kind, Runtime, generator,
         handler, router, sequencer,
