@@ -95,6 +95,20 @@ impl Block {
         self
     }
 
+    /// Defines the model alias `name` for every generator in this block (and in flows
+    /// that contain it): `{provider: scripted, rules: [...]}` for a deterministic
+    /// model, or a provider with options such as `base_url`.
+    pub fn model(mut self, name: impl Into<String>, def: ir::ModelDef) -> Block {
+        let name = name.into();
+        if self.parts.models.get(&name).is_some_and(|d| *d != def) {
+            self.parts
+                .conflicts
+                .push(format!("two different models are named `{name}`"));
+        }
+        self.parts.models.insert(name, def);
+        self
+    }
+
     /// A version of this block that accepts a different input: `f` turns what it is
     /// given into what the block expects.
     ///
@@ -150,6 +164,11 @@ impl Block {
         }
         let mut flow = ir::Flow::new(self.name.clone(), self.ir.clone());
         flow.flows = self.parts.flows.clone();
+        // Tools resolve model ids in their own sub-flow.
+        for sub in flow.flows.values_mut() {
+            sub.models.extend(self.parts.models.clone());
+        }
+        flow.models = self.parts.models.clone();
         let diags = weft_core::validate::validate(&flow);
         let errors: Vec<_> = diags
             .into_iter()

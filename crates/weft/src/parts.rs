@@ -17,6 +17,8 @@ pub(crate) struct Parts {
     pub(crate) functions: IndexMap<String, Function>,
     /// Sub-flows (tools) by name.
     pub(crate) flows: IndexMap<String, ir::Flow>,
+    /// Model aliases generators may name (a scripted model, a provider with options).
+    pub(crate) models: IndexMap<String, ir::ModelDef>,
     /// Two different things registered under one name, found while merging.
     pub(crate) conflicts: Vec<String>,
 }
@@ -55,6 +57,17 @@ impl Parts {
                 Some(_) => {}
                 None => {
                     self.flows.insert(name.clone(), flow.clone());
+                }
+            }
+        }
+        for (name, def) in &other.models {
+            match self.models.get(name) {
+                Some(mine) if mine != def => self
+                    .conflicts
+                    .push(format!("two different models are named `{name}`")),
+                Some(_) => {}
+                None => {
+                    self.models.insert(name.clone(), def.clone());
                 }
             }
         }

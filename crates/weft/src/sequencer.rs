@@ -593,16 +593,24 @@ impl From<&Generator> for Block {
 
 /// Folds recorded steps into the IR blocks of a sequence.
 fn fold(steps: &[Step]) -> Result<Vec<ir::Block>, String> {
+    // A rescue covers every step before it, background work started there included
+    // (which is therefore awaited where the rescue stands).
+    if let Some(r) = steps.iter().rposition(|s| matches!(s, Step::Rescue(_))) {
+        let Step::Rescue(rescues) = &steps[r] else {
+            unreachable!("found above")
+        };
+        let mut body = one(fold(&steps[..r])?);
+        body.policy.rescue.extend(rescues.iter().cloned());
+        let mut out = vec![body];
+        out.extend(fold(&steps[r + 1..])?);
+        return Ok(out);
+    }
     let mut out: Vec<ir::Block> = Vec::new();
     let mut i = 0;
     while i < steps.len() {
         match &steps[i] {
             Step::Block(b) => out.push(b.clone()),
-            Step::Rescue(r) => {
-                let mut body = one(std::mem::take(&mut out));
-                body.policy.rescue.extend(r.iter().cloned());
-                out.push(body);
-            }
+            Step::Rescue(_) => unreachable!("rescues are folded first"),
             Step::ExitIf(f) => {
                 let rest = fold(&steps[i + 1..])?;
                 let go_on = format!("not {}", func::call(f, &["input"]));

@@ -502,3 +502,17 @@ async fn a_handler_s_input_type_is_checked() {
         e.message
     );
 }
+
+#[tokio::test]
+async fn a_rescue_covers_steps_before_background_work_too() {
+    // Found by the research example: a rescue after `work` caught only the steps after
+    // the work; it covers every prior step.
+    let p = sequencer("p")
+        .then(failing("search", ErrorKind::Model))
+        .work(add("analytics", 1))
+        .then(add("after", 1))
+        .rescue([RescueCase::any(
+            handler("recover").execute(|_: Value, _ctx| async move { Ok("recovered") }),
+        )]);
+    assert_eq!(run(p, json!(0)).await.output(), "recovered");
+}
