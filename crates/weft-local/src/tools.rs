@@ -178,9 +178,8 @@ mod tests {
         assert!(turns[0].content.starts_with("You can call tools."));
     }
 
-    #[test]
-    fn earlier_calls_and_results_are_shown_as_the_model_would_have_written_them() {
-        let mut r = request();
+    /// The conversation goes on with a call of `add` that answered 5.
+    fn called_add(r: &mut ModelRequest) {
         r.messages.push(Message {
             role: "assistant".into(),
             content: String::new(),
@@ -195,6 +194,12 @@ mod tests {
             tool_call_id: Some("local-call-1".into()),
             ..Message::new("tool", "5")
         });
+    }
+
+    #[test]
+    fn earlier_calls_and_results_are_shown_as_the_model_would_have_written_them() {
+        let mut r = request();
+        called_add(&mut r);
         let (turns, _) = prompt(&r);
         let written: Value = serde_json::from_str(&turns[2].content).unwrap();
         assert_eq!(
@@ -212,20 +217,7 @@ mod tests {
     fn once_the_rounds_are_spent_the_only_choice_is_an_answer_from_the_results() {
         let mut r = request();
         r.tools.clear();
-        r.messages.push(Message {
-            role: "assistant".into(),
-            content: String::new(),
-            tool_calls: vec![ToolCall {
-                id: "local-call-1".into(),
-                name: "add".into(),
-                arguments: json!({"a": 2, "b": 3}),
-            }],
-            tool_call_id: None,
-        });
-        r.messages.push(Message {
-            tool_call_id: Some("local-call-1".into()),
-            ..Message::new("tool", "5")
-        });
+        called_add(&mut r);
         let (turns, schema) = prompt(&r);
         assert!(turns[0].content.contains("You have used your tools"));
         assert_eq!(turns.last().unwrap().content, "Tool result: 5");

@@ -324,18 +324,28 @@ impl Sequencer {
 
     /// [`Sequencer::do_until`] with its bound.
     pub fn do_until_at_most<T: DeserializeOwned>(
-        mut self,
+        self,
         done: impl Fn(T) -> bool + Send + Sync + 'static,
         block: impl Into<Block>,
         max_iterations: u32,
     ) -> Self {
+        self.repeat("do_until", func::unary(done), false, block, max_iterations)
+    }
+
+    /// A loop of `block` whose condition `f` (negated when `negate`) ends it.
+    fn repeat(
+        mut self,
+        what: &str,
+        f: Function,
+        negate: bool,
+        block: impl Into<Block>,
+        max_iterations: u32,
+    ) -> Self {
         let body = self.take(block);
-        let f = self.function("do_until", func::unary(done));
-        self.push(loop_block(
-            body,
-            &func::call(&f, &["output"]),
-            max_iterations,
-        ))
+        let f = self.function(what, f);
+        let call = func::call(&f, &["output"]);
+        let until = if negate { format!("not {call}") } else { call };
+        self.push(loop_block(body, &until, max_iterations))
     }
 
     /// Runs `block` repeatedly while `again(output)` holds (checked after each run), at
@@ -350,15 +360,12 @@ impl Sequencer {
 
     /// [`Sequencer::do_while`] with its bound.
     pub fn do_while_at_most<T: DeserializeOwned>(
-        mut self,
+        self,
         again: impl Fn(T) -> bool + Send + Sync + 'static,
         block: impl Into<Block>,
         max_iterations: u32,
     ) -> Self {
-        let body = self.take(block);
-        let f = self.function("do_while", func::unary(again));
-        let until = format!("not {}", func::call(&f, &["output"]));
-        self.push(loop_block(body, &until, max_iterations))
+        self.repeat("do_while", func::unary(again), true, block, max_iterations)
     }
 
     /// Jumps back to the step named `target` while `when(value)` holds, at most

@@ -67,47 +67,21 @@ impl Compiler<'_> {
         common: &Common,
     ) -> Option<Block> {
         let c: Code = self.parse(raw, ptr)?;
-        if !c
-            .code
-            .lines()
-            .any(|l| l.trim_start().starts_with("def main("))
-        {
-            self.error(
-                Diagnostic::error(
-                    format!("{ptr}/code"),
-                    format!("code block `{id}` defines no `main` function"),
-                )
-                .hint("def main(data):\n    return {\"count\": len(data[\"results\"])}"),
-            );
-            return None;
-        }
         let seconds = common.timeout_seconds.unwrap_or(DEFAULT_CODE_TIMEOUT);
-        let spec = CodeSpec {
-            language: "python".into(),
-            source: c.code.clone(),
-            origin: self
-                .map
-                .text_line(&format!("{ptr}/code"))
-                .map(|file_line| SourceLines {
-                    source_line: 1,
-                    file_line,
-                }),
-            entry: Some("main".into()),
-            args: Some(ValueTemplate(json!({"data": {
-                "results": "{{ state.results }}",
-                "metadata": "{{ state.metadata }}",
-                "shared_memory": "{{ state.shared_memory }}",
-            }}))),
-            imports: Some(
-                c.allowed_imports
-                    .unwrap_or_else(|| DEFAULT_IMPORTS.iter().map(|m| (*m).to_owned()).collect()),
-            ),
-            builtins: None,
-            limits: CodeLimits {
-                time_ms: seconds.clamp(1, 3600) * 1000,
-                ..CodeLimits::default()
-            },
-        };
+        let data = json!({"data": {
+            "results": "{{ state.results }}",
+            "metadata": "{{ state.metadata }}",
+            "shared_memory": "{{ state.shared_memory }}",
+        }});
+        let spec = self.python_main(
+            &format!("code block `{id}`"),
+            &c.code,
+            "data",
+            data,
+            c.allowed_imports,
+            seconds,
+            ptr,
+        )?;
         let exit = Block::new(BlockKind::Transform(TransformSpec {
             output: ValueTemplate(Value::from("{{ input }}")),
             exit: Some(Template(
@@ -118,6 +92,57 @@ impl Compiler<'_> {
             Block::new(BlockKind::Code(spec)),
             exit,
         ])))
+    }
+
+    /// Spec 001's Python: `code` (at `{ptr}/code`) defining `def main(<param>)`, called
+    /// with `args`, importing `allowed_imports` (default: the code block's list), for at
+    /// most `seconds`. `what` names the owner in the error when `main` is missing.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn python_main(
+        &mut self,
+        what: &str,
+        code: &str,
+        param: &str,
+        args: Value,
+        allowed_imports: Option<Vec<String>>,
+        seconds: u64,
+        ptr: &str,
+    ) -> Option<CodeSpec> {
+        if !code
+            .lines()
+            .any(|l| l.trim_start().starts_with("def main("))
+        {
+            self.error(
+                Diagnostic::error(
+                    format!("{ptr}/code"),
+                    format!("{what} defines no `main` function"),
+                )
+                .hint(format!("def main({param}):\n    return {param}")),
+            );
+            return None;
+        }
+        Some(CodeSpec {
+            language: "python".into(),
+            source: code.to_owned(),
+            origin: self
+                .map
+                .text_line(&format!("{ptr}/code"))
+                .map(|file_line| SourceLines {
+                    source_line: 1,
+                    file_line,
+                }),
+            entry: Some("main".into()),
+            args: Some(ValueTemplate(args)),
+            imports: Some(
+                allowed_imports
+                    .unwrap_or_else(|| DEFAULT_IMPORTS.iter().map(|m| (*m).to_owned()).collect()),
+            ),
+            builtins: None,
+            limits: CodeLimits {
+                time_ms: seconds.clamp(1, 3600) * 1000,
+                ..CodeLimits::default()
+            },
+        })
     }
 
     /// `dispatch`: one soul per exit, all at once; results per exit and combined.

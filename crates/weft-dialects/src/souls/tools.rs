@@ -4,16 +4,12 @@
 //! or an HTTP request (`type: http`); `docs/dialects/souls.md` gives the shapes.
 
 use super::Compiler;
-use super::blocks::DEFAULT_IMPORTS;
 use crate::BUILTIN_ACTIONS;
 use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use weft_core::Diagnostic;
-use weft_core::ir::{
-    ActionSpec, Block, BlockKind, CodeLimits, CodeSpec, Flow, SourceLines, ToolSpec, TransformSpec,
-    ValueTemplate,
-};
+use weft_core::ir::{ActionSpec, Block, BlockKind, Flow, ToolSpec, TransformSpec, ValueTemplate};
 use weft_core::validate::child_pointer;
 
 /// Tool types and the fields each has beside the common `type`, `description` and
@@ -213,42 +209,16 @@ impl Compiler<'_> {
             );
             return None;
         };
-        if !code
-            .lines()
-            .any(|l| l.trim_start().starts_with("def main("))
-        {
-            self.error(
-                Diagnostic::error(
-                    format!("{ptr}/code"),
-                    format!("the code tool `{id}` defines no `main` function"),
-                )
-                .hint("def main(args):\n    return {\"words\": len(args[\"text\"].split())}"),
-            );
-            return None;
-        }
-        Some(Block::new(BlockKind::Code(CodeSpec {
-            language: "python".into(),
-            source: code.clone(),
-            origin: self
-                .map
-                .text_line(&format!("{ptr}/code"))
-                .map(|file_line| SourceLines {
-                    source_line: 1,
-                    file_line,
-                }),
-            entry: Some("main".into()),
-            args: Some(ValueTemplate(json!({"args": "{{ input }}"}))),
-            imports: Some(
-                def.allowed_imports
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_IMPORTS.iter().map(|m| (*m).to_owned()).collect()),
-            ),
-            builtins: None,
-            limits: CodeLimits {
-                time_ms: seconds * 1000,
-                ..CodeLimits::default()
-            },
-        })))
+        let spec = self.python_main(
+            &format!("the code tool `{id}`"),
+            code,
+            "args",
+            json!({"args": "{{ input }}"}),
+            def.allowed_imports.clone(),
+            seconds,
+            ptr,
+        )?;
+        Some(Block::new(BlockKind::Code(spec)))
     }
 
     /// `type: builtin`: one of Weft's actions, with the arguments as its parameters (or
