@@ -211,6 +211,39 @@ pub struct NativeCall {
     pub path: String,
     /// The run's id.
     pub run_id: Arc<str>,
+    /// Emits `message` events on the run's stream, under the block's path.
+    pub messages: Option<MessageSink>,
+    /// The nearest enclosing named composite (or model call, for a tool).
+    pub parent: Option<Arc<ParentBlock>>,
+}
+
+/// Lets a native function emit `message` events on its run's stream. Emitted when the
+/// function runs; a replayed result does not emit them again.
+#[derive(Clone)]
+pub struct MessageSink(pub Arc<dyn Fn(Value) + Send + Sync>);
+
+impl MessageSink {
+    /// Emits `message`.
+    pub fn emit(&self, message: Value) {
+        (self.0)(message)
+    }
+}
+
+impl std::fmt::Debug for MessageSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MessageSink")
+    }
+}
+
+/// A block a native function runs inside: its id, its kind's name, and its input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParentBlock {
+    /// The block's id.
+    pub name: String,
+    /// Its kind (`sequence`, `branch`, `llm`, ...).
+    pub kind: String,
+    /// The input it was called with.
+    pub input: Arc<Value>,
 }
 
 /// What a native handler or action returns.

@@ -350,7 +350,7 @@ impl Engine {
             engine: inner.clone(),
             prepared: prepared.clone(),
             journal: recorded(journal),
-            emitter: Emitter::new(id.clone(), inner.sinks.clone()),
+            emitter: Arc::new(Emitter::new(id.clone(), inner.sinks.clone())),
             cancel: cancel.clone(),
             usage: Mutex::new(Usage::default()),
             initial: Arc::new(rec.input.clone()),
@@ -399,6 +399,7 @@ impl Engine {
             locals: Scope::new(),
             budgets,
             stall: Default::default(),
+            parent: None,
             depth: 0,
         };
         let result = exec(cx, &flow.root).await;

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 use weft_core::ir::{Flow, Stall};
-use weft_core::ports::{EntryKind, JournalEntry, Usage};
+use weft_core::ports::{EntryKind, JournalEntry, ParentBlock, Usage};
 use weft_core::{BlockError, ErrorKind, Patch, Value};
 use weft_expr::Scope;
 
@@ -55,7 +55,7 @@ pub(crate) struct RunCtx {
     pub(crate) engine: Arc<Inner>,
     pub(crate) prepared: Arc<Prepared>,
     pub(crate) journal: HashMap<String, Recorded>,
-    pub(crate) emitter: Emitter,
+    pub(crate) emitter: Arc<Emitter>,
     pub(crate) cancel: Arc<Cancel>,
     pub(crate) usage: Mutex<Usage>,
     pub(crate) initial: Arc<Value>,
@@ -195,6 +195,9 @@ pub(crate) struct Cx<'r> {
     pub(crate) budgets: Budgets,
     /// Stall thresholds of the enclosing blocks (innermost wins per phase).
     pub(crate) stall: Stall,
+    /// The nearest enclosing named composite, for native functions (tracked only when
+    /// the engine has handlers).
+    pub(crate) parent: Option<Arc<ParentBlock>>,
     pub(crate) depth: u32,
 }
 

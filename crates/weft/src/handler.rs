@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use weft_core::ir::{self, BlockKind, HandlerSpec};
-use weft_core::ports::{Native, NativeCall, NativeOutput};
+use weft_core::ports::{MessageSink, Native, NativeCall, NativeOutput, ParentBlock};
 use weft_core::{BlockError, ErrorKind, Patch};
 
 /// Starts a handler named `name`; finish it with [`HandlerBuilder::execute`].
@@ -55,6 +55,8 @@ impl Native for HandlerFn {
             path: call.path,
             run_id: call.run_id,
             writes: writes.clone(),
+            messages: call.messages,
+            parent: call.parent,
         };
         let output = (self.run)(call.input, ctx).await.map_err(|mut e| {
             if e.message.is_empty() {
@@ -85,6 +87,19 @@ pub struct Ctx {
     path: String,
     run_id: Arc<str>,
     writes: Arc<Mutex<Writes>>,
+    messages: Option<MessageSink>,
+    parent: Option<Arc<ParentBlock>>,
+}
+
+/// The block a handler runs inside (spec 002's `ctx.parent`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parent {
+    /// The parent's name.
+    pub name: String,
+    /// `sequencer`, `router` or `generator` (a tool's parent is its generator).
+    pub kind: &'static str,
+    /// The input the parent was called with.
+    pub input: Value,
 }
 
 impl Ctx {
@@ -121,6 +136,39 @@ impl Ctx {
             .patch
             .set(segments, value);
         Ok(())
+    }
+
+    /// Emits a message to the client: a `message` event `{type: "message", text}`.
+    /// Handlers are silent unless they call this (or [`Ctx::emit_component`]); a replayed
+    /// result does not emit again.
+    pub fn emit_message(&self, text: impl Into<String>) {
+        if let Some(m) = &self.messages {
+            m.emit(serde_json::json!({"type": "message", "text": text.into()}));
+        }
+    }
+
+    /// Emits a UI component: a `message` event `{type: "component", name, props}`.
+    pub fn emit_component(&self, name: impl Into<String>, props: impl Serialize) {
+        if let Some(m) = &self.messages {
+            let props = serde_json::to_value(props).unwrap_or(Value::Null);
+            m.emit(serde_json::json!({"type": "component", "name": name.into(), "props": props}));
+        }
+    }
+
+    /// The nearest block this one runs inside: a step's sequencer, a route's router, a
+    /// tool's generator; `None` at the top of a flow.
+    pub fn parent(&self) -> Option<Parent> {
+        let p = self.parent.as_deref()?;
+        let kind = match p.kind.as_str() {
+            "branch" => "router",
+            "llm" => "generator",
+            _ => "sequencer",
+        };
+        Some(Parent {
+            name: p.name.clone(),
+            kind,
+            input: (*p.input).clone(),
+        })
     }
 
     /// Leaves the block by `exit` (for routing in graphs).

@@ -45,7 +45,7 @@ pub mod utility;
 
 pub use block::{Block, Kind};
 pub use generator::{AgentType, Generator, generator};
-pub use handler::{Ctx, HandlerBuilder, handler};
+pub use handler::{Ctx, HandlerBuilder, Parent, handler};
 pub use router::{Router, router};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use sequencer::{

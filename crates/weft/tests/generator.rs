@@ -211,3 +211,51 @@ async fn connect_input_and_output_adapt_a_block() {
     assert_eq!(run.output(), "rust,rust");
     let _: Value = run.output().clone();
 }
+
+#[tokio::test]
+async fn handlers_emit_messages_and_components_and_see_their_parent() {
+    // 002: "Handlers are silent by default — they don't emit anything to the client
+    // unless you explicitly call ctx.emitMessage() or ctx.emitComponent()"; "ctx.parent
+    // provides the immediate parent's identity and the input it was called with";
+    // "ctx.parent is undefined at the root level".
+    let report = handler("report").execute(|n: i64, ctx: Ctx| async move {
+        ctx.emit_message("Processing your request...");
+        ctx.emit_component("progress-bar", json!({"percent": 50}));
+        let parent = ctx.parent().expect("a step has a parent");
+        Ok(json!({"parent": parent.name, "kind": parent.kind, "parent_input": parent.input, "n": n}))
+    });
+    let p = sequencer("request")
+        .map(|x: i64| x + 1)
+        .then(report.clone());
+    let run = TestHarness::new().run(p, json!(41)).await;
+    assert_eq!(
+        run.output(),
+        &json!({"parent": "request", "kind": "sequencer", "parent_input": 41, "n": 42})
+    );
+    assert_eq!(
+        run.messages(),
+        vec![
+            &json!({"type": "message", "text": "Processing your request..."}),
+            &json!({"type": "component", "name": "progress-bar", "props": {"percent": 50}})
+        ]
+    );
+    let top =
+        handler("top").execute(|_: Value, ctx: Ctx| async move { Ok(ctx.parent().is_none()) });
+    assert_eq!(
+        TestHarness::new().run(top, json!(null)).await.output(),
+        &json!(true)
+    );
+
+    // A tool's parent is its generator.
+    let tool = handler("whoami").execute(|_: Value, ctx: Ctx| async move {
+        let p = ctx.parent().unwrap();
+        Ok(format!("{} {}", p.kind, p.name))
+    });
+    let agent = generator("agent").user("{{ input }}").tools([tool]);
+    let run = TestHarness::new()
+        .tool_call("who", "whoami", json!({"input": null}))
+        .after_tool("{last}")
+        .run(agent, "who")
+        .await;
+    assert_eq!(run.output(), "generator agent");
+}

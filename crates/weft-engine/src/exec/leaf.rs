@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use weft_core::event::EventKind;
 use weft_core::ir::{ActionSpec, ApprovalSpec, CodeSpec, HandlerSpec, SourceLines, TransformSpec};
-use weft_core::ports::{CodeRequest, EntryKind, NativeCall, NativeOutput};
+use weft_core::ports::{CodeRequest, EntryKind, MessageSink, NativeCall, NativeOutput};
 use weft_core::{BlockError, ErrorKind, Patch, Value};
 
 /// Answers from the journal when it holds this step's result; otherwise runs `work`,
@@ -187,12 +187,24 @@ fn at_file_line(mut e: BlockError, origin: Option<SourceLines>) -> BlockError {
 }
 
 fn native_call(cx: &Cx<'_>, config: Value) -> NativeCall {
+    let messages = cx.run.emitter.active().then(|| {
+        let emitter = cx.run.emitter.clone();
+        let path = cx.key.to_string();
+        MessageSink(Arc::new(move |message| {
+            emitter.emit(|| EventKind::Message {
+                path: path.clone(),
+                message,
+            })
+        }))
+    });
     NativeCall {
         input: (*cx.input).clone(),
         state: cx.state.clone(),
         config,
         path: cx.key.to_string(),
         run_id: cx.run.id.clone(),
+        messages,
+        parent: cx.parent.clone(),
     }
 }
 

@@ -50,6 +50,17 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
     if let Some(s) = &block.policy.stall {
         cx.stall = cx.stall.within(s);
     }
+    if let Some(id) = &block.id
+        && !cx.run.engine.handlers.is_empty()
+        && (matches!(block.kind, BlockKind::Llm(_)) || !block.kind.is_effectful())
+        && !matches!(block.kind, BlockKind::Transform(_) | BlockKind::Passthrough)
+    {
+        cx.parent = Some(Arc::new(weft_core::ports::ParentBlock {
+            name: id.clone(),
+            kind: block.kind_name().to_owned(),
+            input: cx.input.clone(),
+        }));
+    }
     let started = Instant::now();
     let emitter = &cx.run.emitter;
     emitter.emit(|| EventKind::StepStarted {
