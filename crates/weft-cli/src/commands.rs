@@ -239,7 +239,7 @@ async fn run(
         ),
         source_hash: Some(loaded.source_hash.clone()),
         dialect: Some(loaded.dialect.to_owned()),
-        run_id: None,
+        ..RunOptions::default()
     };
     let result = engine.start(prepared, input, opts).await?;
     if let Some(p) = progress {

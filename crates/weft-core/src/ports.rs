@@ -215,6 +215,25 @@ pub struct NativeCall {
     pub messages: Option<MessageSink>,
     /// The nearest enclosing named composite (or model call, for a tool).
     pub parent: Option<Arc<ParentBlock>>,
+    /// The run's session, user and project, and the store that keeps their state.
+    pub scoped: Option<ScopedStore>,
+}
+
+/// A run's scopes and the store that keeps their documents.
+#[derive(Clone)]
+pub struct ScopedStore {
+    /// The run's session, user and project.
+    pub scopes: Arc<Scopes>,
+    /// Where the documents are kept.
+    pub store: Arc<dyn Store>,
+}
+
+impl std::fmt::Debug for ScopedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScopedStore")
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Lets a native function emit `message` events on its run's stream. Emitted when the
@@ -351,6 +370,123 @@ pub struct RunRecord {
     pub created_ms: i64,
     /// Last change, Unix milliseconds.
     pub updated_ms: i64,
+    /// The session, user and project the run belongs to (its scoped state).
+    #[serde(default, skip_serializing_if = "Scopes::is_empty")]
+    pub scopes: Scopes,
+}
+
+/// The session, user and project a run belongs to. Each names a scoped-state document
+/// kept in the store across runs (`session/<id>`, `user/<id>`, `project/<id>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scopes {
+    /// The session's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The user's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The project's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+}
+
+impl Scopes {
+    /// Whether the run belongs to no scope.
+    pub fn is_empty(&self) -> bool {
+        self.session.is_none() && self.user.is_none() && self.project.is_none()
+    }
+
+    /// The store key of scope `scope` (`session`, `user` or `project`), when the run has
+    /// that scope.
+    pub fn key(&self, scope: &str) -> Option<String> {
+        let id = match scope {
+            "session" => self.session.as_ref(),
+            "user" => self.user.as_ref(),
+            "project" => self.project.as_ref(),
+            _ => None,
+        }?;
+        Some(format!("{scope}/{id}"))
+    }
+}
+
+/// A change to a scoped-state document (a JSON object), applied atomically by the store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScopedChange {
+    /// Sets these top-level fields (an object), leaving the others.
+    Patch(Value),
+    /// Adds `by` to the number at the dotted `path` (0 when absent).
+    Inc {
+        /// The field.
+        path: String,
+        /// The amount.
+        by: f64,
+    },
+}
+
+impl ScopedChange {
+    /// The document `doc` (an empty object when there is none) after every change of
+    /// `changes`, or why one did not apply (the caller keeps `doc` as it was).
+    pub fn apply_all(doc: Option<&Value>, changes: &[ScopedChange]) -> Result<Value, String> {
+        let mut next = doc
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        for c in changes {
+            c.apply(&mut next)?;
+        }
+        Ok(next)
+    }
+
+    /// Applies the change to `doc`, which becomes an object if it is not one.
+    pub fn apply(&self, doc: &mut Value) -> Result<(), String> {
+        if !doc.is_object() {
+            *doc = Value::Object(Default::default());
+        }
+        match self {
+            ScopedChange::Patch(Value::Object(fields)) => {
+                let m = doc.as_object_mut().expect("made an object above");
+                for (k, v) in fields {
+                    m.insert(k.clone(), v.clone());
+                }
+                Ok(())
+            }
+            ScopedChange::Patch(other) => Err(format!("a state patch is an object, not {other}")),
+            ScopedChange::Inc { path, by } => {
+                let segments = crate::value::split_path(path);
+                if segments.is_empty() {
+                    return Err(format!("`{path}` is not a state path"));
+                }
+                let mut cur = doc;
+                for seg in &segments[..segments.len() - 1] {
+                    let m = cur.as_object_mut().ok_or_else(|| {
+                        format!("`{path}` runs through a value that is not an object")
+                    })?;
+                    cur = m
+                        .entry(seg.clone())
+                        .or_insert_with(|| Value::Object(Default::default()));
+                }
+                let m = cur.as_object_mut().ok_or_else(|| {
+                    format!("`{path}` runs through a value that is not an object")
+                })?;
+                let last = segments.last().expect("not empty");
+                let old = match m.get(last) {
+                    None | Some(Value::Null) => 0.0,
+                    Some(v) => v
+                        .as_f64()
+                        .ok_or_else(|| format!("`{path}` is {v}, not a number"))?,
+                };
+                let new = old + by;
+                // Whole numbers stay integers, as a counter should.
+                let v = if new.fract() == 0.0 && new.abs() < 9.0e15 {
+                    Value::from(new as i64)
+                } else {
+                    Value::from(new)
+                };
+                m.insert(last.clone(), v);
+                Ok(())
+            }
+        }
+    }
 }
 
 impl RunRecord {
@@ -379,6 +515,7 @@ impl RunRecord {
             owner: None,
             created_ms: now_ms,
             updated_ms: now_ms,
+            scopes: Scopes::default(),
         }
     }
 }
@@ -463,6 +600,16 @@ pub trait Store: Send + Sync {
     async fn flush(&self) -> Result<(), StoreError>;
     /// Removes journal entries of a run whose key is in `keys` (used to re-ask approvals).
     async fn forget(&self, run_id: &str, keys: &[String]) -> Result<(), StoreError>;
+    /// The scoped-state document `key` (`session/<id>`, `user/<id>/resources/plan`, ...).
+    async fn scoped_state(&self, key: &str) -> Result<Option<Value>, StoreError>;
+    /// Applies `changes` to the document `key` in order, atomically with respect to other
+    /// changes of it, and returns the document as it is then. A change that does not
+    /// apply leaves the document as it was.
+    async fn change_scoped_state(
+        &self,
+        key: &str,
+        changes: &[ScopedChange],
+    ) -> Result<Value, StoreError>;
 }
 
 // ---------------------------------------------------------------- events

@@ -27,6 +27,9 @@ pub struct RunOptions {
     pub dialect: Option<String>,
     /// Use this run id instead of a new one.
     pub run_id: Option<String>,
+    /// The session, user and project the run belongs to (handlers read and change their
+    /// state in the store).
+    pub scopes: weft_core::ports::Scopes,
 }
 
 /// Where a run stands after the engine drove it as far as it could.
@@ -132,6 +135,7 @@ impl Engine {
         rec.source = opts.source;
         rec.source_hash = opts.source_hash;
         rec.dialect = opts.dialect;
+        rec.scopes = opts.scopes;
         rec.owner = Some(self.inner.owner.clone());
         store.create_run(&rec).await?;
         self.drive(rec, prepared, Vec::new(), false).await
@@ -355,6 +359,10 @@ impl Engine {
             usage: Mutex::new(Usage::default()),
             initial: Arc::new(rec.input.clone()),
             journal_error: Mutex::new(None),
+            scoped: (!rec.scopes.is_empty()).then(|| weft_core::ports::ScopedStore {
+                scopes: Arc::new(rec.scopes.clone()),
+                store: inner.store.clone(),
+            }),
         };
         if resumed {
             run.emitter.emit(|| EventKind::RunResumed {

@@ -60,6 +60,8 @@ pub(crate) struct RunCtx {
     pub(crate) usage: Mutex<Usage>,
     pub(crate) initial: Arc<Value>,
     pub(crate) journal_error: Mutex<Option<BlockError>>,
+    /// The run's scopes, when it has any.
+    pub(crate) scoped: Option<weft_core::ports::ScopedStore>,
 }
 
 impl RunCtx {

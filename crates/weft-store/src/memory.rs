@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use weft_core::ports::{JournalEntry, RunRecord, Store, StoreError};
+use weft_core::ports::{JournalEntry, RunRecord, ScopedChange, Store, StoreError};
 
 /// Keeps flows, runs and journals in memory.
 #[derive(Default)]
@@ -11,6 +11,7 @@ pub struct MemoryStore {
     flows: Mutex<HashMap<String, String>>,
     runs: Mutex<HashMap<String, RunRecord>>,
     journals: Mutex<HashMap<String, Vec<JournalEntry>>>,
+    scoped: Mutex<HashMap<String, serde_json::Value>>,
 }
 
 impl MemoryStore {
@@ -133,5 +134,26 @@ impl Store for MemoryStore {
             j.retain(|e| !keys.contains(&e.key));
         }
         Ok(())
+    }
+
+    async fn scoped_state(&self, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
+        Ok(self
+            .scoped
+            .lock()
+            .map_err(|_| poisoned())?
+            .get(key)
+            .cloned())
+    }
+
+    async fn change_scoped_state(
+        &self,
+        key: &str,
+        changes: &[ScopedChange],
+    ) -> Result<serde_json::Value, StoreError> {
+        let mut docs = self.scoped.lock().map_err(|_| poisoned())?;
+        let next = ScopedChange::apply_all(docs.get(key), changes)
+            .map_err(|e| StoreError(format!("scoped state `{key}`: {e}")))?;
+        docs.insert(key.to_owned(), next.clone());
+        Ok(next)
     }
 }

@@ -9,7 +9,9 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use tokio::sync::{mpsc, oneshot};
-use weft_core::ports::{EntryKind, JournalEntry, RunRecord, RunStatus, Store, StoreError, Usage};
+use weft_core::ports::{
+    EntryKind, JournalEntry, RunRecord, RunStatus, ScopedChange, Store, StoreError, Usage,
+};
 
 /// How hard a commit works to survive a crash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -23,7 +25,8 @@ pub enum Durability {
 }
 
 /// Schema version written in the database; a newer one is refused.
-const SCHEMA_VERSION: i64 = 1;
+/// 2 added runs.scopes and the scoped table; a version-1 file is upgraded on open.
+const SCHEMA_VERSION: i64 = 2;
 /// Appends committed together at most.
 const MAX_BATCH: usize = 4096;
 /// Requests waiting for the writer before senders wait too.
@@ -42,6 +45,8 @@ enum Request {
     ListRuns(usize, Reply<Vec<RunRecord>>),
     Journal(String, Reply<Vec<JournalEntry>>),
     Forget(String, Vec<String>, Reply<()>),
+    Scoped(String, Reply<Option<serde_json::Value>>),
+    ChangeScoped(String, Vec<ScopedChange>, Reply<serde_json::Value>),
 }
 
 /// A durable store in one SQLite file.
@@ -112,7 +117,9 @@ fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Conn
              id TEXT PRIMARY KEY, flow_hash TEXT NOT NULL, flow_name TEXT NOT NULL,
              source TEXT, source_hash TEXT, dialect TEXT, input TEXT NOT NULL,
              status TEXT NOT NULL, output TEXT, state TEXT, error TEXT, waiting TEXT,
-             usage TEXT NOT NULL, owner TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
+             usage TEXT NOT NULL, owner TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
+             scopes TEXT);
+         CREATE TABLE IF NOT EXISTS scoped (key TEXT PRIMARY KEY, value TEXT NOT NULL);
          CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_ms DESC);
          CREATE TABLE IF NOT EXISTS journal (
              seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
@@ -129,6 +136,13 @@ fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Conn
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema', ?1)",
                 params![SCHEMA_VERSION.to_string()],
+            )?;
+        }
+        Some(Ok(1)) => {
+            // Version 1 had no scopes column; the scoped table was created above.
+            conn.execute_batch(
+                "ALTER TABLE runs ADD COLUMN scopes TEXT;
+                 UPDATE meta SET value = '2' WHERE key = 'schema';",
             )?;
         }
         Some(Ok(v)) if v <= SCHEMA_VERSION => {}
@@ -204,7 +218,7 @@ fn parse_col(s: Option<String>) -> rusqlite::Result<Option<serde_json::Value>> {
     .transpose()
 }
 
-const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms";
+const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes";
 
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let status: String = r.get(7)?;
@@ -226,17 +240,20 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         owner: r.get(13)?,
         created_ms: r.get(14)?,
         updated_ms: r.get(15)?,
+        scopes: parse_col(r.get(16)?)?
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default(),
     })
 }
 
 fn write_run(conn: &Connection, run: &RunRecord, insert: bool) -> Result<(), StoreError> {
     let sql = if insert {
         format!(
-            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
         )
     } else {
         format!(
-            "INSERT OR REPLACE INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+            "INSERT OR REPLACE INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
         )
     };
     conn.prepare_cached(&sql)
@@ -258,6 +275,8 @@ fn write_run(conn: &Connection, run: &RunRecord, insert: bool) -> Result<(), Sto
                 run.owner,
                 run.created_ms,
                 run.updated_ms,
+                (!run.scopes.is_empty())
+                    .then(|| serde_json::to_string(&run.scopes).unwrap_or_default()),
             ])
         })
         .map(|_| ())
@@ -293,6 +312,19 @@ fn get_run(conn: &Connection, id: &str) -> Result<Option<RunRecord>, StoreError>
             "the id prefix `{id}` matches several runs; give more of it"
         ))),
     }
+}
+
+fn scoped(conn: &Connection, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
+    let text: Option<String> = conn
+        .query_row(
+            "SELECT value FROM scoped WHERE key = ?1",
+            params![key],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| err("scoped state", e))?;
+    text.map(|t| serde_json::from_str(&t).map_err(|e| err("scoped state", e)))
+        .transpose()
 }
 
 fn serve(conn: &Connection, req: Request) {
@@ -379,6 +411,24 @@ fn serve(conn: &Connection, req: Request) {
             .map_err(|e| err("journal", e));
             let _ = reply.send(r);
         }
+        Request::Scoped(key, reply) => {
+            let _ = reply.send(scoped(conn, &key));
+        }
+        Request::ChangeScoped(key, changes, reply) => {
+            // The writer thread serves one request at a time: read, change and write
+            // are atomic with respect to every other change.
+            let r = scoped(conn, &key).and_then(|doc| {
+                let next = ScopedChange::apply_all(doc.as_ref(), &changes)
+                    .map_err(|e| StoreError(format!("scoped state `{key}`: {e}")))?;
+                conn.execute(
+                    "INSERT OR REPLACE INTO scoped (key, value) VALUES (?1, ?2)",
+                    params![key, next.to_string()],
+                )
+                .map_err(|e| err("scoped state", e))?;
+                Ok(next)
+            });
+            let _ = reply.send(r);
+        }
         Request::Append(..) | Request::Flush(_) => unreachable!("handled by the writer loop"),
     }
 }
@@ -422,15 +472,113 @@ impl Store for SqliteStore {
         self.ask(|r| Request::Forget(run_id.to_owned(), keys.to_vec(), r))
             .await
     }
+    async fn scoped_state(&self, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
+        self.ask(|r| Request::Scoped(key.to_owned(), r)).await
+    }
+    async fn change_scoped_state(
+        &self,
+        key: &str,
+        changes: &[ScopedChange],
+    ) -> Result<serde_json::Value, StoreError> {
+        self.ask(|r| Request::ChangeScoped(key.to_owned(), changes.to_vec(), r))
+            .await
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+    use weft_core::ports::Scopes;
 
     fn run(id: &str) -> RunRecord {
         RunRecord::new(id.into(), "h".into(), "f".into(), json!({"a": 1}), 1)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn scoped_state_changes_atomically_and_survives_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        {
+            let s = std::sync::Arc::new(SqliteStore::open(&path, Durability::Process).unwrap());
+            // 100 concurrent increments lose none.
+            let mut tasks = Vec::new();
+            for _ in 0..100 {
+                let s = s.clone();
+                tasks.push(tokio::spawn(async move {
+                    let inc = ScopedChange::Inc {
+                        path: "count".into(),
+                        by: 1.0,
+                    };
+                    s.change_scoped_state("session/a", &[inc]).await.unwrap();
+                }));
+            }
+            for t in tasks {
+                t.await.unwrap();
+            }
+            let patch = ScopedChange::Patch(json!({"mode": "plan"}));
+            s.change_scoped_state("session/a", &[patch]).await.unwrap();
+            // A change that does not apply leaves the document as it was.
+            let bad = [
+                ScopedChange::Patch(json!({"mode": "chat"})),
+                ScopedChange::Inc {
+                    path: "mode".into(),
+                    by: 1.0,
+                },
+            ];
+            let e = s.change_scoped_state("session/a", &bad).await.unwrap_err();
+            assert!(e.0.contains("is \"chat\", not a number"), "{e}");
+            let mut r = run("r1");
+            r.scopes.session = Some("a".into());
+            s.create_run(&r).await.unwrap();
+        }
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        assert_eq!(
+            s.scoped_state("session/a").await.unwrap(),
+            Some(json!({"count": 100, "mode": "plan"}))
+        );
+        assert_eq!(s.scoped_state("session/b").await.unwrap(), None);
+        assert_eq!(
+            s.get_run("r1")
+                .await
+                .unwrap()
+                .unwrap()
+                .scopes
+                .session
+                .as_deref(),
+            Some("a")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_version_1_file_is_upgraded_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 INSERT INTO meta VALUES ('schema', '1');
+                 CREATE TABLE runs (
+                     id TEXT PRIMARY KEY, flow_hash TEXT NOT NULL, flow_name TEXT NOT NULL,
+                     source TEXT, source_hash TEXT, dialect TEXT, input TEXT NOT NULL,
+                     status TEXT NOT NULL, output TEXT, state TEXT, error TEXT, waiting TEXT,
+                     usage TEXT NOT NULL, owner TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
+                 INSERT INTO runs VALUES ('old', 'h', 'f', NULL, NULL, NULL, '{}', 'completed',
+                     '1', NULL, NULL, NULL, '{\"input_tokens\":0,\"output_tokens\":0}', NULL, 1, 1);",
+            )
+            .unwrap();
+        }
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        let old = s.get_run("old").await.unwrap().unwrap();
+        assert_eq!(
+            (old.status, old.scopes),
+            (RunStatus::Completed, Scopes::default())
+        );
+        let mut r = run("new");
+        r.scopes.user = Some("u".into());
+        s.create_run(&r).await.unwrap();
+        assert_eq!(s.get_run("new").await.unwrap().unwrap().scopes, r.scopes);
     }
 
     #[tokio::test]

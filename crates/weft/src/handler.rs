@@ -3,8 +3,10 @@
 
 use crate::block::{Block, Kind};
 use crate::parts::Parts;
+use crate::scope::{Declarations, Declared, Resource, Scope};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
+use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -12,7 +14,7 @@ use serde_json::Value;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use weft_core::ir::{self, BlockKind, HandlerSpec};
-use weft_core::ports::{MessageSink, Native, NativeCall, NativeOutput, ParentBlock};
+use weft_core::ports::{MessageSink, Native, NativeCall, NativeOutput, ParentBlock, ScopedStore};
 use weft_core::{BlockError, ErrorKind, Patch};
 
 /// Starts a handler named `name`; finish it with [`HandlerBuilder::execute`].
@@ -28,6 +30,7 @@ pub fn handler(name: impl Into<String>) -> HandlerBuilder {
     HandlerBuilder {
         name: name.into(),
         description: String::new(),
+        declared: IndexMap::new(),
     }
 }
 
@@ -36,6 +39,7 @@ pub fn handler(name: impl Into<String>) -> HandlerBuilder {
 pub struct HandlerBuilder {
     name: String,
     description: String,
+    declared: IndexMap<&'static str, Declared>,
 }
 
 type Run = dyn Fn(Value, Ctx) -> BoxFuture<'static, Result<Value, BlockError>> + Send + Sync;
@@ -44,6 +48,7 @@ type Run = dyn Fn(Value, Ctx) -> BoxFuture<'static, Result<Value, BlockError>> +
 struct HandlerFn {
     name: String,
     run: Box<Run>,
+    declared: Declarations,
 }
 
 #[async_trait]
@@ -57,6 +62,8 @@ impl Native for HandlerFn {
             writes: writes.clone(),
             messages: call.messages,
             parent: call.parent,
+            scoped: call.scoped,
+            declared: self.declared.clone(),
         };
         let output = (self.run)(call.input, ctx).await.map_err(|mut e| {
             if e.message.is_empty() {
@@ -89,6 +96,8 @@ pub struct Ctx {
     writes: Arc<Mutex<Writes>>,
     messages: Option<MessageSink>,
     parent: Option<Arc<ParentBlock>>,
+    scoped: Option<ScopedStore>,
+    declared: Declarations,
 }
 
 /// The block a handler runs inside (spec 002's `ctx.parent`).
@@ -171,6 +180,26 @@ impl Ctx {
         })
     }
 
+    /// The run's session state (and the session resources this handler declares).
+    /// Fails when the run belongs to no session.
+    pub fn session(&self) -> Result<Scope, BlockError> {
+        self.scope("session")
+    }
+
+    /// The run's user state.
+    pub fn user(&self) -> Result<Scope, BlockError> {
+        self.scope("user")
+    }
+
+    /// The run's project state.
+    pub fn project(&self) -> Result<Scope, BlockError> {
+        self.scope("project")
+    }
+
+    fn scope(&self, scope: &str) -> Result<Scope, BlockError> {
+        Scope::of(scope, self.scoped.as_ref(), self.declared.get(scope))
+    }
+
     /// Leaves the block by `exit` (for routing in graphs).
     pub fn exit(&self, exit: impl Into<String>) {
         self.writes.lock().expect("handler writes lock").exit = Some(exit.into());
@@ -181,6 +210,51 @@ impl HandlerBuilder {
     /// What the handler does (a model reads it when the handler is a tool).
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();
+        self
+    }
+
+    /// Declares the fields of the session state this handler touches: missing fields
+    /// read as `T::default()`'s (spec 002's partial state schemas).
+    pub fn session_state<T: Serialize + Default>(self) -> Self {
+        self.defaults_of("session", serde_json::to_value(T::default()).ok())
+    }
+
+    /// [`HandlerBuilder::session_state`] for the user scope.
+    pub fn user_state<T: Serialize + Default>(self) -> Self {
+        self.defaults_of("user", serde_json::to_value(T::default()).ok())
+    }
+
+    /// [`HandlerBuilder::session_state`] for the project scope.
+    pub fn project_state<T: Serialize + Default>(self) -> Self {
+        self.defaults_of("project", serde_json::to_value(T::default()).ok())
+    }
+
+    fn defaults_of(mut self, scope: &'static str, defaults: Option<Value>) -> Self {
+        self.declared.entry(scope).or_default().defaults = defaults;
+        self
+    }
+
+    /// Declares a session resource the handler uses (`ctx.session()?.resource(name)`).
+    pub fn session_resource(self, name: impl Into<String>, r: Resource) -> Self {
+        self.resource_of("session", name.into(), r)
+    }
+
+    /// Declares a user resource.
+    pub fn user_resource(self, name: impl Into<String>, r: Resource) -> Self {
+        self.resource_of("user", name.into(), r)
+    }
+
+    /// Declares a project resource.
+    pub fn project_resource(self, name: impl Into<String>, r: Resource) -> Self {
+        self.resource_of("project", name.into(), r)
+    }
+
+    fn resource_of(mut self, scope: &'static str, name: String, r: Resource) -> Self {
+        self.declared
+            .entry(scope)
+            .or_default()
+            .resources
+            .insert(name, r);
         self
     }
 
@@ -220,6 +294,7 @@ impl HandlerBuilder {
         let native: Arc<dyn Native> = Arc::new(HandlerFn {
             name: self.name.clone(),
             run,
+            declared: Arc::new(self.declared),
         });
         let mut parts = Parts::default();
         parts.handlers.insert(self.name.clone(), native);

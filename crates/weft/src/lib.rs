@@ -39,6 +39,7 @@ mod handler;
 mod parts;
 mod router;
 mod runtime;
+mod scope;
 mod sequencer;
 pub mod testing;
 pub mod utility;
@@ -48,9 +49,11 @@ pub use generator::{AgentType, Generator, generator};
 pub use handler::{Ctx, HandlerBuilder, Parent, handler};
 pub use router::{Router, router};
 pub use runtime::{Runtime, RuntimeBuilder};
+pub use scope::{Resource, Scope, define_resource};
 pub use sequencer::{
     BranchCase, DEFAULT_MAX_ITERATIONS, Entry, RescueCase, Sequencer, entry, sequencer,
 };
+pub use weft_core::ports::Scopes;
 
 pub use weft_core::ir;
 pub use weft_core::{BlockError, ErrorKind, Value};
@@ -82,7 +85,7 @@ pub enum BuildError {
 pub mod prelude {
     pub use crate::sequencer::{BranchCase, Entry, RescueCase, entry};
     pub use crate::{
-        AgentType, Block, BlockError, BuildError, Ctx, ErrorKind, Kind, Runtime, generator,
-        handler, router, sequencer,
+        AgentType, Block, BlockError, BuildError, Ctx, ErrorKind, Kind, Runtime, Scopes,
+        define_resource, generator, handler, router, sequencer,
     };
 }

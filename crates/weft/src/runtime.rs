@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;
 use weft_core::ir;
-use weft_core::ports::{EventSink, ModelResolver, Store};
+use weft_core::ports::{EventSink, ModelResolver, Scopes, Store};
 use weft_engine::{Engine, RunOptions, RunResult};
 
 /// Runs blocks built with this crate. Cheap to clone.
@@ -56,6 +56,17 @@ impl Runtime {
 
     /// Runs `block` on `input` until it completes, fails or pauses.
     pub async fn run(&self, block: &Block, input: impl Serialize) -> Result<RunResult, BuildError> {
+        self.run_in(block, input, Scopes::default()).await
+    }
+
+    /// [`Runtime::run`] for a session, user and project: the block's handlers read and
+    /// change their state (`ctx.session()`, ...), kept in the store across runs.
+    pub async fn run_in(
+        &self,
+        block: &Block,
+        input: impl Serialize,
+        scopes: Scopes,
+    ) -> Result<RunResult, BuildError> {
         for name in block.parts.handlers.keys() {
             if !self.parts.handlers.contains_key(name) {
                 return Err(BuildError::NotRegistered(name.clone()));
@@ -66,7 +77,7 @@ impl Runtime {
                 return Err(BuildError::NotRegistered(name.clone()));
             }
         }
-        self.run_flow(block.to_flow()?, input).await
+        self.run_flow_in(block.to_flow()?, input, scopes).await
     }
 
     /// Runs a flow (one loaded from the YAML of a registered block, say) on `input`.
@@ -75,13 +86,24 @@ impl Runtime {
         flow: ir::Flow,
         input: impl Serialize,
     ) -> Result<RunResult, BuildError> {
+        self.run_flow_in(flow, input, Scopes::default()).await
+    }
+
+    /// [`Runtime::run_flow`] for a session, user and project.
+    pub async fn run_flow_in(
+        &self,
+        flow: ir::Flow,
+        input: impl Serialize,
+        scopes: Scopes,
+    ) -> Result<RunResult, BuildError> {
         let input: Value =
             serde_json::to_value(input).map_err(|e| BuildError::Input(e.to_string()))?;
         let prepared = self.engine.prepare(flow).map_err(BuildError::Invalid)?;
-        Ok(self
-            .engine
-            .start(prepared, Some(input), RunOptions::default())
-            .await?)
+        let opts = RunOptions {
+            scopes,
+            ..RunOptions::default()
+        };
+        Ok(self.engine.start(prepared, Some(input), opts).await?)
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use weft_core::BlockError;
 use weft_core::event::{Event, EventKind};
 use weft_core::ir::{self, BlockKind, ModelDef};
-use weft_core::ports::RunStatus;
+use weft_core::ports::{RunStatus, Scopes, Store};
 use weft_engine::{CollectingSink, RunResult};
 
 /// The model id generators that name none get under the harness.
@@ -31,15 +31,40 @@ const TEST_MODEL: &str = "test";
 /// assert_eq!(run.output(), "Paris.");
 /// # });
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Clone)]
 pub struct TestHarness {
     rules: Vec<Value>,
+    scopes: Scopes,
+    /// One store for every run of the harness, so scoped state carries from run to run.
+    store: Arc<dyn Store>,
+}
+
+impl Default for TestHarness {
+    fn default() -> Self {
+        TestHarness::new()
+    }
 }
 
 impl TestHarness {
-    /// A harness whose model has no rules yet.
+    /// A harness whose model has no rules yet, with an empty in-memory store.
     pub fn new() -> TestHarness {
-        TestHarness::default()
+        TestHarness {
+            rules: Vec::new(),
+            scopes: Scopes::default(),
+            store: Arc::new(weft_store::MemoryStore::new()),
+        }
+    }
+
+    /// Later runs belong to these session, user and project (the store is shared by
+    /// every run of the harness, so their state carries over).
+    pub fn scopes(mut self, scopes: Scopes) -> TestHarness {
+        self.scopes = scopes;
+        self
+    }
+
+    /// The store the runs use (to read scoped state or journals in a test).
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
     }
 
     /// When the last message contains `when`, the model answers `reply`.
@@ -84,6 +109,7 @@ impl TestHarness {
         let events = Arc::new(CollectingSink::new());
         let runtime = Runtime::builder()
             .register(&block)
+            .store(self.store.clone())
             .default_model(TEST_MODEL)
             .sink(events.clone())
             .build()
@@ -92,7 +118,7 @@ impl TestHarness {
             .flow(&block)
             .unwrap_or_else(|e| panic!("the block does not build: {e}"));
         let result = runtime
-            .run_flow(flow, input)
+            .run_flow_in(flow, input, self.scopes.clone())
             .await
             .unwrap_or_else(|e| panic!("the run could not be driven: {e}"));
         TestRun {

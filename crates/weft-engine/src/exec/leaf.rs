@@ -205,6 +205,7 @@ fn native_call(cx: &Cx<'_>, config: Value) -> NativeCall {
         run_id: cx.run.id.clone(),
         messages,
         parent: cx.parent.clone(),
+        scoped: cx.run.scoped.clone(),
     }
 }
 
