@@ -32,6 +32,8 @@
 //! Owns the builders, the runtime facade and the test harness. Depends on the engine,
 //! the store, the model router and the native format; no dialect depends on it.
 
+#![warn(missing_docs)]
+
 mod block;
 mod func;
 mod generator;
