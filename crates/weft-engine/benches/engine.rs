@@ -147,6 +147,26 @@ fn benches(c: &mut Criterion) {
         |b| b.iter(|| run(&rt, &mem, &looped_cond)),
     );
 
+    // The library API's closures: the same loop, its condition a host function.
+    let native_cond = prepared(Block::new(BlockKind::Loop(LoopSpec {
+        body: Box::new(Block::new(BlockKind::Passthrough)),
+        max_iterations: 10_000,
+        while_: Some(weft_core::ir::Expr(
+            "native('below', iteration, 100000)".into(),
+        )),
+        until: None,
+        fail_at_max: false,
+    })));
+    let with_functions = Engine::builder(Arc::new(MemoryStore::new()))
+        .function("below", |args| {
+            Ok(json!(args[0].as_u64() < args[1].as_u64()))
+        })
+        .build();
+    g.bench_function(
+        BenchmarkId::new("loop_10000", "passthrough_native_condition_memory"),
+        |b| b.iter(|| run(&rt, &with_functions, &native_cond)),
+    );
+
     // Suspend and resume: each run pauses at an approval, and is answered and resumed.
     let approval = prepared(Block::new(BlockKind::Sequence(vec![
         handler(0),

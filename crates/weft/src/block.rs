@@ -189,6 +189,12 @@ impl Block {
     }
 }
 
+impl From<&Block> for Block {
+    fn from(b: &Block) -> Block {
+        b.clone()
+    }
+}
+
 /// A transform whose output is the expression `expr`.
 pub(crate) fn transform(expr: &str) -> ir::Block {
     ir::Block::new(BlockKind::Transform(TransformSpec {

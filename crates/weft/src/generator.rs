@@ -249,3 +249,9 @@ impl From<Generator> for Block {
         g.build()
     }
 }
+
+impl From<&Generator> for Block {
+    fn from(g: &Generator) -> Block {
+        g.clone().build()
+    }
+}

@@ -4,7 +4,6 @@
 
 use crate::block::{Block, Kind, transform, wrap};
 use crate::func;
-use crate::generator::Generator;
 use crate::parts::Parts;
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -583,18 +582,6 @@ impl Sequencer {
 impl From<Sequencer> for Block {
     fn from(s: Sequencer) -> Block {
         s.build()
-    }
-}
-
-impl From<&Block> for Block {
-    fn from(b: &Block) -> Block {
-        b.clone()
-    }
-}
-
-impl From<&Generator> for Block {
-    fn from(g: &Generator) -> Block {
-        g.clone().build()
     }
 }
 
