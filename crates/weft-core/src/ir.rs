@@ -482,6 +482,10 @@ pub struct LlmSpec {
     /// Provider-native web search (`true` or a config object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<Value>,
+    /// Tools the provider runs itself (code execution, file search, ...), each sent
+    /// as written in the provider's own tool format beside the block's tools.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provider_tools: Vec<Value>,
 }
 
 // The same bounds a file that omits them gets, so blocks built in Rust are valid.
@@ -504,6 +508,7 @@ impl Default for LlmSpec {
             max_tokens: None,
             reasoning_effort: None,
             search: None,
+            provider_tools: Vec::new(),
         }
     }
 }

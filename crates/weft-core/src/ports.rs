@@ -88,6 +88,9 @@ pub struct ModelRequest {
     /// Whether this turn must call a tool; without one the model decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// Tools the provider runs itself, in its own tool format, sent as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provider_tools: Vec<Value>,
 }
 
 /// A turn that must call a tool.

@@ -426,6 +426,17 @@ fn check_block(b: &Block, ptr: &str, subflows: &[&str], diags: &mut Vec<Diagnost
                     "tool_choice: required, or the name of one of the block's tools",
                 ));
             }
+            for (i, t) in l.provider_tools.iter().enumerate() {
+                if !t.is_object() {
+                    diags.push(
+                        Diagnostic::error(
+                            format!("{ptr}/llm/provider_tools/{i}"),
+                            "a provider tool is an object in the provider's own tool format",
+                        )
+                        .hint("for example {type: code_execution_20250522, name: code_execution} for Anthropic"),
+                    );
+                }
+            }
             for (i, name) in l.required_tools.iter().enumerate() {
                 if !l.tools.iter().any(|t| &t.name == name) {
                     let d = Diagnostic::error(

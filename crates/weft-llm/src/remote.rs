@@ -213,6 +213,65 @@ fn from_tool_call(c: &genai::chat::ToolCall) -> ToolCall {
     }
 }
 
+/// Every tool of `request` in `provider`'s own wire format: the block's function tools,
+/// web search when asked for (Chat Completions takes it as `web_search_options`), and the
+/// provider tools as written.
+fn wire_tools(provider: Provider, request: &ModelRequest) -> Result<Value, CallError> {
+    let search = request
+        .search
+        .as_ref()
+        .filter(|s| !matches!(s, Value::Bool(false) | Value::Null));
+    let mut out: Vec<Value> = Vec::new();
+    match provider {
+        Provider::OpenAi => out.extend(request.tools.iter().map(|t| {
+            serde_json::json!({"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters}})
+        })),
+        Provider::Anthropic => {
+            out.extend(request.tools.iter().map(|t| {
+                serde_json::json!({"name": t.name, "description": t.description, "input_schema": t.parameters})
+            }));
+            if let Some(config) = search {
+                let mut tool =
+                    serde_json::json!({"type": "web_search_20250305", "name": "web_search"});
+                if let (Value::Object(t), Value::Object(c)) = (&mut tool, config) {
+                    for (k, key) in [
+                        ("maxUses", "max_uses"),
+                        ("allowedDomains", "allowed_domains"),
+                        ("blockedDomains", "blocked_domains"),
+                    ] {
+                        if let Some(v) = c.get(k).or_else(|| c.get(key)) {
+                            t.insert(key.into(), v.clone());
+                        }
+                    }
+                }
+                out.push(tool);
+            }
+        }
+        Provider::Gemini => {
+            if !request.tools.is_empty() {
+                let decls: Vec<Value> = request
+                    .tools
+                    .iter()
+                    .map(|t| serde_json::json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+                    .collect();
+                out.push(serde_json::json!({"functionDeclarations": decls}));
+            }
+            if search.is_some() {
+                out.push(serde_json::json!({"googleSearch": {}}));
+            }
+        }
+        Provider::Ollama => {
+            return Err(CallError::new(
+                ErrorKind::Config,
+                "Ollama runs no provider tools; remove provider_tools or use another provider",
+            ));
+        }
+    }
+    out.extend(request.provider_tools.iter().cloned());
+    Ok(Value::Array(out))
+}
+
 /// The engine's request in genai's terms.
 fn to_chat(
     provider: Provider,
@@ -251,8 +310,18 @@ fn to_chat(
         }
         Some(_) => tools.push(Tool::new_web_search()),
     }
-    if !tools.is_empty() {
-        chat = chat.with_tools(tools);
+    let mut extra = serde_json::Map::new();
+    if let Some(o) = web_search_options {
+        extra.insert("web_search_options".into(), o);
+    }
+    if request.provider_tools.is_empty() {
+        if !tools.is_empty() {
+            chat = chat.with_tools(tools);
+        }
+    } else {
+        // genai 0.7 has no pass-through for a provider's own tools, so the whole tools
+        // array is written here in the provider's format and genai is given none.
+        extra.insert("tools".into(), wire_tools(provider, request)?);
     }
     let mut options = ChatOptions::default()
         .with_capture_usage(true)
@@ -267,8 +336,8 @@ fn to_chat(
             options = options.with_tool_choice(genai::chat::ToolChoice::tool(name.clone()))
         }
     }
-    if let Some(o) = web_search_options {
-        options = options.with_extra_body(serde_json::json!({ "web_search_options": o }));
+    if !extra.is_empty() {
+        options = options.with_extra_body(Value::Object(extra));
     }
     if let Some(t) = request.temperature {
         options = options.with_temperature(t);

@@ -368,3 +368,61 @@ async fn a_missing_key_and_an_unknown_option_are_clear() {
     let e = bare.resolve("gpt-4o-mini", None).err().unwrap();
     assert!(e.message.contains("openai/gpt-4o-mini"), "{}", e.message);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_tools_are_sent_beside_the_function_tools_in_each_wire_format() {
+    // Spec 002's providerTools: "raw provider tool objects" that the provider executes,
+    // merged "into the same generation request" as block tools and search.
+    let raw = json!({"type": "code_execution_20250522", "name": "code_execution"});
+    for (wire, provider) in WIRES {
+        let server = FakeServer::start(
+            wire,
+            vec![
+                Reply::tool_call("weather", json!({"city": "Oslo"})),
+                Reply::text("done"),
+            ],
+        )
+        .await;
+        let router = router();
+        let m = model(&router, provider, &server, json!({"stream": false}));
+        let mut req = ask("Run some code.");
+        req.tools = vec![ToolDef {
+            name: "weather".into(),
+            description: "Forecast for a city".into(),
+            parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        }];
+        req.provider_tools = vec![raw.clone()];
+        let r = m.complete(&req, &|_| {}).await;
+        if provider == "ollama" {
+            let e = r.unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Config);
+            assert!(
+                e.message.contains("Ollama runs no provider tools"),
+                "{}",
+                e.message
+            );
+            continue;
+        }
+        let r = r.unwrap_or_else(|e| panic!("{provider}: {e:?}"));
+        assert_eq!(
+            r.tool_calls[0].name, "weather",
+            "{provider}: calls still read back"
+        );
+        let tools = server.received()[0].body["tools"].clone();
+        let expected = match provider {
+            "openai" => json!([
+                {"type": "function", "function": {"name": "weather", "description": "Forecast for a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+                raw
+            ]),
+            "anthropic" => json!([
+                {"name": "weather", "description": "Forecast for a city", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}},
+                raw
+            ]),
+            _ => json!([
+                {"functionDeclarations": [{"name": "weather", "description": "Forecast for a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]},
+                raw
+            ]),
+        };
+        assert_eq!(tools, expected, "{provider}");
+    }
+}

@@ -181,6 +181,12 @@ impl Model for LocalModel {
         request: &ModelRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelResponse, BlockError> {
+        if !request.provider_tools.is_empty() {
+            return Err(BlockError::new(
+                ErrorKind::Config,
+                "the local model runs no provider tools; remove provider_tools or use a cloud provider",
+            ));
+        }
         // A conversation that has called tools keeps their protocol to its end, so the
         // last turn (offered no tool once the rounds are spent) is still an answer the
         // grammar reads back, not an imitation of a call.

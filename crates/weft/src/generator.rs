@@ -185,6 +185,16 @@ impl Generator {
         self
     }
 
+    /// Tools the provider runs itself (spec 002's `providerTools`), each an object in
+    /// the provider's own tool format, sent beside the block tools as written:
+    /// `json!({"type": "code_execution_20250522", "name": "code_execution"})` for
+    /// Anthropic. They bypass the block lifecycle: no schema check, no journaled tool
+    /// step. Ollama and the local model refuse them.
+    pub fn provider_tools(mut self, tools: impl IntoIterator<Item = Value>) -> Self {
+        self.spec.provider_tools.extend(tools);
+        self
+    }
+
     /// The answer must be a `T` (its JSON Schema is sent to the model, and an invalid
     /// answer is repaired up to `max_repairs` times); the output is that JSON.
     pub fn output<T: JsonSchema>(mut self) -> Self {

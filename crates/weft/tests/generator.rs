@@ -259,3 +259,25 @@ async fn handlers_emit_messages_and_components_and_see_their_parent() {
         .await;
     assert_eq!(run.output(), "generator agent");
 }
+
+#[tokio::test]
+async fn provider_tools_travel_with_the_generator() {
+    // 002: "The providerTools escape hatch passes raw provider tool objects directly";
+    // the wire formats are tested in weft-llm's provider tests.
+    let raw = json!({"type": "code_execution_20250522", "name": "code_execution"});
+    let agent: Block = generator("code-agent")
+        .model("anthropic/claude-sonnet-4-5")
+        .user("{{ input }}")
+        .provider_tools([raw.clone()])
+        .into();
+    let yaml = agent.to_yaml().unwrap();
+    assert!(
+        yaml.contains("provider_tools:") && yaml.contains("code_execution_20250522"),
+        "{yaml}"
+    );
+    let run = TestHarness::new()
+        .reply("run", "ran")
+        .run(agent, "run it")
+        .await;
+    assert_eq!(run.output(), "ran");
+}

@@ -163,6 +163,7 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
                 name => ToolChoice::Tool(name.to_owned()),
             })
             .or_else(|| next_required(s, &[])),
+        provider_tools: s.provider_tools.clone(),
     };
 
     let emitter = &cx.run.emitter;
