@@ -50,10 +50,21 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
     if let Some(s) = &block.policy.stall {
         cx.stall = cx.stall.within(s);
     }
+    // A named block that runs others (a composite, or a model call running tools) is
+    // the parent native functions inside it see.
     if let Some(id) = &block.id
         && !cx.run.engine.handlers.is_empty()
-        && (matches!(block.kind, BlockKind::Llm(_)) || !block.kind.is_effectful())
-        && !matches!(block.kind, BlockKind::Transform(_) | BlockKind::Passthrough)
+        && matches!(
+            block.kind,
+            BlockKind::Sequence(_)
+                | BlockKind::Parallel(_)
+                | BlockKind::Map(_)
+                | BlockKind::Loop(_)
+                | BlockKind::Branch(_)
+                | BlockKind::Graph(_)
+                | BlockKind::SubFlow(_)
+                | BlockKind::Llm(_)
+        )
     {
         cx.parent = Some(Arc::new(weft_core::ports::ParentBlock {
             name: id.clone(),
