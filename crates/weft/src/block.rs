@@ -20,6 +20,8 @@ pub enum Kind {
     Sequencer,
     /// A choice among declared routes.
     Router,
+    /// A wait for a person's decision (Weft's addition to the spec's four).
+    Approval,
 }
 
 impl Kind {
@@ -30,6 +32,7 @@ impl Kind {
             Kind::Generator => "generator",
             Kind::Sequencer => "sequencer",
             Kind::Router => "router",
+            Kind::Approval => "approval",
         }
     }
 }

@@ -34,6 +34,7 @@
 
 #![warn(missing_docs)]
 
+mod approval;
 mod block;
 mod func;
 mod generator;
@@ -46,6 +47,7 @@ mod sequencer;
 pub mod testing;
 pub mod utility;
 
+pub use approval::approval;
 pub use block::{Block, Kind};
 pub use generator::{AgentType, Generator, generator};
 pub use handler::{Ctx, HandlerBuilder, Parent, handler};
@@ -87,7 +89,7 @@ pub enum BuildError {
 pub mod prelude {
     pub use crate::sequencer::{BranchCase, Entry, RescueCase, entry};
     pub use crate::{
-        AgentType, Block, BlockError, BuildError, Ctx, ErrorKind, Kind, Runtime, Scopes,
+        AgentType, Block, BlockError, BuildError, Ctx, ErrorKind, Kind, Runtime, Scopes, approval,
         define_resource, generator, handler, router, sequencer,
     };
 }
