@@ -24,32 +24,32 @@ fn release(drafts: Arc<AtomicUsize>) -> Block {
         .build()
 }
 
+/// The release flow and a runtime for it over the SQLite file `db`.
+fn runtime(db: &std::path::Path, drafts: Arc<AtomicUsize>) -> (Block, Runtime) {
+    let block = release(drafts);
+    let store = Arc::new(SqliteStore::open(db, Durability::Process).unwrap());
+    let rt = Runtime::builder()
+        .register(&block)
+        .store(store)
+        .build()
+        .unwrap();
+    (block, rt)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_rust_flow_resumes_in_a_new_runtime_without_repeating_steps() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let drafts = Arc::new(AtomicUsize::new(0));
     let run_id = {
-        let block = release(drafts.clone());
-        let store = Arc::new(SqliteStore::open(&db, Durability::Process).unwrap());
-        let rt = Runtime::builder()
-            .register(&block)
-            .store(store)
-            .build()
-            .unwrap();
+        let (block, rt) = runtime(&db, drafts.clone());
         let r = rt.run(&block, "1.2.0").await.unwrap();
         assert_eq!(r.status, weft_core::ports::RunStatus::Paused);
         assert_eq!(r.waiting[0]["prompt"], "Ship 1.2.0?");
         r.run_id
     };
     // Another runtime over the same file: the first one is gone.
-    let block = release(drafts.clone());
-    let store = Arc::new(SqliteStore::open(&db, Durability::Process).unwrap());
-    let rt = Runtime::builder()
-        .register(&block)
-        .store(store)
-        .build()
-        .unwrap();
+    let (_, rt) = runtime(&db, drafts.clone());
     let done = rt
         .engine()
         .answer(&run_id, None, json!({"decision": "ship", "note": "go"}))
