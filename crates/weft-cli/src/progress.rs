@@ -82,6 +82,20 @@ impl EventSink for Progress {
             EventKind::StepFailed { path, error } if error.path == *path => {
                 self.line(format!("  ✗ {path}: {}", error.message))
             }
+            EventKind::BudgetWarning {
+                path,
+                owner,
+                budget,
+                used,
+                limit,
+                exceeded,
+            } => {
+                let owner = if owner.is_empty() { "the run" } else { owner };
+                let state = if *exceeded { "over" } else { "near" };
+                self.line(format!(
+                    "  ! {path}: {owner}'s {budget} budget is {state} its limit ({used} of {limit})"
+                ))
+            }
             EventKind::ApprovalRequested { key, prompt, .. } => {
                 self.line(format!("  ⏸ {key} waits for approval: {prompt}"))
             }

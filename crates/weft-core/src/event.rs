@@ -105,6 +105,22 @@ pub enum EventKind {
         /// Why it failed.
         error: BlockError,
     },
+    /// A budget's usage reached its warning threshold, or (with `on_exceed: warn`) its
+    /// limit, and the run went on.
+    BudgetWarning {
+        /// The block that asked for the call (or ran past its wall time).
+        path: String,
+        /// The block that owns the budget (empty: the run's own budget).
+        owner: String,
+        /// `tokens`, `cost_usd` or `wall_ms`.
+        budget: String,
+        /// Used so far (with the call about to be made, for an exceeded token limit).
+        used: f64,
+        /// The limit.
+        limit: f64,
+        /// The limit itself was reached, not only the warning threshold.
+        exceeded: bool,
+    },
     /// A rescue block took over a failure.
     StepRescued {
         /// Block path.

@@ -389,6 +389,30 @@ pub struct Budget {
     /// Wall time in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_ms: Option<u64>,
+    /// What reaching a limit does: `fail` refuses the call (or stops the block), `warn`
+    /// emits a `budget_warning` event and goes on.
+    #[serde(default, skip_serializing_if = "OnExceed::is_fail")]
+    pub on_exceed: OnExceed,
+    /// Emit a `budget_warning` once usage reaches this fraction (0 to 1) of a limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warn_at: Option<f64>,
+}
+
+/// What reaching a budget's limit does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnExceed {
+    /// Refuse the call that would exceed it; stop a block past its wall time.
+    #[default]
+    Fail,
+    /// Emit a `budget_warning` event and go on.
+    Warn,
+}
+
+impl OnExceed {
+    fn is_fail(&self) -> bool {
+        *self == OnExceed::Fail
+    }
 }
 
 /// A condition on the block's output (`output`, `input`, `state` are in scope).

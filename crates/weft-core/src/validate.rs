@@ -287,6 +287,15 @@ fn check_flow<'a>(flow: &'a Flow, base: &str, diags: &mut Vec<Diagnostic>) {
 }
 
 fn check_budget(b: &Budget, ptr: &str, diags: &mut Vec<Diagnostic>) {
+    if b.warn_at.is_some_and(|w| !(w > 0.0 && w <= 1.0)) {
+        diags.push(
+            Diagnostic::error(
+                format!("{ptr}/warn_at"),
+                "warn_at is a fraction above 0 and at most 1",
+            )
+            .hint("warn_at: 0.8 warns at 80% of each limit"),
+        );
+    }
     if b.tokens == Some(0)
         || b.wall_ms == Some(0)
         || b.cost_usd.is_some_and(|c| c <= 0.0 || !c.is_finite())

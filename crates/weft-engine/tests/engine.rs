@@ -810,3 +810,51 @@ async fn a_resumed_race_replays_only_its_winner() {
     let journal = store.journal(&r.run_id).await.unwrap();
     assert!(journal.iter().any(|e| e.value == json!({"winner": "a"})));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warning_budget_warns_once_per_limit_and_lets_the_calls_run() {
+    let h = harness(memory(), vec![]);
+    let f = flow(
+        r#"weft: 1
+name: b
+models:
+  m: {provider: scripted, rules: [{reply: "fine", delay_ms: 5, usage: {input_tokens: 50, output_tokens: 10, cost_usd: 0.5}}]}
+root:
+  id: writer
+  budget: {tokens: 100, cost_usd: 0.6, wall_ms: 1, on_exceed: warn, warn_at: 0.5}
+  sequence:
+    - {id: one, llm: {model: m, prompt: hi, max_tokens: 50}}
+    - {id: two, llm: {model: m, prompt: hi, max_tokens: 50}}
+    - {id: three, llm: {model: m, prompt: hi, max_tokens: 50}}
+"#,
+    );
+    let r = h.run(f).await;
+    assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
+    let warnings: Vec<(String, String, bool)> = h
+        .kinds()
+        .into_iter()
+        .filter_map(|k| match k {
+            EventKind::BudgetWarning {
+                path,
+                budget,
+                exceeded,
+                ..
+            } => Some((path, budget, exceeded)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        warnings,
+        vec![
+            // After the first call: 60 of 100 tokens and $0.5 of $0.6 pass the halfway mark.
+            ("writer/one".into(), "tokens".into(), false),
+            ("writer/one".into(), "cost_usd".into(), false),
+            // Before the second: 60 used + about 51 would pass 100 tokens, once only.
+            ("writer/two".into(), "tokens".into(), true),
+            // Before the third: the cost is spent.
+            ("writer/three".into(), "cost_usd".into(), true),
+            // The block ran past 1 ms of wall time (each call takes 5 ms).
+            ("writer".into(), "wall_ms".into(), true),
+        ]
+    );
+}

@@ -1075,3 +1075,37 @@ async fn non_retryable_errors_are_not_retried() {
         "the block is not run again for a non-retryable rate limit"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warning_budget_reports_and_goes_on() {
+    // BlockLimitsDef's `on_exceed: warn` (docs/dialects/souls.md): a call that would
+    // exceed the cap is made, and a `budget_warning` event says so; a workflow's
+    // `warn_at_pct` warns once usage reaches that share of a cap.
+    let server = answering(|_, _| "a long answer".into()).await;
+    let text = flow(
+        "limits: {token_cap: 100000, warn_at_pct: 0.00001}\nblocks:\n  a:\n    type: linear\n    soul_ref: writer\n    limits: {token_cap: 5, on_exceed: warn}\nworkflow:\n  name: w\n  entry: a\n",
+    );
+    let ran = run(&text, json!("Write something long"), Some(&server)).await;
+    assert_eq!(ran.output(), &json!("a long answer"));
+    let warnings: Vec<(String, bool)> = ran
+        .kinds()
+        .into_iter()
+        .filter_map(|k| match k {
+            EventKind::BudgetWarning {
+                owner,
+                exceeded,
+                budget,
+                ..
+            } => {
+                assert_eq!(budget, "tokens");
+                Some((owner.clone(), *exceeded))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        warnings,
+        vec![("a".to_owned(), true), (String::new(), false)],
+        "the block's cap is exceeded (and the call made), then the run's threshold is reached"
+    );
+}

@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use serde_json::{Value, json};
 use weft_core::Diagnostic;
 use weft_core::ir::{
-    Block, BlockKind, Budget, Expr, Retry, Stall, Template, TransformSpec, ValueTemplate,
+    Block, BlockKind, Budget, Expr, OnExceed, Retry, Stall, Template, TransformSpec, ValueTemplate,
 };
 
 /// The error kinds a retry covers unless told otherwise (the engine's transient kinds and
@@ -299,18 +299,9 @@ impl Compiler<'_> {
                 "token_cap must be at least 1",
             ));
         }
-        match l.on_exceed.as_deref() {
-            None | Some("fail") => {}
-            Some("warn") => {
-                ok = false;
-                self.error(
-                    Diagnostic::error(
-                        format!("{ptr}/on_exceed"),
-                        "on_exceed: warn is not supported by Weft yet",
-                    )
-                    .hint("Weft stops the block before a call that would exceed the budget (on_exceed: fail)"),
-                );
-            }
+        let on_exceed = match l.on_exceed.as_deref() {
+            None | Some("fail") => OnExceed::Fail,
+            Some("warn") => OnExceed::Warn,
             Some(other) => {
                 ok = false;
                 let d = Diagnostic::error(
@@ -318,12 +309,15 @@ impl Compiler<'_> {
                     format!("unknown on_exceed `{other}`"),
                 );
                 self.error(d.hint_closest(other, ["fail", "warn"], "on_exceed: fail or warn"));
+                OnExceed::Fail
             }
-        }
+        };
         ok.then(|| Budget {
             tokens: l.token_cap,
             cost_usd: l.cost_cap_usd,
             wall_ms: l.max_duration_seconds.map(|s| s * 1000),
+            on_exceed,
+            warn_at: None,
         })
     }
 

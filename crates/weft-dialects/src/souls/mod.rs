@@ -247,13 +247,22 @@ impl Compiler<'_> {
         flow.state = Some(json!({"results": {}, "shared_memory": {}, "metadata": {}}));
         flow.flows = std::mem::take(&mut self.flows);
         if let Some(l) = &file.limits {
-            if l.warn_at_pct.is_some_and(|p| !(0.0..=1.0).contains(&p)) {
-                self.error(Diagnostic::error(
-                    "/limits/warn_at_pct",
-                    "warn_at_pct is a fraction from 0 to 1",
-                ));
-            }
             flow.budget = self.budget(&l.caps(), "/limits");
+            match l.warn_at_pct {
+                Some(p) if !(p > 0.0 && p <= 1.0) => self.error(
+                    Diagnostic::error(
+                        "/limits/warn_at_pct",
+                        "warn_at_pct is a fraction above 0 and at most 1",
+                    )
+                    .hint("warn_at_pct: 0.8 warns at 80% of each cap"),
+                ),
+                Some(p) => {
+                    if let Some(b) = &mut flow.budget {
+                        b.warn_at = Some(p);
+                    }
+                }
+                None => {}
+            }
         }
         Some(flow)
     }

@@ -174,7 +174,8 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
     let mut trace = ToolTrace::default();
     let mut repairs_left = s.max_repairs;
     loop {
-        cx.budgets.check(estimate_tokens(&req))?;
+        let warn = |e: EventKind| emitter.emit(|| e);
+        cx.budgets.check(estimate_tokens(&req), &path, &warn)?;
         let progress = Progress::new();
         let on_delta = |text: &str| {
             progress.tick();
@@ -184,7 +185,7 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
             })
         };
         let resp = stall::model_call(&cx.stall, &progress, model.complete(&req, &on_delta)).await?;
-        cx.budgets.charge(&resp.usage);
+        cx.budgets.charge(&resp.usage, &path, &warn);
         total.add(&resp.usage);
         cx.run.usage.lock().expect("usage lock").add(&resp.usage);
         emitter.emit(|| EventKind::LlmCall {

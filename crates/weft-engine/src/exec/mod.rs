@@ -79,8 +79,28 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
         kind: block.kind_name().to_owned(),
     });
     let wall = block.policy.budget.as_ref().and_then(|b| b.wall_ms);
+    let warn_only = block
+        .policy
+        .budget
+        .as_ref()
+        .is_some_and(|b| b.on_exceed == weft_core::ir::OnExceed::Warn);
     let result = match wall {
         None => run_with_policy(&cx, block).await,
+        Some(ms) if warn_only => {
+            let r = run_with_policy(&cx, block).await;
+            let took = started.elapsed().as_millis() as u64;
+            if took > ms {
+                emitter.emit(|| EventKind::BudgetWarning {
+                    path: cx.key.to_string(),
+                    owner: block.id.clone().unwrap_or_else(|| cx.key.to_string()),
+                    budget: "wall_ms".into(),
+                    used: took as f64,
+                    limit: ms as f64,
+                    exceeded: true,
+                });
+            }
+            r
+        }
         Some(ms) => {
             match tokio::time::timeout(Duration::from_millis(ms), run_with_policy(&cx, block)).await
             {
