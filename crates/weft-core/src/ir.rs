@@ -322,11 +322,6 @@ impl Stall {
             tool_ms: inner.tool_ms.or(self.tool_ms),
         }
     }
-
-    /// Whether any threshold is set.
-    pub fn is_set(&self) -> bool {
-        self.first_token_ms.is_some() || self.token_gap_ms.is_some() || self.tool_ms.is_some()
-    }
 }
 
 /// Retry with exponential backoff and jitter.

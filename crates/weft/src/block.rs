@@ -102,13 +102,7 @@ impl Block {
     /// that contain it): `{provider: scripted, rules: [...]}` for a deterministic
     /// model, or a provider with options such as `base_url`.
     pub fn model(mut self, name: impl Into<String>, def: ir::ModelDef) -> Block {
-        let name = name.into();
-        if self.parts.models.get(&name).is_some_and(|d| *d != def) {
-            self.parts
-                .conflicts
-                .push(format!("two different models are named `{name}`"));
-        }
-        self.parts.models.insert(name, def);
+        self.parts.model(&name.into(), &def);
         self
     }
 
@@ -130,10 +124,10 @@ impl Block {
     {
         let name = self.connector_name("connect_input");
         let name = self.parts.function(name, func::unary(f));
-        let shape = transform(&func::call(&name, &["input"]));
-        self.ir = wrap(std::mem::replace(&mut self.ir, placeholder()), |b| {
-            vec![shape, b]
-        });
+        self.ir = with_input(
+            std::mem::replace(&mut self.ir, placeholder()),
+            &func::call(&name, &["input"]),
+        );
         self.input_schema = None;
         self
     }
@@ -209,6 +203,13 @@ pub(crate) fn transform(expr: &str) -> ir::Block {
 /// A stand-in while a block is moved into its wrapper.
 fn placeholder() -> ir::Block {
     ir::Block::new(BlockKind::Passthrough)
+}
+
+/// `block` with its input computed by the expression `expr`.
+pub(crate) fn with_input(block: ir::Block, expr: &str) -> ir::Block {
+    let mut w = wrap(block, |b| vec![b]);
+    w.data.input = Some(func::value_of(expr));
+    w
 }
 
 /// `block` inside an anonymous sequence of `steps(block)`.

@@ -27,51 +27,32 @@ impl Parts {
     /// Adds `other`'s parts. The same handler or function reached twice (a block used in
     /// two places) is one registration; two different ones under one name are a conflict.
     pub(crate) fn merge(&mut self, other: &Parts) {
+        let c = &mut self.conflicts;
         for (name, h) in &other.handlers {
-            match self.handlers.get(name) {
-                Some(mine) if !Arc::ptr_eq(mine, h) => self
-                    .conflicts
-                    .push(format!("two different handlers are named `{name}`")),
-                Some(_) => {}
-                None => {
-                    self.handlers.insert(name.clone(), h.clone());
-                }
-            }
+            add(&mut self.handlers, c, name, h, Arc::ptr_eq, "handlers");
         }
         for (name, f) in &other.functions {
-            match self.functions.get(name) {
-                Some(mine) if !Arc::ptr_eq(mine, f) => self.conflicts.push(format!(
-                    "two different functions are named `{name}` (two blocks share a name)"
-                )),
-                Some(_) => {}
-                None => {
-                    self.functions.insert(name.clone(), f.clone());
-                }
-            }
+            add(&mut self.functions, c, name, f, Arc::ptr_eq, "functions");
         }
         for (name, flow) in &other.flows {
-            match self.flows.get(name) {
-                Some(mine) if mine != flow => self
-                    .conflicts
-                    .push(format!("two different tools are named `{name}`")),
-                Some(_) => {}
-                None => {
-                    self.flows.insert(name.clone(), flow.clone());
-                }
-            }
+            add(&mut self.flows, c, name, flow, |a, b| a == b, "tools");
         }
         for (name, def) in &other.models {
-            match self.models.get(name) {
-                Some(mine) if mine != def => self
-                    .conflicts
-                    .push(format!("two different models are named `{name}`")),
-                Some(_) => {}
-                None => {
-                    self.models.insert(name.clone(), def.clone());
-                }
-            }
+            add(&mut self.models, c, name, def, |a, b| a == b, "models");
         }
         self.conflicts.extend(other.conflicts.iter().cloned());
+    }
+
+    /// Defines the model alias `name`.
+    pub(crate) fn model(&mut self, name: &str, def: &ir::ModelDef) {
+        add(
+            &mut self.models,
+            &mut self.conflicts,
+            name,
+            def,
+            |a, b| a == b,
+            "models",
+        );
     }
 
     /// Registers `f` under `name`, returning the name.
@@ -82,5 +63,26 @@ impl Parts {
         }
         self.functions.insert(name.clone(), f);
         name
+    }
+}
+
+/// Adds `value` under `name` to `map`, unless `same` finds it there already; a different
+/// `what` under that name is a conflict.
+fn add<V: Clone>(
+    map: &mut IndexMap<String, V>,
+    conflicts: &mut Vec<String>,
+    name: &str,
+    value: &V,
+    same: impl Fn(&V, &V) -> bool,
+    what: &str,
+) {
+    match map.get(name) {
+        Some(mine) if !same(mine, value) => {
+            conflicts.push(format!("two different {what} are named `{name}`"))
+        }
+        Some(_) => {}
+        None => {
+            map.insert(name.to_owned(), value.clone());
+        }
     }
 }

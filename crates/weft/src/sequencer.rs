@@ -2,7 +2,7 @@
 //! method records a step; [`Sequencer::build`] folds the steps into core IR (a sequence,
 //! with branches, maps, loops and parallels where the methods ask for them).
 
-use crate::block::{Block, Kind, transform, wrap};
+use crate::block::{Block, Kind, transform, with_input, wrap};
 use crate::func;
 use crate::parts::Parts;
 use indexmap::IndexMap;
@@ -672,13 +672,6 @@ fn beside(main: ir::Block, work: ir::Block, timeout: Option<Duration>) -> ir::Bl
         parallel_block(branches, None),
         transform("input.main"),
     ]))
-}
-
-/// `block` with its input computed by the expression `expr`.
-fn with_input(block: ir::Block, expr: &str) -> ir::Block {
-    let mut w = wrap(block, |b| vec![b]);
-    w.data.input = Some(func::value_of(expr));
-    w
 }
 
 /// `block` when the condition `when` holds; otherwise the input passes on.

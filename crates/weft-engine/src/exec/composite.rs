@@ -393,11 +393,10 @@ pub(crate) async fn run_subflow(
     scx.vars = Arc::new(Value::Object(sub.vars.clone().into_iter().collect()));
     scx.locals = weft_expr::Scope::new();
     scx.depth += 1;
-    let mut out = exec(scx, &sub.root).await.map_err(|stop| match stop {
-        // The sub-flow's own state is not the caller's.
-        Stop::Suspended(s) if !share_state => Stop::Suspended(s.without_writes()),
-        other => other,
-    })?;
+    // The sub-flow's own state is not the caller's.
+    let mut out = exec(scx, &sub.root)
+        .await
+        .map_err(|stop| stop.without_writes_if(!share_state))?;
     if !share_state {
         out.patch = Patch::default();
     }
