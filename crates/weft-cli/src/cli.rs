@@ -119,8 +119,19 @@ pub enum Command {
         #[command(flatten)]
         out: OutputArgs,
     },
-    /// Print the JSON Schema of the native format (for editor completion).
-    Schema,
+    /// Print a dialect's JSON Schema (the native format's by default), for editor
+    /// completion; or its reference text; or the list of dialects.
+    Schema {
+        /// The dialect.
+        #[arg(long, default_value = "native")]
+        dialect: String,
+        /// Print the dialect's reference text (Markdown) instead of its schema.
+        #[arg(long)]
+        reference: bool,
+        /// List the dialects, one a line with what each is.
+        #[arg(long, conflicts_with_all = ["reference"])]
+        list: bool,
+    },
     /// Serve sandboxed code on stdin/stdout (started by Weft itself, not by people).
     #[command(hide = true, name = "sandbox-worker")]
     SandboxWorker {

@@ -7,10 +7,10 @@ use crate::progress::Progress;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use weft_core::ports::{RunRecord, RunStatus, Store};
+use weft_core::ports::{RunStatus, Store};
 use weft_core::{Diagnostic, Severity};
 use weft_dialects::{EventView, LoadError, Loaded};
-use weft_engine::{Engine, EngineError, Prepared, RunOptions, RunResult};
+use weft_engine::{Engine, EngineError, Prepared, Revision, RunOptions, RunResult};
 use weft_store::{Durability, SqliteStore};
 
 /// A command's failure: what to print and the exit code.
@@ -72,14 +72,11 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::SandboxWorker { .. } | Command::ModelWorker { .. } => {
             unreachable!("handled before the runtime starts")
         }
-        Command::Schema => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&weft_dialects::native::json_schema())
-                    .unwrap_or_default()
-            );
-            Ok(exit::OK)
-        }
+        Command::Schema {
+            dialect,
+            reference,
+            list,
+        } => schema(&dialect, reference, list),
     };
     match result {
         Ok(code) => code,
@@ -239,6 +236,7 @@ async fn run(
         ),
         source_hash: Some(loaded.source_hash.clone()),
         dialect: Some(loaded.dialect.to_owned()),
+        view: loaded.events.to_stored(),
         ..RunOptions::default()
     };
     let result = engine.start(prepared, input, opts).await?;
@@ -346,6 +344,25 @@ fn validate(flows: &[PathBuf], dialect: Option<&str>) -> u8 {
     code
 }
 
+fn schema(dialect: &str, reference: bool, list: bool) -> Result<u8, Failure> {
+    if list {
+        for d in weft_dialects::dialects() {
+            println!("{:<8} {}", d.name(), d.summary());
+        }
+        return Ok(exit::OK);
+    }
+    let d = weft_dialects::dialect(dialect).map_err(|d| Failure::invalid(d.render("--dialect")))?;
+    if reference {
+        print!("{}", d.reference());
+    } else {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&d.schema()).unwrap_or_default()
+        );
+    }
+    Ok(exit::OK)
+}
+
 fn graph(flow: &Path, format: GraphFormat, dialect: Option<&str>) -> Result<u8, Failure> {
     let loaded = load(flow, dialect).map_err(|e| Failure::invalid(e.render()))?;
     let diagram = crate::draw::Diagram::of(&loaded.flow);
@@ -384,21 +401,11 @@ fn normalize_answer(text: &str) -> Value {
     }
 }
 
-/// The dialect's event names for run `id`, which continues (see [`view_of_record`]).
+/// The dialect's event names for run `id`, which continues: as stored with the run.
 async fn view_of_run(store: &SqliteStore, id: &str) -> EventView {
     match store.get_run(id).await {
-        Ok(Some(rec)) => view_of_record(&rec),
-        _ => EventView::Engine,
-    }
-}
-
-/// The dialect's event names for a run that continues, from the file it started from.
-fn view_of_record(rec: &RunRecord) -> EventView {
-    match (rec.source.as_deref(), rec.dialect.as_deref()) {
-        (Some(src), Some(dialect)) => {
-            EventView::of_file(Path::new(src), dialect, rec.source_hash.as_deref())
-        }
-        _ => EventView::Engine,
+        Ok(Some(rec)) => weft_dialects::view_of_run(&rec),
+        _ => EventView::default(),
     }
 }
 
@@ -512,7 +519,7 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
                 .map_err(|e| Failure::invalid(format!("error: {}", e.0)))?
                 .ok_or_else(|| Failure::invalid(format!("error: no run with id `{id}`")))?;
             let mut changed_flow = None;
-            let mut view = view_of_record(&rec);
+            let mut view = weft_dialects::view_of_run(&rec);
             if let Some(src) = rec.source.as_deref().map(Path::new).filter(|p| p.exists()) {
                 let now = std::fs::read(src)
                     .map(|b| weft_core::hash::content_hash(&b))
@@ -526,8 +533,12 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
                         )));
                     }
                     let (loaded, prepared) = load_prepared(src, rec.dialect.as_deref())?;
+                    changed_flow = Some(Revision {
+                        flow: prepared,
+                        source_hash: Some(loaded.source_hash.clone()),
+                        view: loaded.events.to_stored(),
+                    });
                     view = loaded.events;
-                    changed_flow = Some(prepared);
                 }
             }
             let progress = (!out.quiet).then(|| Arc::new(Progress::new()));

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use weft_core::event::Event;
 use weft_core::ports::EventSink;
 use weft_dialects::EventView;
+use weft_dialects::view::RunSummary;
 
 /// Writes events, and their dialect names, as JSON lines.
 pub struct EventFile {
@@ -37,8 +38,8 @@ impl EventSink for EventFile {
     }
 }
 
-/// Keeps a dialect's lines in memory for the run result: the `graph` dialect's result
-/// carries its log (`{runId, status, logs, state, waitingForInput, currentNodeId}`).
+/// Keeps a dialect's lines in memory for the run result, for a dialect whose result
+/// carries its events (the `graph` dialect's `{runId, status, logs, ...}`).
 pub struct DialectLog {
     view: EventView,
     lines: Mutex<Vec<serde_json::Value>>,
@@ -47,22 +48,25 @@ pub struct DialectLog {
 impl DialectLog {
     /// A log for `view`, when its dialect reports results in a shape of its own.
     pub fn for_view(view: &EventView) -> Option<DialectLog> {
-        matches!(view, EventView::Graph(_)).then(|| DialectLog {
+        view.shapes_result().then(|| DialectLog {
             view: view.clone(),
             lines: Mutex::new(Vec::new()),
         })
     }
 
-    /// The run result in the dialect's shape, plus Weft's `output` and `error`.
+    /// The run result in the dialect's shape.
     pub fn result(&self, r: &weft_engine::RunResult) -> Option<serde_json::Value> {
-        let EventView::Graph(g) = &self.view else {
-            return None;
-        };
         let logs = self.lines.lock().map(|l| l.clone()).unwrap_or_default();
-        let mut shaped = g.result(&r.run_id, r.status.as_str(), &r.state, &r.waiting, logs);
-        shaped["output"] = r.output.clone().unwrap_or(serde_json::Value::Null);
-        shaped["error"] = serde_json::to_value(&r.error).unwrap_or_default();
-        Some(shaped)
+        let error = serde_json::to_value(&r.error).unwrap_or_default();
+        let summary = RunSummary {
+            run_id: &r.run_id,
+            status: r.status.as_str(),
+            state: &r.state,
+            waiting: &r.waiting,
+            output: r.output.as_ref(),
+            error: &error,
+        };
+        self.view.result(&summary, &logs)
     }
 }
 

@@ -908,3 +908,101 @@ fn a_cassette_records_a_real_provider_once_and_replays_it_offline() {
     let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
     assert!(all.contains("holds no answer"), "{all}");
 }
+
+/// A run keeps its dialect's presentation in the store: with its flow file deleted, a
+/// paused graph run answered by another process still reports spec 003's result shape and
+/// log, and a failed tea run retried still reports spec 004's loop events.
+#[test]
+fn runs_keep_their_dialect_s_view_when_the_file_is_gone() {
+    let env = Env::new();
+    let gate = env.write(
+        "gate.json",
+        &std::fs::read_to_string(example("graph/release-gate.json")).unwrap(),
+    );
+    let o = env.weft(&["run", gate.to_str().unwrap(), "--json", "-q"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let id = stdout_json(&o)["runId"].as_str().unwrap().to_owned();
+    std::fs::remove_file(&gate).unwrap();
+    let o = env.weft(&["approve", &id, "--json", "-q"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let done = stdout_json(&o);
+    assert_eq!(done["runId"], id.as_str());
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["waitingForInput"], false);
+    let log = graph_log(&done);
+    assert!(
+        log.contains(&("input_received".into(), "sign_off".into())),
+        "{log:?}"
+    );
+    assert!(
+        log.contains(&("step_start".into(), "released".into())),
+        "{log:?}"
+    );
+
+    let flow = env.write(
+        "loop.yaml",
+        "name: retry-loop\nnodes:\n  - name: wait_loop\n    type: while_loop\n    condition: \"state.get('count', 0) < 2\"\n    max_iterations: 5\n    body:\n      - name: read\n        uses: file.read\n        with: {path: ready.txt}\n        output: ready\n      - name: step\n        run: |\n          return {\"count\": state.get(\"count\", 0) + 1}\n",
+    );
+    let o = env.weft(&["run", flow.to_str().unwrap(), "--json", "-q"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let id = stdout_json(&o)["run_id"].as_str().unwrap().to_owned();
+    // Moved away: the run no longer finds the file it started from.
+    std::fs::rename(&flow, env.path("moved.yaml")).unwrap();
+    env.write("ready.txt", "go");
+    let events = env.path("events.jsonl");
+    let o = env.weft(&[
+        "runs",
+        "retry",
+        &id,
+        "--json",
+        "-q",
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let kinds: Vec<String> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter_map(|e| e["type"].as_str().map(str::to_owned))
+        .filter(|t| t.starts_with("Loop"))
+        .collect();
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("LoopStart"),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("LoopEnd"),
+        "{kinds:?}"
+    );
+}
+
+/// `weft schema --dialect NAME` prints each dialect's JSON Schema, `--reference` its
+/// reference text; an unknown name is an error naming the closest one.
+#[test]
+fn schema_prints_every_dialect_s_schema_and_reference() {
+    let env = Env::new();
+    for dialect in ["native", "tea", "blocks", "graph", "souls"] {
+        let o = env.weft(&["schema", "--dialect", dialect]);
+        assert_eq!(code(&o), 0, "{dialect}: {}", stderr(&o));
+        let schema = stdout_json(&o);
+        assert!(
+            schema["$schema"].is_string() || schema["$defs"].is_object(),
+            "{dialect}"
+        );
+        let o = env.weft(&["schema", "--dialect", dialect, "--reference"]);
+        assert_eq!(code(&o), 0, "{dialect}: {}", stderr(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).starts_with('#'),
+            "{dialect}"
+        );
+    }
+    let o = env.weft(&["schema", "--dialect", "tae"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("did you mean `tea`"), "{}", stderr(&o));
+    let o = env.weft(&["schema", "--list"]);
+    assert_eq!(code(&o), 0);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("souls"));
+}

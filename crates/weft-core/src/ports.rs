@@ -376,6 +376,11 @@ pub struct RunRecord {
     /// The session, user and project the run belongs to (its scoped state).
     #[serde(default, skip_serializing_if = "Scopes::is_empty")]
     pub scopes: Scopes,
+    /// How the flow's dialect names the run's events and shapes its result (opaque to the
+    /// engine and the store; written by the front end that started the run), so that every
+    /// later reader presents the run the same way without the flow's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<Value>,
 }
 
 /// The session, user and project a run belongs to. Each names a scoped-state document
@@ -519,6 +524,7 @@ impl RunRecord {
             created_ms: now_ms,
             updated_ms: now_ms,
             scopes: Scopes::default(),
+            view: None,
         }
     }
 }

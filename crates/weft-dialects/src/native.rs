@@ -1,20 +1,57 @@
 //! Weft's native format: the IR itself, as YAML or JSON, with `weft: 1` at the top.
 //! Every key is known: a misspelt one is an error with a did-you-mean hint.
 
+use crate::diagnostics::{Compiled, Diagnostics};
+use crate::dialect::{CompileContext, Confidence, Dialect};
 use crate::source_map::SourceMap;
 use serde_json::Value;
 use std::path::Path;
 use weft_core::error::did_you_mean;
 use weft_core::ir::FORMAT_VERSION;
 use weft_core::validate::{child_pointer, validate};
-use weft_core::{Diagnostic, Flow, Severity};
+use weft_core::{Diagnostic, Flow};
+
+/// Weft's own format: the IR as YAML or JSON.
+pub(crate) struct Native;
+
+impl Dialect for Native {
+    fn name(&self) -> &'static str {
+        "native"
+    }
+
+    fn summary(&self) -> &'static str {
+        "Weft's own format: the workflow IR as YAML or JSON, `weft: 1` at the top"
+    }
+
+    fn detect(&self, doc: &Value) -> Confidence {
+        if doc.get("weft").is_some() {
+            Confidence::Certain
+        } else if doc.get("root").is_some() && doc.get("name").is_some() {
+            Confidence::Likely
+        } else {
+            Confidence::No
+        }
+    }
+
+    fn compile(&self, doc: Value, cx: &CompileContext<'_>) -> Compiled {
+        compile(doc, cx.map, cx.base_dir)
+    }
+
+    fn schema(&self) -> Value {
+        json_schema()
+    }
+
+    fn reference(&self) -> &'static str {
+        include_str!("../../../docs/native-format.md")
+    }
+
+    fn ir_mirrors_document(&self) -> bool {
+        true
+    }
+}
 
 /// Compiles a parsed native document into a validated flow plus its warnings.
-pub fn compile(
-    mut doc: Value,
-    map: &SourceMap,
-    base_dir: Option<&Path>,
-) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
+fn compile(mut doc: Value, map: &SourceMap, base_dir: Option<&Path>) -> Compiled {
     if let Some(v) = doc.get("weft") {
         match v.as_u64() {
             Some(n) if n >= 1 && n <= u64::from(FORMAT_VERSION) => {}
@@ -39,8 +76,8 @@ pub fn compile(
     inline_model_files(&mut doc, map, base_dir).map_err(|d| vec![d])?;
     let flow: Flow = serde_path_to_error::deserialize(doc)
         .map_err(|e| vec![map.locate(serde_diagnostic(&e))])?;
-    let diags = validate(&flow);
-    finish(Some(flow), diags, map)
+    let diags = Diagnostics::from(validate(&flow));
+    diags.finish(Some(flow), map)
 }
 
 /// A scripted model may keep its rules in a file beside the flow (`file: replies.yaml`);
@@ -103,23 +140,6 @@ fn pointer_of(path: &serde_path_to_error::Path) -> String {
 /// Names inside backticks in a serde message, in order.
 fn quoted(msg: &str) -> Vec<&str> {
     msg.split('`').skip(1).step_by(2).collect()
-}
-
-/// A compiler's result: its flow if it built one and no diagnostic is an error, with
-/// the warnings; else every error. Each diagnostic is located in the file through `map`.
-pub(crate) fn finish(
-    flow: Option<Flow>,
-    diags: Vec<Diagnostic>,
-    map: &SourceMap,
-) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let (errors, warnings): (Vec<_>, Vec<_>) = diags
-        .into_iter()
-        .map(|d| map.locate(d))
-        .partition(|d| d.severity == Severity::Error);
-    match flow {
-        Some(f) if errors.is_empty() => Ok((f, warnings)),
-        _ => Err(errors),
-    }
 }
 
 /// `v` read as a `T`, or the diagnostic of what is wrong, at its pointer under `ptr`.

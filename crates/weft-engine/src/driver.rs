@@ -30,6 +30,20 @@ pub struct RunOptions {
     /// The session, user and project the run belongs to (handlers read and change their
     /// state in the store).
     pub scopes: weft_core::ports::Scopes,
+    /// How the flow's dialect presents the run (stored with it, opaque to the engine).
+    pub view: Option<Value>,
+}
+
+/// A changed version of a run's flow to retry the run with: the run keeps the journaled
+/// steps whose keys still exist and records the new version.
+#[derive(Clone)]
+pub struct Revision {
+    /// The new flow.
+    pub flow: Arc<Prepared>,
+    /// Content hash of the file it came from.
+    pub source_hash: Option<String>,
+    /// How its dialect presents the run (see [`RunOptions::view`]).
+    pub view: Option<Value>,
 }
 
 /// Where a run stands after the engine drove it as far as it could.
@@ -136,6 +150,7 @@ impl Engine {
         rec.source_hash = opts.source_hash;
         rec.dialect = opts.dialect;
         rec.scopes = opts.scopes;
+        rec.view = opts.view;
         rec.owner = Some(self.inner.owner.clone());
         store.create_run(&rec).await?;
         self.drive(rec, prepared, Vec::new(), false).await
@@ -288,7 +303,7 @@ impl Engine {
     pub async fn retry(
         &self,
         run_id: &str,
-        flow: Option<Arc<Prepared>>,
+        flow: Option<Revision>,
     ) -> Result<RunResult, EngineError> {
         let mut rec = self.load(run_id).await?;
         if !matches!(rec.status, RunStatus::Failed | RunStatus::Cancelled) {
@@ -299,9 +314,15 @@ impl Engine {
             )));
         }
         let prepared = match flow {
-            Some(p) => {
+            Some(Revision {
+                flow: p,
+                source_hash,
+                view,
+            }) => {
                 self.inner.store.put_flow(&p.hash, &p.ir_json).await?;
                 rec.flow_hash = p.hash.clone();
+                rec.source_hash = source_hash;
+                rec.view = view;
                 p
             }
             None => self.stored_flow(&rec).await?,

@@ -25,8 +25,9 @@ pub enum Durability {
 }
 
 /// Schema version written in the database; a newer one is refused.
-/// 2 added runs.scopes and the scoped table; a version-1 file is upgraded on open.
-const SCHEMA_VERSION: i64 = 2;
+/// 2 added runs.scopes and the scoped table; 3 added runs.view. Older files are upgraded
+/// on open.
+const SCHEMA_VERSION: i64 = 3;
 /// Appends committed together at most.
 const MAX_BATCH: usize = 4096;
 /// Requests waiting for the writer before senders wait too.
@@ -118,7 +119,7 @@ fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Conn
              source TEXT, source_hash TEXT, dialect TEXT, input TEXT NOT NULL,
              status TEXT NOT NULL, output TEXT, state TEXT, error TEXT, waiting TEXT,
              usage TEXT NOT NULL, owner TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
-             scopes TEXT);
+             scopes TEXT, view TEXT);
          CREATE TABLE IF NOT EXISTS scoped (key TEXT PRIMARY KEY, value TEXT NOT NULL);
          CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_ms DESC);
          CREATE TABLE IF NOT EXISTS journal (
@@ -139,10 +140,17 @@ fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Conn
             )?;
         }
         Some(Ok(1)) => {
-            // Version 1 had no scopes column; the scoped table was created above.
+            // Version 1 had no scopes or view column; the scoped table was created above.
             conn.execute_batch(
                 "ALTER TABLE runs ADD COLUMN scopes TEXT;
-                 UPDATE meta SET value = '2' WHERE key = 'schema';",
+                 ALTER TABLE runs ADD COLUMN view TEXT;
+                 UPDATE meta SET value = '3' WHERE key = 'schema';",
+            )?;
+        }
+        Some(Ok(2)) => {
+            conn.execute_batch(
+                "ALTER TABLE runs ADD COLUMN view TEXT;
+                 UPDATE meta SET value = '3' WHERE key = 'schema';",
             )?;
         }
         Some(Ok(v)) if v <= SCHEMA_VERSION => {}
@@ -218,7 +226,7 @@ fn parse_col(s: Option<String>) -> rusqlite::Result<Option<serde_json::Value>> {
     .transpose()
 }
 
-const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes";
+const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view";
 
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let status: String = r.get(7)?;
@@ -243,17 +251,18 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         scopes: parse_col(r.get(16)?)?
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default(),
+        view: parse_col(r.get(17)?)?,
     })
 }
 
 fn write_run(conn: &Connection, run: &RunRecord, insert: bool) -> Result<(), StoreError> {
     let sql = if insert {
         format!(
-            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
+            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
         )
     } else {
         format!(
-            "INSERT OR REPLACE INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
+            "INSERT OR REPLACE INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
         )
     };
     conn.prepare_cached(&sql)
@@ -277,6 +286,7 @@ fn write_run(conn: &Connection, run: &RunRecord, insert: bool) -> Result<(), Sto
                 run.updated_ms,
                 (!run.scopes.is_empty())
                     .then(|| serde_json::to_string(&run.scopes).unwrap_or_default()),
+                json_col(&run.view),
             ])
         })
         .map(|_| ())
@@ -577,8 +587,10 @@ mod tests {
         );
         let mut r = run("new");
         r.scopes.user = Some("u".into());
+        r.view = Some(json!({"rules": [{"on": ["loop_started"], "name": {"const": "LoopStart"}}]}));
         s.create_run(&r).await.unwrap();
-        assert_eq!(s.get_run("new").await.unwrap().unwrap().scopes, r.scopes);
+        let back = s.get_run("new").await.unwrap().unwrap();
+        assert_eq!((back.scopes, back.view), (r.scopes, r.view));
     }
 
     #[tokio::test]

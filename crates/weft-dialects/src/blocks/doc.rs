@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// The whole file: `{name, description?, root}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct BlocksDoc {
     pub name: String,
@@ -15,7 +15,7 @@ pub(super) struct BlocksDoc {
 }
 
 /// `{type: "h" | "v", children}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Container {
     #[serde(rename = "type")]
@@ -24,7 +24,7 @@ pub(super) struct Container {
 }
 
 /// `{type: "loop", arrayField, children}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct LoopNode {
     #[serde(rename = "type")]
@@ -35,7 +35,7 @@ pub(super) struct LoopNode {
 }
 
 /// `{step_id, type: "llm", prompt, model?, input_schema?, output_schema?}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct LlmBlock {
     pub step_id: String,
@@ -53,7 +53,7 @@ pub(super) struct LlmBlock {
 }
 
 /// `{step_id, type: "code", code, input_schema?, output_schema?}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CodeBlock {
     pub step_id: String,
@@ -69,7 +69,7 @@ pub(super) struct CodeBlock {
 }
 
 /// `{step_id, type: "passthrough", input_schema?, output_schema?}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct PassthroughBlock {
     pub step_id: String,
@@ -84,7 +84,7 @@ pub(super) struct PassthroughBlock {
 }
 
 /// One entry of a SchemaNode's `fields`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Field {
     pub name: String,
@@ -95,7 +95,7 @@ pub(super) struct Field {
 }
 
 /// A SchemaNode: `{fields: [...]}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct SchemaNode {
     pub fields: Vec<Field>,

@@ -11,10 +11,12 @@ mod doc;
 mod prompt;
 mod schema;
 
+use crate::diagnostics::{Compiled, Diagnostics, read_document};
+use crate::dialect::{CompileContext, Confidence, Dialect};
+use crate::schema::SchemaBuilder;
 use crate::source_map::SourceMap;
 use doc::{BlocksDoc, CodeBlock, Container, LlmBlock, LoopNode, PassthroughBlock};
 use indexmap::IndexMap;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use weft_core::ir::{
@@ -56,13 +58,72 @@ const CODE_ENTRY: &str = "_block";
 /// The key an `llm` block without an `output_schema` puts its answer under.
 pub const TEXT_KEY: &str = "response";
 
+/// Spec 000's block runtime contract.
+pub(crate) struct Blocks;
+
+impl Dialect for Blocks {
+    fn name(&self) -> &'static str {
+        "blocks"
+    }
+
+    fn summary(&self) -> &'static str {
+        "spec 000's block runtime contract: h/v/loop containers of llm, code and passthrough blocks, YAML or JSON"
+    }
+
+    fn detect(&self, doc: &Value) -> Confidence {
+        let root_type = doc
+            .get("root")
+            .and_then(|r| r.get("type"))
+            .and_then(Value::as_str);
+        if doc.get("weft").is_some() {
+            Confidence::No
+        } else if root_type.is_some_and(|t| TYPES.contains(&t)) {
+            Confidence::Certain
+        } else if doc.get("root").is_some() {
+            Confidence::Weak
+        } else {
+            Confidence::No
+        }
+    }
+
+    fn compile(&self, doc: Value, cx: &CompileContext<'_>) -> Compiled {
+        compile(doc, cx.map)
+    }
+
+    fn schema(&self) -> Value {
+        let mut b = SchemaBuilder::default();
+        b.def::<BlocksDoc>("BlocksDoc");
+        let container = b.def::<Container>("Container");
+        let kinds = [
+            ("h", container.clone()),
+            ("v", container),
+            ("loop", b.def::<LoopNode>("LoopNode")),
+            ("llm", b.def::<LlmBlock>("LlmBlock")),
+            ("code", b.def::<CodeBlock>("CodeBlock")),
+            ("passthrough", b.def::<PassthroughBlock>("PassthroughBlock")),
+        ];
+        let node = b.tagged("Node", "type", &kinds);
+        let children = json!({"type": "array", "items": node});
+        b.property("BlocksDoc", "root", node);
+        b.property("Container", "children", children.clone());
+        b.property("LoopNode", "children", children);
+        b.finish(
+            "BlocksDoc",
+            "A block runtime flow (Weft's blocks dialect, spec 000)",
+        )
+    }
+
+    fn reference(&self) -> &'static str {
+        include_str!("../../../../docs/dialects/blocks.md")
+    }
+}
+
 /// Compiles a parsed `blocks` document into a flow plus its warnings.
-pub fn compile(doc: Value, map: &SourceMap) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let file: BlocksDoc = serde_path_to_error::deserialize(doc)
-        .map_err(|e| vec![map.locate(crate::native::serde_diagnostic(&e))])?;
+fn compile(doc: Value, map: &SourceMap) -> Compiled {
+    let file: BlocksDoc = read_document(doc, map)?;
     let mut c = Compiler {
         map,
-        diags: Vec::new(),
+        diags: Diagnostics::new(),
         step_ids: HashSet::new(),
     };
     let flow = c.node(&file.root, "/root").map(|root| {
@@ -70,37 +131,26 @@ pub fn compile(doc: Value, map: &SourceMap) -> Result<(Flow, Vec<Diagnostic>), V
         flow.description = file.description;
         flow
     });
-    crate::native::finish(flow, c.diags, map)
+    c.diags.finish(flow, map)
 }
 
 struct Compiler<'a> {
     map: &'a SourceMap,
-    diags: Vec<Diagnostic>,
+    diags: Diagnostics,
     step_ids: HashSet<String>,
 }
 
 impl Compiler<'_> {
-    fn error(&mut self, d: Diagnostic) {
-        self.diags.push(d);
-    }
-
-    /// Reads the node at `ptr` as `T`, reporting unknown or missing keys there.
-    fn parse<T: DeserializeOwned>(&mut self, v: &Value, ptr: &str) -> Option<T> {
-        crate::native::parse_at(v, ptr)
-            .map_err(|d| self.error(d))
-            .ok()
-    }
-
     fn node(&mut self, v: &Value, ptr: &str) -> Option<Block> {
         if !v.is_object() {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(ptr, format!("a node is an object, not {v}"))
                     .hint("a block is {step_id, type, ...}; a container is {type: h | v | loop, children: [...]}"),
             );
             return None;
         }
         let Some(kind) = v.get("type") else {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(ptr, "a node needs a `type`")
                     .hint(format!("types: {}", TYPES.join(", "))),
             );
@@ -108,7 +158,7 @@ impl Compiler<'_> {
         };
         let mut block = match kind.as_str().unwrap_or_default() {
             "h" => {
-                let c: Container = self.parse(v, ptr)?;
+                let c: Container = self.diags.parse(v, ptr)?;
                 let children = self.children(&c.children, ptr, false);
                 Block::new(match children?.into_values().collect::<Vec<_>>() {
                     none if none.is_empty() => BlockKind::Passthrough,
@@ -116,7 +166,7 @@ impl Compiler<'_> {
                 })
             }
             "v" => {
-                let c: Container = self.parse(v, ptr)?;
+                let c: Container = self.diags.parse(v, ptr)?;
                 let branches = self.children(&c.children, ptr, true)?;
                 if branches.is_empty() {
                     // Nothing runs; the merged dict of no outputs is empty.
@@ -133,19 +183,19 @@ impl Compiler<'_> {
                 }
             }
             "loop" => {
-                let l: LoopNode = self.parse(v, ptr)?;
+                let l: LoopNode = self.diags.parse(v, ptr)?;
                 self.loop_node(&l, ptr)?
             }
             "llm" => {
-                let b: LlmBlock = self.parse(v, ptr)?;
+                let b: LlmBlock = self.diags.parse(v, ptr)?;
                 self.llm(b, ptr)?
             }
             "code" => {
-                let b: CodeBlock = self.parse(v, ptr)?;
+                let b: CodeBlock = self.diags.parse(v, ptr)?;
                 self.code(b, ptr)?
             }
             "passthrough" => {
-                let b: PassthroughBlock = self.parse(v, ptr)?;
+                let b: PassthroughBlock = self.diags.parse(v, ptr)?;
                 self.step_id(&b.step_id, ptr)?;
                 for (s, key) in [
                     (&b.input_schema, "input_schema"),
@@ -163,7 +213,7 @@ impl Compiler<'_> {
                 } else {
                     kind.to_string()
                 };
-                self.error(
+                self.diags.error(
                     Diagnostic::error(
                         format!("{ptr}/type"),
                         format!("unknown node type `{shown}`"),
@@ -204,7 +254,7 @@ impl Compiler<'_> {
                 _ => i.to_string(),
             };
             if out.contains_key(&key) {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(&cptr, format!("two children of this container are both merged under `{key}`"))
                         .hint("a `v` container merges block outputs by step_id and nested containers by index; rename the step"),
                 );
@@ -220,7 +270,7 @@ impl Compiler<'_> {
     /// children in sequence; the output is the list of results in item order.
     fn loop_node(&mut self, l: &LoopNode, ptr: &str) -> Option<Block> {
         if l.array_field.trim().is_empty() {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(format!("{ptr}/arrayField"), "`arrayField` is empty")
                     .hint("name the input key that holds the list: arrayField: items"),
             );
@@ -266,7 +316,7 @@ impl Compiler<'_> {
         let input = self.schema(b.input_schema.as_ref(), &format!("{ptr}/input_schema"));
         let output = self.schema(b.output_schema.as_ref(), &format!("{ptr}/output_schema"));
         if b.prompt.trim().is_empty() {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(
                     format!("{ptr}/prompt"),
                     format!("llm block `{}` has an empty prompt", b.step_id),
@@ -278,14 +328,15 @@ impl Compiler<'_> {
         let prompt = match prompt::translate(&b.prompt) {
             Ok(p) => p,
             Err(m) => {
-                self.error(Diagnostic::error(format!("{ptr}/prompt"), m));
+                self.diags
+                    .error(Diagnostic::error(format!("{ptr}/prompt"), m));
                 return None;
             }
         };
         if let Some(Some(schema)) = &input {
             for field in &prompt.fields {
                 if !schema.fields.contains(field) {
-                    self.error(
+                    self.diags.error(
                         Diagnostic::error(
                             format!("{ptr}/prompt"),
                             format!("the prompt reads `{{{{{field}}}}}`, which is not a field of the input_schema"),
@@ -300,7 +351,7 @@ impl Compiler<'_> {
             }
         }
         if b.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(format!("{ptr}/model"), "`model` is empty")
                     .hint("model: openai/gpt-4o-mini"),
             );
@@ -351,7 +402,7 @@ impl Compiler<'_> {
         self.schema(b.output_schema.as_ref(), &format!("{ptr}/output_schema"));
         let cptr = format!("{ptr}/code");
         if b.code.trim().is_empty() {
-            self.error(Diagnostic::error(
+            self.diags.error(Diagnostic::error(
                 &cptr,
                 format!("code block `{}` has no code", b.step_id),
             ));
@@ -361,7 +412,7 @@ impl Compiler<'_> {
             let t = l.trim_start();
             t.starts_with("def _block(") || t.starts_with("def block(")
         }) {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(&cptr, format!("the code defines `{}` itself", line.trim()))
                     .hint("write only the function body: the runtime wraps it in `def _block(initial, <input fields>)`"),
             );
@@ -418,7 +469,7 @@ impl Compiler<'_> {
         Some(match schema::read(v, ptr) {
             Ok(s) => Some(s),
             Err(d) => {
-                self.error(d);
+                self.diags.error(d);
                 None
             }
         })
@@ -427,11 +478,12 @@ impl Compiler<'_> {
     fn step_id(&mut self, id: &str, ptr: &str) -> Option<()> {
         let iptr = format!("{ptr}/step_id");
         if id.trim().is_empty() {
-            self.error(Diagnostic::error(iptr, "`step_id` is empty").hint("step_id: summarize"));
+            self.diags
+                .error(Diagnostic::error(iptr, "`step_id` is empty").hint("step_id: summarize"));
             return None;
         }
         if !self.step_ids.insert(id.to_owned()) {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(iptr, format!("the step_id `{id}` is used twice"))
                     .hint("step ids name outputs and journal entries: make each unique"),
             );
@@ -453,12 +505,4 @@ fn constant(v: Value) -> Block {
         output: ValueTemplate(v),
         exit: None,
     }))
-}
-
-/// Whether a document is a `blocks` file: a `{name, root}` whose root is a typed node.
-pub fn looks_like(doc: &Value) -> bool {
-    doc.get("root")
-        .and_then(|r| r.get("type"))
-        .and_then(Value::as_str)
-        .is_some_and(|t| TYPES.contains(&t))
 }

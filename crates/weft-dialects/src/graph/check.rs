@@ -4,6 +4,7 @@
 
 use super::doc::{AgentData, Connection};
 use super::{Node, SUBAGENT};
+use crate::diagnostics::Diagnostics;
 use indexmap::IndexMap;
 use std::collections::HashSet;
 use weft_core::Diagnostic;
@@ -28,7 +29,7 @@ pub(super) struct Checked {
 pub(super) fn connections(
     nodes: &IndexMap<String, Node>,
     connections: &[(Connection, String)],
-    diags: &mut Vec<Diagnostic>,
+    diags: &mut Diagnostics,
 ) -> Checked {
     let mut checked = Checked {
         execution: Vec::new(),
@@ -88,7 +89,7 @@ fn execution_edge(
     source: &Node,
     c: &Connection,
     ptr: &str,
-    diags: &mut Vec<Diagnostic>,
+    diags: &mut Diagnostics,
 ) -> Option<ExecEdge> {
     if !matches!(c.target_handle.as_deref(), None | Some("input")) {
         diags.push(
@@ -200,7 +201,7 @@ fn subagent_tree(
     nodes: &IndexMap<String, Node>,
     edges: &[(&Connection, &String)],
     checked: &mut Checked,
-    diags: &mut Vec<Diagnostic>,
+    diags: &mut Diagnostics,
 ) {
     let rule = |r: &str| format!("spec 003: a subagent graph is valid only when {r}");
     for (c, ptr) in edges {

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// The whole file. `edges` is read as `connections`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct GraphDoc {
     #[serde(default)]
@@ -20,7 +20,7 @@ pub(super) struct GraphDoc {
 }
 
 /// `{id, type, x, y, data}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NodeDoc {
     pub id: String,
@@ -36,7 +36,7 @@ pub(super) struct NodeDoc {
 }
 
 /// `{source, target, sourceHandle?, targetHandle?}`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Connection {
     #[serde(default, rename = "id")]
@@ -50,7 +50,7 @@ pub(super) struct Connection {
 }
 
 /// `start`: the run's first output.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct StartData {
     #[serde(default, rename = "label")]
@@ -60,7 +60,7 @@ pub(super) struct StartData {
 }
 
 /// `agent`: one model call.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct AgentData {
     #[serde(default)]
@@ -82,7 +82,7 @@ pub(super) struct AgentData {
 }
 
 /// `agent.data.tools`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct AgentTools {
     #[serde(default)]
@@ -92,7 +92,7 @@ pub(super) struct AgentTools {
 }
 
 /// `if`: conditions on the previous output. `condition` is the legacy single form.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct IfData {
     #[serde(default, rename = "label")]
@@ -104,7 +104,7 @@ pub(super) struct IfData {
 }
 
 /// `{operator: equal | contains, value}`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Condition {
     pub operator: String,
@@ -112,7 +112,7 @@ pub(super) struct Condition {
 }
 
 /// `approval` (legacy `input`): a pause for a person's decision.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ApprovalData {
     #[serde(default)]
@@ -122,7 +122,7 @@ pub(super) struct ApprovalData {
 }
 
 /// `end`: completes the run.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct EndData {
     #[serde(default, rename = "label")]

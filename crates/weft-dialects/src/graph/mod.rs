@@ -9,20 +9,23 @@
 
 mod check;
 mod doc;
-pub mod events;
+mod events;
 
+use crate::diagnostics::{Compiled, Diagnostics, read_document};
+use crate::dialect::{CompileContext, Confidence, Dialect};
+use crate::schema::SchemaBuilder;
 use crate::source_map::SourceMap;
+use crate::view::EventView;
 use doc::{
     AgentData, ApprovalData, Condition, Connection, EndData, GraphDoc, IfData, NodeDoc, StartData,
 };
 use indexmap::IndexMap;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use weft_core::Diagnostic;
 use weft_core::ir::{
     ApprovalSpec, Block, BlockKind, Edge, Flow, GraphSpec, LlmSpec, Routing, Template, ToolSpec,
     TransformSpec, ValueTemplate,
 };
-use weft_core::{Diagnostic, Severity};
 
 /// Node types, as `type` spells them (`input` is the legacy name of `approval`).
 pub(crate) const TYPES: &[&str] = &["start", "agent", "if", "approval", "end"];
@@ -30,17 +33,80 @@ pub(crate) const TYPES: &[&str] = &["start", "agent", "if", "approval", "end"];
 /// The handle of a subagent edge.
 const SUBAGENT: &str = "subagent";
 
-/// Whether `doc` looks like an editor graph: nodes with `id` and `type` and no `name`
-/// (a tea node has a `name`), or a `connections` list.
-pub fn looks_like(doc: &Value) -> bool {
-    let Some(nodes) = doc.get("nodes").and_then(Value::as_array) else {
-        return false;
-    };
-    doc.get("connections").is_some_and(Value::is_array)
-        || (!nodes.is_empty()
+/// Spec 003's visual-editor graphs.
+pub(crate) struct Graph;
+
+impl Dialect for Graph {
+    fn name(&self) -> &'static str {
+        "graph"
+    }
+
+    fn summary(&self) -> &'static str {
+        "spec 003's visual-editor JSON: start, agent, if, approval and end nodes joined by connections"
+    }
+
+    /// Certain: nodes with `id` and `type` and no `name` (a tea node has a `name`), or a
+    /// `connections` list. Likely: `nodes` and `edges` with a node carrying `data`.
+    fn detect(&self, doc: &Value) -> Confidence {
+        let Some(nodes) = doc.get("nodes").and_then(Value::as_array) else {
+            return Confidence::No;
+        };
+        if doc.get("weft").is_some() {
+            return Confidence::No;
+        }
+        let editor_nodes = !nodes.is_empty()
             && nodes.iter().all(|n| {
                 n.get("id").is_some() && n.get("type").is_some() && n.get("name").is_none()
-            }))
+            });
+        if doc.get("connections").is_some_and(Value::is_array) || editor_nodes {
+            Confidence::Certain
+        } else if doc.get("edges").is_some() && nodes.iter().any(|n| n.get("data").is_some()) {
+            Confidence::Likely
+        } else {
+            Confidence::No
+        }
+    }
+
+    fn compile(&self, doc: Value, cx: &CompileContext<'_>) -> Compiled {
+        compile(doc, cx.map)
+    }
+
+    fn schema(&self) -> Value {
+        let mut b = SchemaBuilder::default();
+        b.def::<GraphDoc>("GraphDoc");
+        b.def::<NodeDoc>("NodeDoc");
+        let kinds: Vec<(&str, Value)> = [
+            ("start", b.def::<StartData>("StartData")),
+            ("agent", b.def::<AgentData>("AgentData")),
+            ("if", b.def::<IfData>("IfData")),
+            ("approval", b.def::<ApprovalData>("ApprovalData")),
+            ("input", b.def::<ApprovalData>("ApprovalData")),
+            ("end", b.def::<EndData>("EndData")),
+        ]
+        .into_iter()
+        .map(|(kind, data)| {
+            (kind, serde_json::json!({"allOf": [crate::schema::reference("NodeDoc"), {"properties": {"data": data}}]}))
+        })
+        .collect();
+        let node = b.tagged("Node", "type", &kinds);
+        b.property(
+            "GraphDoc",
+            "nodes",
+            serde_json::json!({"type": "array", "items": node}),
+        );
+        b.finish(
+            "GraphDoc",
+            "A visual-editor graph (Weft's graph dialect, spec 003)",
+        )
+    }
+
+    fn reference(&self) -> &'static str {
+        include_str!("../../../../docs/dialects/graph.md")
+    }
+
+    fn event_view(&self, doc: &Value) -> EventView {
+        events::view(doc)
+    }
 }
 
 /// The name a node has in the core-IR graph: its id, except that `end` (the IR's name
@@ -62,41 +128,30 @@ struct Node {
 }
 
 /// Compiles a parsed `graph` document into a flow plus its warnings.
-pub fn compile(doc: Value, map: &SourceMap) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
+fn compile(doc: Value, map: &SourceMap) -> Compiled {
     let connections_key = if doc.get("connections").is_some() {
         "connections"
     } else {
         "edges"
     };
-    let file: GraphDoc = serde_path_to_error::deserialize(doc)
-        .map_err(|e| vec![map.locate(crate::native::serde_diagnostic(&e))])?;
+    let file: GraphDoc = read_document(doc, map)?;
     let mut c = Compiler {
         map,
-        diags: Vec::new(),
+        diags: Diagnostics::new(),
         flows: IndexMap::new(),
     };
     let flow = c.flow(file, connections_key);
-    crate::native::finish(flow, c.diags, map)
+    c.diags.finish(flow, map)
 }
 
 struct Compiler<'a> {
     map: &'a SourceMap,
-    diags: Vec<Diagnostic>,
+    diags: Diagnostics,
     /// The sub-flows serving top-level agents' subagent tools.
     flows: IndexMap<String, Flow>,
 }
 
 impl Compiler<'_> {
-    fn error(&mut self, d: Diagnostic) {
-        self.diags.push(d);
-    }
-
-    fn parse<T: DeserializeOwned>(&mut self, v: &Value, ptr: &str) -> Option<T> {
-        crate::native::parse_at(v, ptr)
-            .map_err(|d| self.error(d))
-            .ok()
-    }
-
     fn flow(&mut self, file: GraphDoc, connections_key: &str) -> Option<Flow> {
         let nodes = self.nodes(&file.nodes);
         let connections: Vec<(Connection, String)> = file
@@ -105,11 +160,11 @@ impl Compiler<'_> {
             .enumerate()
             .filter_map(|(i, c)| {
                 let ptr = format!("/{connections_key}/{i}");
-                self.parse::<Connection>(c, &ptr).map(|c| (c, ptr))
+                self.diags.parse::<Connection>(c, &ptr).map(|c| (c, ptr))
             })
             .collect();
         let checked = check::connections(&nodes, &connections, &mut self.diags);
-        if self.diags.iter().any(|d| d.severity == Severity::Error) {
+        if self.diags.has_errors() {
             // Building agents walks the subagent tree, which must be known to be sound.
             return None;
         }
@@ -117,14 +172,14 @@ impl Compiler<'_> {
         let start = match starts.as_slice() {
             [one] => *one,
             [] => {
-                self.error(
+                self.diags.error(
                     Diagnostic::error("/nodes", "the graph has no start node")
                         .hint("add {\"id\": \"start\", \"type\": \"start\", \"data\": {\"initialInput\": \"...\"}}"),
                 );
                 return None;
             }
             [_, second, ..] => {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(&second.ptr, "the graph has more than one start node").hint(
                         "spec 003: a start node \"must exist exactly once for a runnable graph\"",
                     ),
@@ -133,6 +188,7 @@ impl Compiler<'_> {
             }
         };
         let initial = self
+            .diags
             .parse::<StartData>(&start.data, &format!("{}/data", start.ptr))
             .and_then(|d| d.initial_input)
             .unwrap_or_default();
@@ -182,7 +238,7 @@ impl Compiler<'_> {
         let mut nodes = IndexMap::new();
         for (i, v) in raw.iter().enumerate() {
             let ptr = format!("/nodes/{i}");
-            let Some(n) = self.parse::<NodeDoc>(v, &ptr) else {
+            let Some(n) = self.diags.parse::<NodeDoc>(v, &ptr) else {
                 continue;
             };
             let kind = match n.kind.as_str() {
@@ -194,7 +250,7 @@ impl Compiler<'_> {
                             format!("{ptr}/type"),
                             format!("unknown node type `{k}`"),
                         );
-                        self.error(d.hint_closest(
+                        self.diags.error(d.hint_closest(
                             k,
                             TYPES.iter().copied(),
                             format!("the node types are {}", TYPES.join(", ")),
@@ -209,14 +265,14 @@ impl Compiler<'_> {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':'))
             {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(format!("{ptr}/id"), format!("the node id `{}` is not a name", n.id))
                         .hint("ids are letters, digits, `-`, `_` and `:` (they key the run state and the journal)"),
                 );
                 continue;
             }
             if nodes.contains_key(&n.id) {
-                self.error(Diagnostic::error(
+                self.diags.error(Diagnostic::error(
                     format!("{ptr}/id"),
                     format!("two nodes have the id `{}`", n.id),
                 ));
@@ -246,7 +302,7 @@ impl Compiler<'_> {
         let id = n.id.as_str();
         let mut block = match n.kind {
             "start" => {
-                self.parse::<StartData>(&n.data, &dptr)?;
+                self.diags.parse::<StartData>(&n.data, &dptr)?;
                 let mut b = passthrough("{{ input }}");
                 record(&mut b, id);
                 b.data.emit = Some(log("start_prompt", id, "{{ text(output) }}"));
@@ -260,7 +316,7 @@ impl Compiler<'_> {
                 b
             }
             "if" => {
-                let data = self.parse::<IfData>(&n.data, &dptr)?;
+                let data = self.diags.parse::<IfData>(&n.data, &dptr)?;
                 let conditions = self.conditions(data, &dptr)?;
                 let mut b = Block::new(BlockKind::Transform(TransformSpec {
                     output: ValueTemplate(Value::from("{{ state.last_output }}")),
@@ -270,7 +326,7 @@ impl Compiler<'_> {
                 b
             }
             "approval" => {
-                let data = self.parse::<ApprovalData>(&n.data, &dptr)?;
+                let data = self.diags.parse::<ApprovalData>(&n.data, &dptr)?;
                 let prompt = data
                     .prompt
                     .or(data.label)
@@ -287,7 +343,7 @@ impl Compiler<'_> {
                 b
             }
             _ => {
-                self.parse::<EndData>(&n.data, &dptr)?;
+                self.diags.parse::<EndData>(&n.data, &dptr)?;
                 passthrough("{{ state.last_output }}")
             }
         };
@@ -307,7 +363,7 @@ impl Compiler<'_> {
         previous: &str,
     ) -> Option<(Block, IndexMap<String, Flow>)> {
         let dptr = format!("{}/data", n.ptr);
-        let data = self.parse::<AgentData>(&n.data, &dptr)?;
+        let data = self.diags.parse::<AgentData>(&n.data, &dptr)?;
         let previous_text = format!("{{{{ text({previous}) }}}}");
         let prompt = match data.user_prompt.as_deref().map(str::trim) {
             None | Some("") => previous_text.clone(),
@@ -327,8 +383,9 @@ impl Compiler<'_> {
         let mut flows = IndexMap::new();
         for child_id in subagents.get(&n.id).into_iter().flatten() {
             let child = &nodes[child_id];
-            let child_data =
-                self.parse::<AgentData>(&child.data, &format!("{}/data", child.ptr))?;
+            let child_data = self
+                .diags
+                .parse::<AgentData>(&child.data, &format!("{}/data", child.ptr))?;
             let (mut child_block, child_flows) =
                 self.agent(child, nodes, subagents, "input.input")?;
             child_block.id = Some(ir_name(child_id));
@@ -365,7 +422,7 @@ impl Compiler<'_> {
             (Some(c), _) => (c, "conditions"),
             (None, Some(c)) => (vec![c], "condition"),
             (None, None) => {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(dptr, "an if node needs `conditions`")
                         .hint("\"conditions\": [{\"operator\": \"contains\", \"value\": \"yes\"}]"),
                 );
@@ -382,7 +439,7 @@ impl Compiler<'_> {
                     format!("{dptr}/condition/operator")
                 };
                 let d = Diagnostic::error(ptr, format!("unknown operator `{}`", c.operator));
-                self.error(d.hint_closest(
+                self.diags.error(d.hint_closest(
                     &c.operator,
                     ["equal", "contains"],
                     "the operators are equal and contains",

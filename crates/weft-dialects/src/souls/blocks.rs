@@ -44,11 +44,12 @@ impl Compiler<'_> {
         loops: &mut Vec<(String, Option<String>)>,
     ) -> Option<Block> {
         let Some(obj) = raw.as_object() else {
-            self.error(Diagnostic::error(ptr, "a block is a mapping with a `type`"));
+            self.diags
+                .error(Diagnostic::error(ptr, "a block is a mapping with a `type`"));
             return None;
         };
         let Some(kind) = obj.get("type").and_then(Value::as_str) else {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(ptr, format!("block `{id}` has no `type`")).hint(format!(
                     "the types: {}",
                     TYPES.iter().map(|(t, _)| *t).collect::<Vec<_>>().join(", ")
@@ -61,7 +62,7 @@ impl Compiler<'_> {
                 format!("{ptr}/type"),
                 format!("unknown block type `{kind}`"),
             );
-            self.error(d.hint_closest(
+            self.diags.error(d.hint_closest(
                 kind,
                 TYPES.iter().map(|(t, _)| *t),
                 format!(
@@ -81,7 +82,7 @@ impl Compiler<'_> {
                     weft_core::validate::child_pointer(ptr, key),
                     format!("a {kind} block has no field `{key}`"),
                 );
-                self.error(d.hint_closest(
+                self.diags.error(d.hint_closest(
                     key,
                     known.iter().copied(),
                     format!("its fields: {}", known.join(", ")),
@@ -98,14 +99,14 @@ impl Compiler<'_> {
             common_fields.remove("inputs");
             common_fields.remove("outputs");
         }
-        let common: Common = self.parse(&Value::Object(common_fields), ptr)?;
+        let common: Common = self.diags.parse(&Value::Object(common_fields), ptr)?;
         if !ok {
             return None;
         }
         self.check_common(&common, ptr);
         let mut block = match kind {
             "linear" => {
-                let b: Linear = self.parse(raw, ptr)?;
+                let b: Linear = self.diags.parse(raw, ptr)?;
                 let soul = self.soul(&b.soul_ref, &format!("{ptr}/soul_ref"))?;
                 let mut parts = vec![prompt::TASK_CONTEXT.to_owned()];
                 parts.extend(self.input_parts(&common, ptr));
@@ -121,10 +122,10 @@ impl Compiler<'_> {
             "gate" => self.gate(raw, ptr, loops)?,
             "code" => self.code(id, raw, ptr, &common)?,
             "synthesize" => {
-                let b: Synthesize = self.parse(raw, ptr)?;
+                let b: Synthesize = self.diags.parse(raw, ptr)?;
                 let soul = self.soul(&b.soul_ref, &format!("{ptr}/soul_ref"))?;
                 if b.input_block_ids.is_empty() {
-                    self.error(Diagnostic::error(
+                    self.diags.error(Diagnostic::error(
                         format!("{ptr}/input_block_ids"),
                         "input_block_ids must name at least one block",
                     ));

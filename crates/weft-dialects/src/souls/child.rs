@@ -2,7 +2,8 @@
 //! a sub-flow with its own run state.
 
 use super::doc::ChildWorkflow;
-use super::{Compiler, compile_at};
+use super::{Compiler, compile};
+use crate::dialect::CompileContext;
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -25,10 +26,10 @@ impl Compiler<'_> {
     /// path -> interface name, a child block's id) copy the child's results back; the
     /// output is the child's last output.
     pub(super) fn workflow(&mut self, raw: &Value, ptr: &str) -> Option<Block> {
-        let w: ChildWorkflow = self.parse(raw, ptr)?;
+        let w: ChildWorkflow = self.diags.parse(raw, ptr)?;
         let max_depth = w.max_depth.unwrap_or(DEFAULT_MAX_DEPTH);
         if max_depth == 0 {
-            self.error(Diagnostic::error(
+            self.diags.error(Diagnostic::error(
                 format!("{ptr}/max_depth"),
                 "max_depth must be at least 1",
             ));
@@ -42,7 +43,11 @@ impl Compiler<'_> {
                     format!("{ptr}/on_error"),
                     format!("unknown on_error `{other}`"),
                 );
-                self.error(d.hint_closest(other, ["raise", "catch"], "on_error: raise or catch"));
+                self.diags.error(d.hint_closest(
+                    other,
+                    ["raise", "catch"],
+                    "on_error: raise or catch",
+                ));
                 return None;
             }
         };
@@ -50,7 +55,7 @@ impl Compiler<'_> {
         for (name, path) in w.inputs.iter().flatten() {
             let iptr = weft_core::validate::child_pointer(&format!("{ptr}/inputs"), name);
             if name.contains('.') {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(&iptr, format!("the interface name `{name}` contains a dot"))
                         .hint(
                             "spec 001: inputs map interface names (no dots) to parent state paths",
@@ -58,7 +63,7 @@ impl Compiler<'_> {
                 );
             }
             if !state_path(path) {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(&iptr, format!("`{path}` is not a path into the run state"))
                         .hint("a path starts with results, shared_memory or metadata: results.research"),
                 );
@@ -75,7 +80,7 @@ impl Compiler<'_> {
         for (path, name) in w.outputs.iter().flatten() {
             let optr = weft_core::validate::child_pointer(&format!("{ptr}/outputs"), path);
             if name.contains('.') {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(&optr, format!("the interface name `{name}` contains a dot"))
                         .hint(
                             "spec 001: outputs map parent state paths to interface names (no dots)",
@@ -83,7 +88,7 @@ impl Compiler<'_> {
                 );
             }
             if !state_path(path) {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(&optr, format!("`{path}` is not a path into the run state"))
                         .hint("a path starts with results, shared_memory or metadata: results.summary"),
                 );
@@ -139,14 +144,14 @@ impl Compiler<'_> {
             return Some(name);
         }
         if self.depth + 1 > max_depth {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(ptr, format!("child workflows nest deeper than {max_depth} levels here; does `{reference}` run itself?"))
                     .hint("max_depth (default 10) bounds how deeply workflow blocks nest"),
             );
             return None;
         }
         if !super::is_file_id(reference) {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(ptr, format!("`{reference}` cannot name a workflow file"))
                     .hint("a workflow_ref is a file name without its extension: letters, digits, `_`, `-` and `.` (no `/` or `..`)"),
             );
@@ -165,7 +170,7 @@ impl Compiler<'_> {
             })
             .collect();
         let Some(path) = candidates.iter().find(|p| p.is_file()) else {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(ptr, format!("no workflow file for `{reference}`")).hint(
                     format!("looked for {reference}.yaml beside this file and in workflows/"),
                 ),
@@ -177,14 +182,17 @@ impl Compiler<'_> {
             .and_then(|text| {
                 let (v, m) = crate::source_map::parse(&text)
                     .map_err(|d| d.render(&path.display().to_string()))?;
-                compile_at(v, &m, path.parent(), self.depth + 1)
-                    .map(|(f, _)| f)
-                    .map_err(|ds| {
-                        ds.iter()
-                            .map(|d| d.render(&path.display().to_string()))
-                            .collect::<Vec<_>>()
-                            .join("\n")
-                    })
+                let nested = CompileContext {
+                    map: &m,
+                    base_dir: path.parent(),
+                    depth: self.depth + 1,
+                };
+                compile(v, &nested).map(|(f, _)| f).map_err(|ds| {
+                    ds.iter()
+                        .map(|d| d.render(&path.display().to_string()))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
             });
         match loaded {
             Ok(flow) => {
@@ -192,7 +200,7 @@ impl Compiler<'_> {
                 Some(name)
             }
             Err(m) => {
-                self.error(Diagnostic::error(
+                self.diags.error(Diagnostic::error(
                     ptr,
                     format!("the workflow `{reference}` does not load:\n{m}"),
                 ));

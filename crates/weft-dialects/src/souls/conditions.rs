@@ -34,7 +34,7 @@ pub(super) const OPERATORS: &[&str] = &[
 ];
 
 /// `{eval_key, operator, value?}`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ConditionDef {
     pub eval_key: String,
@@ -44,7 +44,7 @@ pub(super) struct ConditionDef {
 }
 
 /// `{combinator: and | or, conditions}`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ConditionGroupDef {
     #[serde(default = "and")]
@@ -57,7 +57,7 @@ fn and() -> String {
 }
 
 /// One case of `output_conditions`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CaseDef {
     pub case_id: String,
@@ -68,7 +68,7 @@ pub(super) struct CaseDef {
 }
 
 /// One of `routes`: a case and where it goes.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RouteDef {
     #[serde(alias = "case_id")]
@@ -81,7 +81,7 @@ pub(super) struct RouteDef {
 }
 
 /// One of `exit_conditions`: output text to exit handle.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ExitCondition {
     #[serde(default)]
@@ -151,7 +151,7 @@ impl Compiler<'_> {
                     format!("{ptr}/operator"),
                     format!("unknown operator `{other}`"),
                 );
-                self.error(d.hint_closest(
+                self.diags.error(d.hint_closest(
                     other,
                     OPERATORS.iter().copied(),
                     format!("the operators: {}", OPERATORS.join(", ")),
@@ -176,7 +176,8 @@ impl Compiler<'_> {
                     format!("{ptr}/combinator"),
                     format!("unknown combinator `{other}`"),
                 );
-                self.error(d.hint_closest(other, ["and", "or"], "combinator: and or or"));
+                self.diags
+                    .error(d.hint_closest(other, ["and", "or"], "combinator: and or or"));
                 return None;
             }
         };
@@ -199,10 +200,10 @@ impl Compiler<'_> {
     pub(super) fn break_expr(&mut self, c: &Value, ptr: &str) -> Option<String> {
         let data = "json_or_text(output)";
         if c.get("conditions").is_some() {
-            let g: ConditionGroupDef = self.parse(c, ptr)?;
+            let g: ConditionGroupDef = self.diags.parse(c, ptr)?;
             self.group_expr(&g, data, ptr)
         } else {
-            let one: ConditionDef = self.parse(c, ptr)?;
+            let one: ConditionDef = self.diags.parse(c, ptr)?;
             self.condition_expr(&one, data, ptr)
         }
     }
@@ -230,7 +231,7 @@ impl Compiler<'_> {
                     continue;
                 }
                 let Some(g) = group else {
-                    self.error(
+                    self.diags.error(
                         Diagnostic::error(format!("{ptr}/{i}"), format!("case `{id}` has no condition"))
                             .hint("give it a condition_group (routes: `when`), or mark it `default: true`"),
                     );
@@ -253,7 +254,7 @@ impl Compiler<'_> {
                 (Some(c), None) => format!("{} in t", Value::from(c.as_str())),
                 (None, Some(r)) => format!("search({}, t)", Value::from(r.as_str())),
                 _ => {
-                    self.error(
+                    self.diags.error(
                         Diagnostic::error(
                             format!("{ptr}/{i}"),
                             "an exit condition has `contains` or `regex`, one of them",

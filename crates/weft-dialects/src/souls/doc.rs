@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// The whole file.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct SoulsDoc {
     #[serde(default, rename = "version")]
@@ -35,7 +35,7 @@ pub(super) struct SoulsDoc {
 }
 
 /// Top-level `limits`: a block's `limits`, for the whole run, and when to warn.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct WorkflowLimits {
     #[serde(default)]
@@ -63,7 +63,7 @@ impl WorkflowLimits {
 }
 
 /// Defaults for every soul.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Config {
     #[serde(default)]
@@ -77,7 +77,7 @@ pub(super) struct Config {
 }
 
 /// A soul: who answers a block's model call.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Soul {
     #[serde(default)]
@@ -114,7 +114,7 @@ pub(super) struct Soul {
 }
 
 /// `workflow:`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct WorkflowDoc {
     #[serde(default, rename = "id")]
@@ -132,7 +132,7 @@ pub(super) struct WorkflowDoc {
 }
 
 /// `{from, to}`; `to: null` ends the run.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Transition {
     pub from: String,
@@ -183,7 +183,7 @@ pub(super) const TYPES: &[(&str, &[&str])] = &[
 ];
 
 /// The common fields Weft reads.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 pub(super) struct Common {
     #[serde(default)]
     pub stateful: bool,
@@ -216,7 +216,7 @@ pub(super) struct Common {
 }
 
 /// `depends`: one block id or several.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub(super) enum Depends {
     One(String),
@@ -233,14 +233,14 @@ impl Depends {
 }
 
 /// `{from: "block"}` or `{from: "block.field"}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct InputRef {
     pub from: String,
 }
 
 /// A named exit port.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ExitDef {
     pub id: String,
@@ -249,7 +249,7 @@ pub(super) struct ExitDef {
 }
 
 /// `retry_config`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RetryConfig {
     #[serde(default = "default_attempts")]
@@ -263,7 +263,7 @@ pub(super) struct RetryConfig {
 }
 
 /// `limits`: the block's budget.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Limits {
     #[serde(default)]
@@ -281,13 +281,13 @@ fn default_attempts() -> u32 {
 }
 
 /// `linear`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(super) struct Linear {
     pub soul_ref: String,
 }
 
 /// `gate`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(super) struct Gate {
     pub soul_ref: String,
     pub eval_key: String,
@@ -300,7 +300,7 @@ pub(super) struct Gate {
 }
 
 /// `code`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(super) struct Code {
     pub code: String,
     #[serde(default)]
@@ -308,7 +308,7 @@ pub(super) struct Code {
 }
 
 /// `workflow`: a child workflow file.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(super) struct ChildWorkflow {
     pub workflow_ref: String,
     /// Interface name -> parent state path.
@@ -324,14 +324,14 @@ pub(super) struct ChildWorkflow {
 }
 
 /// `synthesize`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(super) struct Synthesize {
     pub soul_ref: String,
     pub input_block_ids: Vec<String>,
 }
 
 /// One branch of `dispatch`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct DispatchExit {
     pub id: String,
@@ -342,7 +342,7 @@ pub(super) struct DispatchExit {
 }
 
 /// `loop`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(super) struct Loop {
     pub inner_block_refs: Vec<String>,
     #[serde(default = "default_rounds")]
@@ -364,7 +364,7 @@ fn default_rounds() -> u32 {
 }
 
 /// `carry_context`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CarryContext {
     #[serde(default = "yes")]

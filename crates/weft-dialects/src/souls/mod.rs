@@ -14,12 +14,14 @@ mod conditions;
 mod doc;
 mod kinds;
 mod prompt;
+mod schema;
 mod tools;
 
+use crate::diagnostics::{Compiled, Diagnostics, read_document};
+use crate::dialect::{CompileContext, Confidence, Dialect};
 use crate::source_map::SourceMap;
 use doc::{Config, Soul, SoulsDoc, Transition};
 use indexmap::IndexMap;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::Path;
@@ -28,36 +30,54 @@ use weft_core::ir::{
     Block, BlockKind, END, Edge, Flow, GraphSpec, Routing, ToolSpec, TransformSpec, ValueTemplate,
 };
 
-/// Whether `doc` looks like a souls workflow: `blocks` and `workflow` at the top.
-pub fn looks_like(doc: &Value) -> bool {
-    doc.get("blocks").is_some_and(Value::is_object)
-        && doc.get("workflow").is_some_and(Value::is_object)
+/// Spec 001's workflows of blocks run by souls.
+pub(crate) struct Souls;
+
+impl Dialect for Souls {
+    fn name(&self) -> &'static str {
+        "souls"
+    }
+
+    fn summary(&self) -> &'static str {
+        "spec 001's YAML workflows: blocks run by souls (model personas), joined by transitions"
+    }
+
+    fn detect(&self, doc: &Value) -> Confidence {
+        let (blocks, workflow) = (doc.get("blocks"), doc.get("workflow"));
+        if doc.get("weft").is_some() {
+            Confidence::No
+        } else if blocks.is_some_and(Value::is_object) && workflow.is_some_and(Value::is_object) {
+            Confidence::Certain
+        } else if blocks.is_some() && workflow.is_some() {
+            Confidence::Likely
+        } else {
+            Confidence::No
+        }
+    }
+
+    fn compile(&self, doc: Value, cx: &CompileContext<'_>) -> Compiled {
+        compile(doc, cx)
+    }
+
+    fn schema(&self) -> Value {
+        schema::json_schema()
+    }
+
+    fn reference(&self) -> &'static str {
+        include_str!("../../../../docs/dialects/souls.md")
+    }
 }
 
 /// Compiles a parsed souls document (souls not defined inline are read from `souls/`
-/// beside the file, in `base_dir`).
-pub fn compile(
-    doc: Value,
-    map: &SourceMap,
-    base_dir: Option<&Path>,
-) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
-    compile_at(doc, map, base_dir, 0)
-}
-
-/// Compiles a workflow `depth` levels below the file `weft run` was given (0: that
-/// file; above 0, a child run by a `workflow` block).
-fn compile_at(
-    doc: Value,
-    map: &SourceMap,
-    base_dir: Option<&Path>,
-    depth: u32,
-) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let file: SoulsDoc = serde_path_to_error::deserialize(doc)
-        .map_err(|e| vec![map.locate(crate::native::serde_diagnostic(&e))])?;
+/// beside the file, in the context's `base_dir`), `cx.depth` levels below the file
+/// `weft run` was given (above 0, a child run by a `workflow` block).
+pub(super) fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
+    let file: SoulsDoc = read_document(doc, cx.map)?;
+    let (map, base_dir, depth) = (cx.map, cx.base_dir, cx.depth);
     let mut c = Compiler {
         map,
         base_dir,
-        diags: Vec::new(),
+        diags: Diagnostics::new(),
         config: file.config.clone(),
         inline_souls: file.souls.clone(),
         souls: HashMap::new(),
@@ -70,7 +90,7 @@ fn compile_at(
     };
     c.tools(file.tools.as_ref());
     let flow = c.flow(&file);
-    crate::native::finish(flow, c.diags, map)
+    c.diags.finish(flow, map)
 }
 
 /// A soul with the file's `config` defaults applied.
@@ -89,7 +109,7 @@ struct ResolvedSoul {
 pub(super) struct Compiler<'a> {
     map: &'a SourceMap,
     base_dir: Option<&'a Path>,
-    diags: Vec<Diagnostic>,
+    diags: Diagnostics,
     config: Config,
     inline_souls: IndexMap<String, Value>,
     /// Souls resolved so far (`None`: it failed, already reported).
@@ -108,16 +128,6 @@ pub(super) struct Compiler<'a> {
 }
 
 impl Compiler<'_> {
-    fn error(&mut self, d: Diagnostic) {
-        self.diags.push(d);
-    }
-
-    fn parse<T: DeserializeOwned>(&mut self, v: &Value, ptr: &str) -> Option<T> {
-        crate::native::parse_at(v, ptr)
-            .map_err(|d| self.error(d))
-            .ok()
-    }
-
     fn is_block(&self, id: &str) -> bool {
         self.ids.iter().any(|b| b == id)
     }
@@ -129,7 +139,7 @@ impl Compiler<'_> {
         }
         let d = Diagnostic::error(ptr, format!("{what} `{id}` is not a block"));
         let known: Vec<String> = self.ids.clone();
-        self.error(d.hint_closest(
+        self.diags.error(d.hint_closest(
             id,
             known.iter().map(String::as_str),
             format!("the blocks: {}", known.join(", ")),
@@ -144,7 +154,7 @@ impl Compiler<'_> {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
             {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(format!("/blocks/{id}"), format!("the block id `{id}` is not a name"))
                         .hint("block ids are letters, digits, `_` and `-` (`.` separates a dispatch block from its exits)"),
                 );
@@ -249,7 +259,7 @@ impl Compiler<'_> {
         if let Some(l) = &file.limits {
             flow.budget = self.budget(&l.caps(), "/limits");
             match l.warn_at_pct {
-                Some(p) if !(p > 0.0 && p <= 1.0) => self.error(
+                Some(p) if !(p > 0.0 && p <= 1.0) => self.diags.error(
                     Diagnostic::error(
                         "/limits/warn_at_pct",
                         "warn_at_pct is a fraction above 0 and at most 1",
@@ -280,7 +290,7 @@ impl Compiler<'_> {
                 self.block_ref(t, &format!("{ptr}/to"), "the transition's `to`");
             }
             if plain.iter().any(|e: &Edge| &e.from == from) {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(&ptr, format!("`{from}` has two transitions")).hint(
                         "a block goes to one next block; branch with conditional_transitions",
                     ),
@@ -291,7 +301,7 @@ impl Compiler<'_> {
         for (i, ct) in file.workflow.conditional_transitions.iter().enumerate() {
             let ptr = format!("/workflow/conditional_transitions/{i}");
             let Some(Some(from)) = ct.get("from") else {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(&ptr, "a conditional transition needs `from`")
                         .hint("{from: review, approved: publish, default: revise}"),
                 );
@@ -322,7 +332,7 @@ impl Compiler<'_> {
                         weft_core::validate::child_pointer(&ptr, handle),
                         format!("`{from}` has no exit `{handle}`"),
                     );
-                    self.error(d.hint_closest(
+                    self.diags.error(d.hint_closest(
                         handle,
                         known.iter().map(String::as_str),
                         format!("its exits: {}", known.join(", ")),
@@ -407,10 +417,10 @@ impl Compiler<'_> {
         let soul: Soul = match self.inline_souls.get(id).cloned() {
             Some(v) => {
                 at = weft_core::validate::child_pointer("/souls", id);
-                self.parse(&v, &at)?
+                self.diags.parse(&v, &at)?
             }
             None if !is_file_id(id) => {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(
                         ptr,
                         format!(
@@ -438,7 +448,7 @@ impl Compiler<'_> {
                                 path.display()
                             ),
                         );
-                        self.error(d.hint_closest(
+                        self.diags.error(d.hint_closest(
                             id,
                             known.iter().map(String::as_str),
                             "define it under `souls:` or in souls/<id>.yaml beside the workflow",
@@ -457,7 +467,7 @@ impl Compiler<'_> {
                 match parsed {
                     Ok(s) => s,
                     Err(m) => {
-                        self.error(Diagnostic::error(
+                        self.diags.error(Diagnostic::error(
                             ptr,
                             format!("the soul file for `{id}` does not load:\n{m}"),
                         ));
@@ -471,7 +481,7 @@ impl Compiler<'_> {
 
     /// A soul written inline where it is used (an assertion's `judge_soul`).
     fn inline_soul(&mut self, v: &Value, ptr: &str) -> Option<ResolvedSoul> {
-        let soul: Soul = self.parse(v, ptr)?;
+        let soul: Soul = self.diags.parse(v, ptr)?;
         let id = soul.id.clone().unwrap_or_else(|| "judge".to_owned());
         self.resolve(soul, &id, ptr)
     }
@@ -482,7 +492,7 @@ impl Compiler<'_> {
         let required_tools = soul.required_tool_calls.clone().unwrap_or_default();
         for (i, t) in required_tools.iter().enumerate() {
             if !soul.tools.iter().flatten().any(|listed| listed == t) {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(
                         format!("{ptr}/required_tool_calls/{i}"),
                         format!("the soul `{id}` must call `{t}`, which is not one of its tools"),
@@ -492,7 +502,7 @@ impl Compiler<'_> {
             }
         }
         if soul.max_tool_iterations == Some(0) {
-            self.error(Diagnostic::error(
+            self.diags.error(Diagnostic::error(
                 format!("{ptr}/max_tool_iterations"),
                 "max_tool_iterations must be at least 1",
             ));
@@ -500,7 +510,7 @@ impl Compiler<'_> {
         if let Some(sid) = &soul.id
             && sid != id
         {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(ptr, format!("the soul `{id}` says its id is `{sid}`"))
                     .hint("a soul's `id` is the name it is referred to by"),
             );

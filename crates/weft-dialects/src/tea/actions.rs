@@ -38,7 +38,7 @@ impl Compiler<'_> {
                     known().collect::<Vec<_>>().join(", ")
                 ),
             );
-        self.error(d);
+        self.diags.error(d);
         None
     }
 }

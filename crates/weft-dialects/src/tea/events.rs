@@ -1,125 +1,103 @@
-//! Spec 004's event names: a `while_loop` node emits `LoopStart`, `LoopIteration` and
-//! `LoopEnd`, a `dynamic_parallel` node `DynamicParallelStart`, `...BranchStart`,
-//! `...BranchEnd` and `DynamicParallelEnd`, with the payloads the spec's tables give.
-//! The engine's own events carry the same facts under its generic names; this view
-//! renames them for the nodes of those two kinds.
+//! Spec 004's event names, as a view: a `while_loop` node emits `LoopStart`,
+//! `LoopIteration` and `LoopEnd`, a `dynamic_parallel` node `DynamicParallelStart`,
+//! `...BranchStart`, `...BranchEnd` and `DynamicParallelEnd`, with the payloads the
+//! spec's tables give. The engine's own events carry the same facts under its generic
+//! names; the view renames them for the nodes of those two kinds.
 
+use crate::view::{EventView, NodeScope, Rule, Source, ViewNode};
 use serde_json::{Value, json};
-use std::collections::HashSet;
-use weft_core::event::{Event, EventKind, LoopExit};
 
-/// The nodes whose events are renamed.
-#[derive(Debug, Clone, Default)]
-pub struct TeaEvents {
-    loops: HashSet<String>,
-    parallels: HashSet<String>,
+const LOOP: &str = "while_loop";
+const PARALLEL: &str = "dynamic_parallel";
+
+/// The view of a tea document: its `while_loop` and `dynamic_parallel` nodes, at any
+/// depth, and the spec's events for them.
+pub(crate) fn view(doc: &Value) -> EventView {
+    let mut view = EventView {
+        scope: NodeScope::Anywhere,
+        rules: rules(),
+        ..EventView::default()
+    };
+    collect(doc, &mut view);
+    view
 }
 
-impl TeaEvents {
-    /// Finds the `while_loop` and `dynamic_parallel` nodes of a tea document, at any depth.
-    pub(crate) fn of(doc: &Value) -> TeaEvents {
-        let mut view = TeaEvents::default();
-        view.collect(doc);
-        view
-    }
-
-    fn collect(&mut self, v: &Value) {
-        match v {
-            Value::Object(o) => {
-                if let (Some(name), Some(kind)) = (
-                    o.get("name").and_then(Value::as_str),
-                    o.get("type").and_then(Value::as_str),
-                ) {
-                    match kind {
-                        "while_loop" => self.loops.insert(name.to_owned()),
-                        "dynamic_parallel" => self.parallels.insert(name.to_owned()),
-                        _ => false,
-                    };
-                }
-                o.values().for_each(|c| self.collect(c));
+fn collect(v: &Value, view: &mut EventView) {
+    match v {
+        Value::Object(o) => {
+            if let (Some(name), Some(kind @ (LOOP | PARALLEL))) = (
+                o.get("name").and_then(Value::as_str),
+                o.get("type").and_then(Value::as_str),
+            ) {
+                view.nodes.insert(
+                    name.to_owned(),
+                    ViewNode {
+                        id: name.to_owned(),
+                        kind: kind.to_owned(),
+                    },
+                );
             }
-            Value::Array(a) => a.iter().for_each(|c| self.collect(c)),
-            _ => {}
+            o.values().for_each(|c| collect(c, view));
         }
-    }
-
-    /// The spec's event for `e`, if it has one.
-    pub(crate) fn translate(&self, e: &Event) -> Option<Value> {
-        let node = |path: &str| path.rsplit('/').next().unwrap_or(path).to_owned();
-        let is_loop = |path: &str| self.loops.contains(&node(path));
-        let is_parallel = |path: &str| self.parallels.contains(&node(path));
-        let (kind, payload) = match &e.kind {
-            EventKind::LoopStarted {
-                path,
-                max_iterations,
-            } if is_loop(path) => (
-                "LoopStart",
-                json!({"node_name": node(path), "max_iterations": max_iterations}),
-            ),
-            // The engine also reports the final check that ends the loop; the spec counts
-            // only iterations that run.
-            EventKind::LoopIteration {
-                path,
-                iteration,
-                condition,
-            } if is_loop(path) && *condition != Some(false) => (
-                "LoopIteration",
-                json!({"node_name": node(path), "iteration": iteration, "condition_result": condition.unwrap_or(true)}),
-            ),
-            EventKind::LoopEnded {
-                path,
-                iterations,
-                reason,
-            } if is_loop(path) => (
-                "LoopEnd",
-                json!({"node_name": node(path), "iterations_completed": iterations, "exit_reason": match reason {
-                    LoopExit::MaxIterationsReached => "max_iterations_reached",
-                    LoopExit::ConditionFalse | LoopExit::ConditionTrue => "condition_false",
-                }}),
-            ),
-            EventKind::FanOutStarted {
-                path,
-                branches,
-                max_concurrency,
-            } if is_parallel(path) => (
-                "DynamicParallelStart",
-                json!({"node_name": node(path), "item_count": branches, "max_concurrency": max_concurrency}),
-            ),
-            EventKind::BranchStarted { path, branch, item } if is_parallel(path) => (
-                "DynamicParallelBranchStart",
-                json!({"node_name": node(path), "index": index(branch), "item": item}),
-            ),
-            EventKind::BranchEnded {
-                path,
-                branch,
-                success,
-                error,
-            } if is_parallel(path) => {
-                let mut p =
-                    json!({"node_name": node(path), "index": index(branch), "success": success});
-                if let Some(e) = error {
-                    p["error"] = Value::from(e.message.as_str());
-                }
-                ("DynamicParallelBranchEnd", p)
-            }
-            EventKind::FanOutEnded {
-                path,
-                total,
-                succeeded,
-                failed,
-            } if is_parallel(path) => (
-                "DynamicParallelEnd",
-                json!({"node_name": node(path), "total_branches": total, "successful": succeeded, "failed": failed}),
-            ),
-            _ => return None,
-        };
-        Some(crate::envelope(e, kind, payload))
+        Value::Array(a) => a.iter().for_each(|c| collect(c, view)),
+        _ => {}
     }
 }
 
-/// A map branch's name is its index.
-fn index(branch: &str) -> Value {
-    branch
-        .parse::<u64>()
-        .map_or_else(|_| Value::from(branch), Value::from)
+fn rules() -> Vec<Rule> {
+    let node = || Source::Node;
+    vec![
+        Rule::on(&["loop_started"], "LoopStart")
+            .kinds(&[LOOP])
+            .field("node_name", node())
+            .field("max_iterations", Source::at("/max_iterations")),
+        // The engine also reports the final check that ends the loop; the spec counts
+        // only iterations that run.
+        Rule::on(&["loop_iteration"], "LoopIteration")
+            .kinds(&[LOOP])
+            .unless("/condition", Value::Bool(false))
+            .field("node_name", node())
+            .field("iteration", Source::at("/iteration"))
+            .field(
+                "condition_result",
+                Source::at_or("/condition", Value::Bool(true)),
+            ),
+        Rule::on(&["loop_ended"], "LoopEnd")
+            .kinds(&[LOOP])
+            .field("node_name", node())
+            .field("iterations_completed", Source::at("/iterations"))
+            .field(
+                "exit_reason",
+                Source::Rename {
+                    at: "/reason".into(),
+                    to: serde_json::from_value(json!({"condition_true": "condition_false"}))
+                        .expect("a table of strings"),
+                },
+            ),
+        Rule::on(&["fan_out_started"], "DynamicParallelStart")
+            .kinds(&[PARALLEL])
+            .field("node_name", node())
+            .field("item_count", Source::at("/branches"))
+            .field(
+                "max_concurrency",
+                Source::at_or("/max_concurrency", Value::Null),
+            ),
+        Rule::on(&["branch_started"], "DynamicParallelBranchStart")
+            .kinds(&[PARALLEL])
+            .field("node_name", node())
+            .field("index", Source::Number("/branch".into()))
+            .field("item", Source::at_or("/item", Value::Null)),
+        Rule::on(&["branch_ended"], "DynamicParallelBranchEnd")
+            .kinds(&[PARALLEL])
+            .field("node_name", node())
+            .field("index", Source::Number("/branch".into()))
+            .field("success", Source::at("/success"))
+            .field("error", Source::at("/error/message")),
+        Rule::on(&["fan_out_ended"], "DynamicParallelEnd")
+            .kinds(&[PARALLEL])
+            .field("node_name", node())
+            .field("total_branches", Source::at("/total"))
+            .field("successful", Source::at("/succeeded"))
+            .field("failed", Source::at("/failed")),
+    ]
 }

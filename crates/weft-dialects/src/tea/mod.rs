@@ -8,11 +8,14 @@
 mod actions;
 mod code;
 mod doc;
-pub mod events;
+mod events;
 mod llm;
 mod navigation;
 
+use crate::diagnostics::{Compiled, Diagnostics, read_document};
+use crate::dialect::{CompileContext, Confidence, Dialect};
 use crate::source_map::SourceMap;
+use crate::view::EventView;
 use doc::{Node, TeaDoc};
 use indexmap::IndexMap;
 use serde_json::{Value, json};
@@ -26,34 +29,63 @@ use weft_core::{Diagnostic, Loc};
 /// How deeply `subgraph:` files may include each other.
 const MAX_SUBGRAPH_DEPTH: u32 = 8;
 
-/// Compiles a parsed `tea` document into a flow plus its warnings.
-pub fn compile(
-    doc: Value,
-    map: &SourceMap,
-    base_dir: Option<&Path>,
-) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
-    compile_at(doc, map, base_dir, 0)
+/// The Edge Agent's YAML.
+pub(crate) struct Tea;
+
+impl Dialect for Tea {
+    fn name(&self) -> &'static str {
+        "tea"
+    }
+
+    fn summary(&self) -> &'static str {
+        "The Edge Agent's YAML (spec 004): a state graph of Python, Lua and Prolog nodes, actions, loops and fan-outs"
+    }
+
+    fn detect(&self, doc: &Value) -> Confidence {
+        match doc.get("nodes") {
+            None => Confidence::No,
+            Some(Value::Array(nodes))
+                if !nodes.is_empty() && nodes.iter().all(|n| n.get("name").is_some()) =>
+            {
+                Confidence::Likely
+            }
+            Some(_) => Confidence::Weak,
+        }
+    }
+
+    fn compile(&self, doc: Value, cx: &CompileContext<'_>) -> Compiled {
+        compile(doc, cx)
+    }
+
+    fn schema(&self) -> Value {
+        let mut b = crate::schema::SchemaBuilder::default();
+        b.def::<TeaDoc>("TeaDoc");
+        b.finish("TeaDoc", "The Edge Agent YAML (Weft's tea dialect)")
+    }
+
+    fn reference(&self) -> &'static str {
+        include_str!("../../../../docs/dialects/tea.md")
+    }
+
+    fn event_view(&self, doc: &Value) -> EventView {
+        events::view(doc)
+    }
 }
 
-fn compile_at(
-    doc: Value,
-    map: &SourceMap,
-    base_dir: Option<&Path>,
-    depth: u32,
-) -> Result<(Flow, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let tea: TeaDoc = serde_path_to_error::deserialize(doc)
-        .map_err(|e| vec![map.locate(crate::native::serde_diagnostic(&e))])?;
+/// Compiles a parsed `tea` document into a flow plus its warnings.
+fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
+    let tea: TeaDoc = read_document(doc, cx.map)?;
     let mut c = Compiler {
-        map,
-        base_dir,
-        depth,
-        diags: Vec::new(),
+        map: cx.map,
+        base_dir: cx.base_dir,
+        depth: cx.depth,
+        diags: Diagnostics::new(),
         models: IndexMap::new(),
         flows: IndexMap::new(),
         variables: tea.variables.clone(),
     };
     let flow = c.flow(&tea);
-    crate::native::finish(flow, c.diags, map)
+    c.diags.finish(flow, cx.map)
 }
 
 /// What compiling one file accumulates.
@@ -61,17 +93,13 @@ pub(crate) struct Compiler<'a> {
     map: &'a SourceMap,
     base_dir: Option<&'a Path>,
     depth: u32,
-    diags: Vec<Diagnostic>,
+    diags: Diagnostics,
     models: IndexMap<String, ModelDef>,
     flows: IndexMap<String, Flow>,
     variables: IndexMap<String, Value>,
 }
 
 impl Compiler<'_> {
-    fn error(&mut self, d: Diagnostic) {
-        self.diags.push(d);
-    }
-
     fn loc(&self, ptr: &str) -> Option<Loc> {
         self.map.loc(ptr)
     }
@@ -92,7 +120,7 @@ impl Compiler<'_> {
     fn flow(&mut self, tea: &TeaDoc) -> Option<Flow> {
         self.check_state_schema(&tea.state_schema);
         if tea.nodes.is_empty() {
-            self.error(
+            self.diags.error(
                 Diagnostic::error("/nodes", "a tea flow needs at least one node")
                     .hint("nodes: [{name: start, run: \"return {}\"}]"),
             );
@@ -129,7 +157,7 @@ impl Compiler<'_> {
             let name = ty.as_str().map(|t| t.split('[').next().unwrap_or(t).trim());
             if !name.is_some_and(|t| TYPES.contains(&t.to_lowercase().as_str())) {
                 let d = Diagnostic::error(&ptr, format!("`{key}` has an unknown type {ty}"));
-                self.error(d.hint_closest(
+                self.diags.error(d.hint_closest(
                     name.unwrap_or_default(),
                     TYPES.iter().copied(),
                     format!("types: {}", TYPES.join(", ")),
@@ -161,7 +189,7 @@ impl Compiler<'_> {
         .filter_map(|(on, m)| on.then_some(m))
         .collect();
         if methods.len() > 1 {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(ptr, format!("node `{name}` has {} execution methods; give it one", methods.join(" and ")))
                     .hint("a node runs code (run/script), an action (uses), steps, or is a while_loop or dynamic_parallel"),
             );
@@ -187,7 +215,7 @@ impl Compiler<'_> {
                     format!("{ptr}/type"),
                     format!("unknown node type `{other}`"),
                 );
-                self.error(d.hint_closest(
+                self.diags.error(d.hint_closest(
                     other,
                     ["while_loop", "dynamic_parallel"],
                     "node types: while_loop, dynamic_parallel",
@@ -273,7 +301,7 @@ impl Compiler<'_> {
             (Some(Value::String(s)), _) => (s.clone(), format!("{ptr}/run")),
             (Some(Value::Object(o)), _) => return self.expression(o, &format!("{ptr}/run")),
             (Some(_), _) => {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(
                         format!("{ptr}/run"),
                         "`run` is code (a string) or {type: expression, value, output_key}",
@@ -288,12 +316,13 @@ impl Compiler<'_> {
         let language = match code::language_of(&source, n.language.as_deref()) {
             Ok(l) => l,
             Err(m) => {
-                self.error(Diagnostic::error(format!("{ptr}/language"), m));
+                self.diags
+                    .error(Diagnostic::error(format!("{ptr}/language"), m));
                 return None;
             }
         };
         if source.trim().is_empty() {
-            self.error(Diagnostic::error(
+            self.diags.error(Diagnostic::error(
                 &sptr,
                 format!("node `{name}` has empty code"),
             ));
@@ -309,7 +338,7 @@ impl Compiler<'_> {
     fn expression(&mut self, o: &serde_json::Map<String, Value>, ptr: &str) -> Option<Block> {
         for key in o.keys() {
             if !["type", "value", "output_key"].contains(&key.as_str()) {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(
                         weft_core::validate::child_pointer(ptr, key),
                         format!("unknown key `{key}` in an expression"),
@@ -319,14 +348,14 @@ impl Compiler<'_> {
             }
         }
         if o.get("type").and_then(Value::as_str) != Some("expression") {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(format!("{ptr}/type"), "an object `run` needs `type: expression`")
                     .hint("run: {type: expression, value: \"len(state.items) > 0\", output_key: has_items}"),
             );
             return None;
         }
         let Some(value) = o.get("value").and_then(Value::as_str) else {
-            self.error(Diagnostic::error(
+            self.diags.error(Diagnostic::error(
                 format!("{ptr}/value"),
                 "an expression needs `value`, an expression string",
             ));
@@ -347,7 +376,7 @@ impl Compiler<'_> {
     /// `steps:` run in order, each seeing the state merged so far.
     fn steps(&mut self, steps: &[Node], ptr: &str, in_loop: bool) -> Option<Block> {
         if steps.is_empty() {
-            self.error(Diagnostic::error(ptr, "`steps` is empty"));
+            self.diags.error(Diagnostic::error(ptr, "`steps` is empty"));
             return None;
         }
         let blocks = self.in_order(
@@ -375,7 +404,7 @@ impl Compiler<'_> {
         for (i, n) in nodes.iter().enumerate() {
             let nptr = format!("{ptr}/{i}");
             if n.goto.is_some() || n.fan_in.is_some() {
-                self.error(Diagnostic::error(&nptr, no_navigation));
+                self.diags.error(Diagnostic::error(&nptr, no_navigation));
             }
             let name = n.name.clone().unwrap_or_else(|| default_name(i));
             blocks.extend(self.node(n, &nptr, &name, false, in_loop));
@@ -406,7 +435,7 @@ impl Compiler<'_> {
 
     fn while_loop(&mut self, n: &Node, ptr: &str, name: &str, in_loop: bool) -> Option<Block> {
         if in_loop {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(ptr, format!("`{name}` is a while_loop inside a while_loop; nested while-loops are not supported"))
                     .hint("spec 004: \"Nested while-loops are NOT supported\"; move the inner loop into its own node"),
             );
@@ -414,14 +443,14 @@ impl Compiler<'_> {
         }
         let max = match n.max_iterations {
             None => {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(ptr, format!("while_loop `{name}` needs `max_iterations`"))
                         .hint("max_iterations is required, from 1 to 1000"),
                 );
                 return None;
             }
             Some(m) if !(1..=1000).contains(&m) => {
-                self.error(
+                self.diags.error(
                     Diagnostic::error(
                         format!("{ptr}/max_iterations"),
                         format!("max_iterations is {m}, outside 1-1000"),
@@ -433,7 +462,7 @@ impl Compiler<'_> {
             Some(m) => m as u32,
         };
         let Some(condition) = &n.condition else {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(ptr, format!("while_loop `{name}` needs a `condition`"))
                     .hint("condition: \"state.count < 5\" (checked before each iteration)"),
             );
@@ -442,7 +471,7 @@ impl Compiler<'_> {
         let body = match &n.body {
             Some(b) if !b.is_empty() => b,
             _ => {
-                self.error(Diagnostic::error(
+                self.diags.error(Diagnostic::error(
                     ptr,
                     format!("while_loop `{name}` needs a `body`, a list of nodes"),
                 ));
@@ -473,7 +502,7 @@ impl Compiler<'_> {
         in_loop: bool,
     ) -> Option<Block> {
         let Some(items) = &n.items else {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(ptr, format!("dynamic_parallel `{name}` needs `items`"))
                     .hint("items: \"{{ state.urls }}\""),
             );
@@ -492,7 +521,7 @@ impl Compiler<'_> {
         .filter_map(|(on, m)| on.then_some(m))
         .collect();
         if modes.len() != 1 {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(
                     ptr,
                     match modes.len() {
@@ -512,14 +541,14 @@ impl Compiler<'_> {
         if let Some(c) = n.max_concurrency
             && c < 1
         {
-            self.error(Diagnostic::error(
+            self.diags.error(Diagnostic::error(
                 format!("{ptr}/max_concurrency"),
                 "max_concurrency must be a positive integer",
             ));
             return None;
         }
         if n.input.is_some() && n.subgraph.is_none() {
-            self.error(Diagnostic::error(
+            self.diags.error(Diagnostic::error(
                 format!("{ptr}/input"),
                 "`input` belongs to subgraph mode",
             ));
@@ -589,7 +618,7 @@ impl Compiler<'_> {
         let file = n.subgraph.as_deref().expect("subgraph mode");
         let sptr = format!("{ptr}/subgraph");
         if file.contains("://") {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(
                     &sptr,
                     format!("`{file}` is remote; Weft loads subgraphs from local files only"),
@@ -599,7 +628,7 @@ impl Compiler<'_> {
             return None;
         }
         if self.depth >= MAX_SUBGRAPH_DEPTH {
-            self.error(Diagnostic::error(&sptr, format!("subgraphs nest deeper than {MAX_SUBGRAPH_DEPTH} files; is one including itself?")));
+            self.diags.error(Diagnostic::error(&sptr, format!("subgraphs nest deeper than {MAX_SUBGRAPH_DEPTH} files; is one including itself?")));
             return None;
         }
         let path = self.base_dir.unwrap_or(Path::new(".")).join(file);
@@ -609,11 +638,17 @@ impl Compiler<'_> {
                 let (v, m) = crate::source_map::parse(&text)
                     .map_err(|d| d.render(&path.display().to_string()))?;
                 let dir = path.parent();
-                let compiled = if crate::detect(&v) == Ok("native") {
-                    crate::native::compile(v, &m, dir)
-                } else {
-                    compile_at(v, &m, dir, self.depth + 1)
+                let nested = CompileContext {
+                    map: &m,
+                    base_dir: dir,
+                    depth: self.depth + 1,
                 };
+                // A subgraph may be written in Weft's native format or in tea.
+                let dialect = match crate::registry::detect(&v) {
+                    Ok(d) if d.name() == "native" => d,
+                    _ => &Tea as &dyn Dialect,
+                };
+                let compiled = dialect.compile(v, &nested);
                 compiled.map(|(f, _)| f).map_err(|ds| {
                     ds.iter()
                         .map(|d| d.render(&path.display().to_string()))
@@ -624,7 +659,7 @@ impl Compiler<'_> {
         let flow = match loaded {
             Ok(f) => f,
             Err(m) => {
-                self.error(Diagnostic::error(
+                self.diags.error(Diagnostic::error(
                     &sptr,
                     format!("subgraph `{file}` does not load:\n{m}"),
                 ));
@@ -676,28 +711,28 @@ impl Compiler<'_> {
 
     fn node_name(&mut self, n: &Node, ptr: &str, seen: &IndexMap<String, Block>) -> Option<String> {
         let Some(name) = n.name.clone() else {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(ptr, "a node needs a `name`").hint("nodes: [{name: fetch, ...}]"),
             );
             return None;
         };
         let nptr = format!("{ptr}/name");
         if name.is_empty() || name.contains('/') || name.contains('@') || name.contains('#') {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(nptr, format!("`{name}` cannot name a node"))
                     .hint("use letters, digits, `_`, `-` and `.`"),
             );
             return None;
         }
         if ["__start__", "__end__", weft_core::ir::END].contains(&name.as_str()) {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(nptr, format!("`{name}` is reserved and cannot name a node"))
                     .hint("`__start__` and `__end__` name the graph's ends (and Weft reserves `end`); rename the node"),
             );
             return None;
         }
         if seen.contains_key(&name) {
-            self.error(
+            self.diags.error(
                 Diagnostic::error(nptr, format!("two nodes are named `{name}`"))
                     .hint("node names are unique"),
             );

@@ -242,16 +242,19 @@ async fn an_approval_pauses_and_resumes_down_the_decision_s_edge() {
     // decision." Backward Compatibility: "Node type input is mapped to approval."
     let g = run(&approval_graph()).await;
     assert_eq!(g.result.status, RunStatus::Paused);
-    let EventView::Graph(view) = &g.view else {
-        panic!("a graph view")
+    let error = serde_json::to_value(&g.result.error).unwrap();
+    let summary = RunSummary {
+        run_id: &g.result.run_id,
+        status: g.result.status.as_str(),
+        state: &g.result.state,
+        waiting: &g.result.waiting,
+        output: g.result.output.as_ref(),
+        error: &error,
     };
-    let shaped = view.result(
-        &g.result.run_id,
-        g.result.status.as_str(),
-        &g.result.state,
-        &g.result.waiting,
-        g.logs.clone(),
-    );
+    let shaped = g
+        .view
+        .result(&summary, &g.logs)
+        .expect("the editor's shape");
     assert_eq!(shaped["status"], "paused");
     assert_eq!(shaped["waitingForInput"], true);
     assert_eq!(shaped["currentNodeId"], "gate");
@@ -293,7 +296,7 @@ async fn an_approval_pauses_and_resumes_down_the_decision_s_edge() {
     }
 }
 
-use weft_dialects::EventView;
+use weft_dialects::view::RunSummary;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outgoing_branches_run_concurrently() {

@@ -1,6 +1,6 @@
 //! What the dialect conformance suites share: an engine as `weft run` builds it (real
-//! sandboxes with this package's `weft` binary as the worker, an in-memory store, the
-//! model router with test keys, the built-in actions), loading and running a file.
+//! sandboxes in worker processes, an in-memory store, the model router with test keys,
+//! the built-in actions), loading and running a file.
 
 #![allow(dead_code)] // each suite uses its own part
 
@@ -23,8 +23,8 @@ pub fn test_keys() -> Env {
 pub fn engine(files: &Path, events: Arc<CollectingSink>, env: Env) -> Engine {
     let router = weft_llm::Router::new().with_env(env);
     let worker = weft_code::WorkerCommand {
-        program: env!("CARGO_BIN_EXE_weft").into(),
-        args: vec!["sandbox-worker".into()],
+        program: sandbox_worker(),
+        args: vec![],
     };
     let mut b = Engine::builder(Arc::new(weft_store::MemoryStore::new()))
         .models(Arc::new(router))
@@ -35,6 +35,25 @@ pub fn engine(files: &Path, events: Arc<CollectingSink>, env: Env) -> Engine {
         b = b.action(name, action);
     }
     b.build()
+}
+
+/// `weft-code`'s standalone sandbox worker, built beside this test binary: Cargo builds
+/// it for `weft-code`'s own tests, so `cargo test --workspace` has it. (A test cannot
+/// name another package's binary through `CARGO_BIN_EXE_*`.)
+fn sandbox_worker() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // target/<profile>/deps/<test> -> target/<profile>/weft-sandbox-worker
+    let worker = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("weft-sandbox-worker"))
+        .expect("the test binary lives in target/<profile>/deps");
+    assert!(
+        worker.is_file(),
+        "{} is missing: build it with `cargo build -p weft-code --bin weft-sandbox-worker` (cargo test --workspace does)",
+        worker.display()
+    );
+    worker
 }
 
 /// Compiles `text` in `dir`, checking that it is detected as `dialect` (or panics with
