@@ -110,7 +110,7 @@ fn open_store(db: &DbArgs) -> Result<Arc<SqliteStore>, Failure> {
     };
     SqliteStore::open(&path, durability)
         .map(Arc::new)
-        .map_err(|e| Failure::invalid(format!("error: {}", e.0)))
+        .map_err(|e| Failure::invalid(format!("error: {e}")))
 }
 
 fn engine(
@@ -434,7 +434,7 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
             let list = store
                 .list_runs(limit)
                 .await
-                .map_err(|e| Failure::invalid(format!("error: {}", e.0)))?;
+                .map_err(|e| Failure::invalid(format!("error: {e}")))?;
             for r in list {
                 if json {
                     println!(
@@ -457,12 +457,12 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
             let r = store
                 .get_run(&id)
                 .await
-                .map_err(|e| Failure::invalid(format!("error: {}", e.0)))?
+                .map_err(|e| Failure::invalid(format!("error: {e}")))?
                 .ok_or_else(|| Failure::invalid(format!("error: no run with id `{id}`")))?;
             let journal = store
                 .journal(&r.id)
                 .await
-                .map_err(|e| Failure::invalid(format!("error: {}", e.0)))?;
+                .map_err(|e| Failure::invalid(format!("error: {e}")))?;
             let steps: Vec<Value> = journal
                 .iter()
                 .map(|e| json!({"key": e.key, "kind": e.kind.as_str(), "value": e.value}))
@@ -516,7 +516,7 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
             let rec = store
                 .get_run(&id)
                 .await
-                .map_err(|e| Failure::invalid(format!("error: {}", e.0)))?
+                .map_err(|e| Failure::invalid(format!("error: {e}")))?
                 .ok_or_else(|| Failure::invalid(format!("error: no run with id `{id}`")))?;
             let mut changed_flow = None;
             let mut view = weft_dialects::view_of_run(&rec);

@@ -2,7 +2,7 @@
 //! views of these kinds; sinks (terminal, JSONL, SSE, ...) receive them as they happen.
 
 use crate::error::BlockError;
-use crate::ports::Usage;
+use crate::usage::Usage;
 use crate::value::Value;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;

@@ -3,8 +3,8 @@
 //! Owns the vocabulary every other Weft crate speaks: the workflow IR ([`ir`]), the
 //! values blocks exchange ([`value`]), typed runtime errors and located diagnostics
 //! ([`error`]), static validation ([`validate`]), the typed event stream ([`event`]), and
-//! the port traits the engine drives ([`ports`]: models, code sandboxes, native handlers,
-//! stores, event sinks).
+//! the port traits the engine drives ([`ports`], one module each: models, code sandboxes,
+//! native handlers, stores, event sinks), and model [`usage`].
 //!
 //! It must not depend on an async runtime, on I/O, on any adapter, or on any dialect: the
 //! dialect compilers produce this IR and the engine executes it, and neither needs to know
@@ -15,6 +15,7 @@ pub mod event;
 pub mod hash;
 pub mod ir;
 pub mod ports;
+pub mod usage;
 pub mod validate;
 pub mod value;
 

@@ -444,7 +444,7 @@ impl Engine {
         let mut waiting = Vec::new();
         let result = match (journal_error, flushed) {
             (Some(e), _) => Err(Stop::Failed(e)),
-            (None, Err(e)) => Err(Stop::Failed(BlockError::new(ErrorKind::Store, e.0))),
+            (None, Err(e)) => Err(Stop::Failed(BlockError::from(e))),
             (None, Ok(())) => result,
         };
         match result {

@@ -84,7 +84,7 @@ impl RunCtx {
         };
         if let Err(e) = self.engine.store.append(&self.id, entry).await {
             let mut slot = self.journal_error.lock().expect("journal error lock");
-            slot.get_or_insert_with(|| BlockError::new(ErrorKind::Store, e.0));
+            slot.get_or_insert_with(|| BlockError::from(e));
         }
     }
 }

@@ -22,7 +22,7 @@ impl MemoryStore {
 }
 
 fn poisoned() -> StoreError {
-    StoreError("a memory store lock was poisoned".into())
+    StoreError::Closed("a memory store lock was poisoned".into())
 }
 
 #[async_trait]
@@ -48,7 +48,7 @@ impl Store for MemoryStore {
     async fn create_run(&self, run: &RunRecord) -> Result<(), StoreError> {
         let mut runs = self.runs.lock().map_err(|_| poisoned())?;
         if runs.contains_key(&run.id) {
-            return Err(StoreError(format!(
+            return Err(StoreError::Conflict(format!(
                 "a run with id {} exists already",
                 run.id
             )));
@@ -76,7 +76,7 @@ impl Store for MemoryStore {
         let mut matches = runs.values().filter(|r| r.id.starts_with(id));
         match (matches.next(), matches.next()) {
             (Some(r), None) => Ok(Some(r.clone())),
-            (Some(_), Some(_)) => Err(StoreError(format!(
+            (Some(_), Some(_)) => Err(StoreError::Conflict(format!(
                 "the id prefix `{id}` matches several runs"
             ))),
             _ => Ok(None),
@@ -152,7 +152,7 @@ impl Store for MemoryStore {
     ) -> Result<serde_json::Value, StoreError> {
         let mut docs = self.scoped.lock().map_err(|_| poisoned())?;
         let next = ScopedChange::apply_all(docs.get(key), changes)
-            .map_err(|e| StoreError(format!("scoped state `{key}`: {e}")))?;
+            .map_err(|e| StoreError::Conflict(format!("scoped state `{key}`: {e}")))?;
         docs.insert(key.to_owned(), next.clone());
         Ok(next)
     }

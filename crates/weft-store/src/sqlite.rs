@@ -57,7 +57,11 @@ pub struct SqliteStore {
 }
 
 fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
-    StoreError(format!("{context}: {e}"))
+    StoreError::backend(context, e)
+}
+
+fn stopped() -> StoreError {
+    StoreError::Closed("the database thread has stopped".into())
 }
 
 impl SqliteStore {
@@ -68,11 +72,18 @@ impl SqliteStore {
             std::fs::create_dir_all(dir)
                 .map_err(|e| err(&format!("cannot create the directory {}", dir.display()), e))?;
         }
-        let conn = open_connection(&path, durability).map_err(|e| {
-            StoreError(format!(
-                "{} is not a usable Weft database ({e}); move it aside or choose another with --db or WEFT_DB",
-                path.display()
-            ))
+        let shown = path.display();
+        let conn = open_connection(&path, durability).map_err(|e| match e {
+            OpenError::Sqlite(e) => StoreError::Unusable(format!(
+                "{shown} is not a usable Weft database ({e}); move it aside or choose another with --db or WEFT_DB"
+            )),
+            OpenError::Foreign(tables) => StoreError::Unusable(format!(
+                "{shown} is not a Weft database (it holds the tables {}); Weft leaves it alone: choose another with --db or WEFT_DB",
+                tables.join(", ")
+            )),
+            OpenError::TooNew(v) => StoreError::TooNew(format!(
+                "{shown} was written by a newer Weft (schema {v}; this one reads up to {SCHEMA_VERSION}): upgrade Weft to use it, or choose another with --db or WEFT_DB"
+            )),
         })?;
         let (tx, rx) = mpsc::channel(QUEUE);
         std::thread::Builder::new()
@@ -89,20 +100,51 @@ impl SqliteStore {
 
     async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Request) -> Result<T, StoreError> {
         let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(make(reply))
-            .await
-            .map_err(|_| StoreError("the database thread has stopped".into()))?;
-        answer
-            .await
-            .map_err(|_| StoreError("the database thread has stopped".into()))?
+        self.tx.send(make(reply)).await.map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
 }
 
-fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Connection> {
-    let conn = Connection::open(path)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+/// Why a file could not be opened as a Weft database.
+enum OpenError {
+    Sqlite(rusqlite::Error),
+    /// It holds tables, and none of them is Weft's `meta`.
+    Foreign(Vec<String>),
+    /// A newer Weft wrote it.
+    TooNew(i64),
+}
+
+impl From<rusqlite::Error> for OpenError {
+    fn from(e: rusqlite::Error) -> OpenError {
+        OpenError::Sqlite(e)
+    }
+}
+
+/// Weft's tables, created in one transaction.
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+     CREATE TABLE IF NOT EXISTS flows (hash TEXT PRIMARY KEY, ir TEXT NOT NULL);
+     CREATE TABLE IF NOT EXISTS runs (
+         id TEXT PRIMARY KEY, flow_hash TEXT NOT NULL, flow_name TEXT NOT NULL,
+         source TEXT, source_hash TEXT, dialect TEXT, input TEXT NOT NULL,
+         status TEXT NOT NULL, output TEXT, state TEXT, error TEXT, waiting TEXT,
+         usage TEXT NOT NULL, owner TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
+         scopes TEXT, view TEXT);
+     CREATE TABLE IF NOT EXISTS scoped (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+     CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_ms DESC);
+     CREATE TABLE IF NOT EXISTS journal (
+         seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
+         key TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL);
+     CREATE INDEX IF NOT EXISTS journal_by_run ON journal (run_id, seq);";
+
+/// How long opening waits for other processes that hold the database's locks.
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn open_connection(path: &Path, durability: Durability) -> Result<Connection, OpenError> {
+    let mut conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_WAIT)?;
+    // Switching to WAL takes an exclusive lock without calling the busy handler, so
+    // several processes opening a new file at once retry it themselves.
+    retry_busy(|| conn.pragma_update(None, "journal_mode", "WAL"))?;
     conn.pragma_update(
         None,
         "synchronous",
@@ -111,56 +153,69 @@ fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Conn
             Durability::Power => "FULL",
         },
     )?;
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-         CREATE TABLE IF NOT EXISTS flows (hash TEXT PRIMARY KEY, ir TEXT NOT NULL);
-         CREATE TABLE IF NOT EXISTS runs (
-             id TEXT PRIMARY KEY, flow_hash TEXT NOT NULL, flow_name TEXT NOT NULL,
-             source TEXT, source_hash TEXT, dialect TEXT, input TEXT NOT NULL,
-             status TEXT NOT NULL, output TEXT, state TEXT, error TEXT, waiting TEXT,
-             usage TEXT NOT NULL, owner TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
-             scopes TEXT, view TEXT);
-         CREATE TABLE IF NOT EXISTS scoped (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-         CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_ms DESC);
-         CREATE TABLE IF NOT EXISTS journal (
-             seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
-             key TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL);
-         CREATE INDEX IF NOT EXISTS journal_by_run ON journal (run_id, seq);",
-    )?;
-    let version: Option<String> = conn
+    // One writer at a time creates or upgrades the schema: the others wait for the
+    // write lock, then find it done.
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let tables: Vec<String> = tx
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if !tables.is_empty() && !tables.iter().any(|t| t == "meta") {
+        return Err(OpenError::Foreign(tables));
+    }
+    tx.execute_batch(SCHEMA)?;
+    let version: Option<String> = tx
         .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
             r.get(0)
         })
         .optional()?;
     match version.map(|v| v.parse::<i64>()) {
         None => {
-            conn.execute(
+            tx.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema', ?1)",
                 params![SCHEMA_VERSION.to_string()],
             )?;
         }
         Some(Ok(1)) => {
             // Version 1 had no scopes or view column; the scoped table was created above.
-            conn.execute_batch(
+            tx.execute_batch(
                 "ALTER TABLE runs ADD COLUMN scopes TEXT;
                  ALTER TABLE runs ADD COLUMN view TEXT;
                  UPDATE meta SET value = '3' WHERE key = 'schema';",
             )?;
         }
         Some(Ok(2)) => {
-            conn.execute_batch(
+            tx.execute_batch(
                 "ALTER TABLE runs ADD COLUMN view TEXT;
                  UPDATE meta SET value = '3' WHERE key = 'schema';",
             )?;
         }
         Some(Ok(v)) if v <= SCHEMA_VERSION => {}
-        Some(_) => {
-            return Err(rusqlite::Error::InvalidParameterName(
-                "the database was written by a newer Weft".into(),
-            ));
+        Some(Ok(v)) => return Err(OpenError::TooNew(v)),
+        Some(Err(_)) => return Err(OpenError::Foreign(tables)),
+    }
+    tx.commit()?;
+    Ok(conn)
+}
+
+/// Runs `f` again while SQLite answers that the database is busy, for up to
+/// [`BUSY_WAIT`].
+fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && start.elapsed() < BUSY_WAIT =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            other => return other,
         }
     }
-    Ok(conn)
 }
 
 fn writer(mut conn: Connection, mut rx: mpsc::Receiver<Request>) {
@@ -318,7 +373,7 @@ fn get_run(conn: &Connection, id: &str) -> Result<Option<RunRecord>, StoreError>
     match found.len() {
         0 => Ok(None),
         1 => Ok(found.into_iter().next()),
-        _ => Err(StoreError(format!(
+        _ => Err(StoreError::Conflict(format!(
             "the id prefix `{id}` matches several runs; give more of it"
         ))),
     }
@@ -399,7 +454,9 @@ fn serve(conn: &Connection, req: Request) {
                             Ok(JournalEntry {
                                 key,
                                 kind: EntryKind::parse(&kind).ok_or_else(|| {
-                                    StoreError(format!("unknown journal entry kind `{kind}`"))
+                                    StoreError::Corrupt(format!(
+                                        "unknown journal entry kind `{kind}`"
+                                    ))
                                 })?,
                                 value: serde_json::from_str(&value)
                                     .map_err(|e| err("journal entry", e))?,
@@ -429,7 +486,7 @@ fn serve(conn: &Connection, req: Request) {
             // are atomic with respect to every other change.
             let r = scoped(conn, &key).and_then(|doc| {
                 let next = ScopedChange::apply_all(doc.as_ref(), &changes)
-                    .map_err(|e| StoreError(format!("scoped state `{key}`: {e}")))?;
+                    .map_err(|e| StoreError::Conflict(format!("scoped state `{key}`: {e}")))?;
                 conn.execute(
                     "INSERT OR REPLACE INTO scoped (key, value) VALUES (?1, ?2)",
                     params![key, next.to_string()],
@@ -473,7 +530,7 @@ impl Store for SqliteStore {
         self.tx
             .send(Request::Append(run_id.to_owned(), entry))
             .await
-            .map_err(|_| StoreError("the database thread has stopped".into()))
+            .map_err(|_| stopped())
     }
     async fn flush(&self) -> Result<(), StoreError> {
         self.ask(Request::Flush).await
@@ -537,7 +594,7 @@ mod tests {
                 },
             ];
             let e = s.change_scoped_state("session/a", &bad).await.unwrap_err();
-            assert!(e.0.contains("is \"chat\", not a number"), "{e}");
+            assert!(e.to_string().contains("is \"chat\", not a number"), "{e}");
             let mut r = run("r1");
             r.scopes.session = Some("a".into());
             s.create_run(&r).await.unwrap();
@@ -640,7 +697,7 @@ mod tests {
         let path = dir.path().join("bad.db");
         std::fs::write(&path, b"this is not a database, just some text padding it out ...............................................................................").unwrap();
         let e = SqliteStore::open(&path, Durability::Process).err().unwrap();
-        assert!(e.0.contains("not a usable Weft database"), "{}", e.0);
+        assert!(e.to_string().contains("not a usable Weft database"), "{e}");
     }
 
     #[tokio::test]
@@ -663,11 +720,82 @@ mod tests {
         f.set_len(len / 2).unwrap();
         drop(f);
         match SqliteStore::open(&path, Durability::Process) {
-            Err(e) => assert!(e.0.contains("not a usable Weft database"), "{}", e.0),
+            Err(e) => assert!(e.to_string().contains("not a usable Weft database"), "{e}"),
             Ok(s) => {
                 let r = s.list_runs(1000).await;
                 assert!(r.is_err() || r.unwrap().len() < 200);
             }
+        }
+    }
+
+    #[test]
+    fn a_foreign_database_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.db");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT);")
+            .unwrap();
+        drop(c);
+        let e = SqliteStore::open(&path, Durability::Process).err().unwrap();
+        assert!(matches!(e, StoreError::Unusable(_)), "{e:?}");
+        assert!(e.to_string().contains("customers"), "{e}");
+        let c = Connection::open(&path).unwrap();
+        let tables: i64 = c
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 1, "Weft added tables to a foreign database");
+    }
+
+    #[test]
+    fn a_database_from_a_newer_weft_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        drop(SqliteStore::open(&path, Durability::Process).unwrap());
+        let c = Connection::open(&path).unwrap();
+        c.execute("UPDATE meta SET value = '99' WHERE key = 'schema'", [])
+            .unwrap();
+        drop(c);
+        let e = SqliteStore::open(&path, Durability::Process).err().unwrap();
+        assert!(matches!(e, StoreError::TooNew(_)), "{e:?}");
+        assert!(e.to_string().contains("newer Weft"), "{e}");
+    }
+
+    /// 8 openers of one new file at once, 50 times: every one succeeds.
+    #[test]
+    fn concurrent_first_use_creates_one_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        for round in 0..50 {
+            let path = dir.path().join(format!("race{round}.db"));
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let openers: Vec<_> = (0..8)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        open_connection(&path, Durability::Process)
+                            .map(drop)
+                            .map_err(|e| match e {
+                                OpenError::Sqlite(e) => e.to_string(),
+                                OpenError::Foreign(t) => format!("foreign {t:?}"),
+                                OpenError::TooNew(v) => format!("too new {v}"),
+                            })
+                    })
+                })
+                .collect();
+            for o in openers {
+                o.join()
+                    .unwrap()
+                    .unwrap_or_else(|e| panic!("round {round}: {e}"));
+            }
+            let c = Connection::open(&path).unwrap();
+            let rows: i64 = c
+                .query_row("SELECT count(*) FROM meta", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(rows, 1);
         }
     }
 }

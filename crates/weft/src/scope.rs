@@ -51,7 +51,7 @@ pub struct Scope {
 }
 
 fn store_error(e: weft_core::ports::StoreError) -> BlockError {
-    BlockError::new(ErrorKind::Store, e.0)
+    BlockError::new(ErrorKind::Store, e.to_string())
 }
 
 impl Scope {

@@ -1,301 +1,10 @@
-//! The traits the engine drives. Adapters implement them without depending on the engine;
-//! the engine calls them without knowing which adapter is behind.
+//! The store port: durable flows, runs, journals and scoped state.
 
 use crate::error::BlockError;
-use crate::event::Event;
-use crate::ir::{CodeLimits, ModelDef};
-use crate::value::{Patch, Value};
+use crate::usage::Usage;
+use crate::value::Value;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
-
-// ---------------------------------------------------------------- models
-
-/// One chat message sent to or received from a model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Message {
-    /// `system`, `user`, `assistant` or `tool`.
-    pub role: String,
-    /// The text.
-    pub content: String,
-    /// Tool calls the assistant made in this message.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tool_calls: Vec<ToolCall>,
-    /// For a `tool` message: the call it answers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<String>,
-}
-
-impl Message {
-    /// A plain message.
-    pub fn new(role: &str, content: impl Into<String>) -> Message {
-        Message {
-            role: role.to_owned(),
-            content: content.into(),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-        }
-    }
-}
-
-/// A tool the model may call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolDef {
-    /// Name.
-    pub name: String,
-    /// What it does.
-    pub description: String,
-    /// JSON Schema of the arguments.
-    pub parameters: Value,
-}
-
-/// A tool call the model asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// Provider-assigned id, echoed in the answer.
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
-    /// The arguments.
-    pub arguments: Value,
-}
-
-/// A request to a model.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ModelRequest {
-    /// The provider's model name (without the provider prefix).
-    pub model: String,
-    /// The conversation.
-    pub messages: Vec<Message>,
-    /// Tools offered.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ToolDef>,
-    /// JSON Schema the answer must match.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
-    /// Sampling temperature.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    /// Upper bound of completion tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<u32>,
-    /// Reasoning effort hint.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reasoning_effort: Option<String>,
-    /// Provider-native web search settings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub search: Option<Value>,
-    /// Whether this turn must call a tool; without one the model decides.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_choice: Option<ToolChoice>,
-    /// Tools the provider runs itself, in its own tool format, sent as they are.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub provider_tools: Vec<Value>,
-}
-
-/// A turn that must call a tool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolChoice {
-    /// Any of the offered tools.
-    Required,
-    /// This tool.
-    Tool(String),
-}
-
-/// Tokens a call consumed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens.
-    pub input_tokens: u64,
-    /// Completion tokens.
-    pub output_tokens: u64,
-    /// Cost in US dollars, when known.
-    #[serde(default)]
-    pub cost_usd: f64,
-}
-
-impl Usage {
-    /// Prompt plus completion tokens.
-    pub fn total_tokens(&self) -> u64 {
-        self.input_tokens + self.output_tokens
-    }
-
-    /// Adds `other` into `self`.
-    pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cost_usd += other.cost_usd;
-    }
-}
-
-/// A model's answer.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ModelResponse {
-    /// The answer's text.
-    pub content: String,
-    /// Tool calls, if the model asked for any.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tool_calls: Vec<ToolCall>,
-    /// What it cost.
-    #[serde(default)]
-    pub usage: Usage,
-}
-
-/// Receives streamed text as the model produces it.
-pub type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
-
-/// A model endpoint.
-#[async_trait]
-pub trait Model: Send + Sync {
-    /// Sends `request` and returns the answer, streaming text deltas to `on_delta`.
-    async fn complete(
-        &self,
-        request: &ModelRequest,
-        on_delta: DeltaSink<'_>,
-    ) -> Result<ModelResponse, BlockError>;
-}
-
-/// Turns a model id (`provider/model` or a flow alias) into a [`Model`].
-pub trait ModelResolver: Send + Sync {
-    /// Resolves `id`; `alias` is the flow's definition when `id` names one.
-    /// Returns the model and the provider's model name to put in the request.
-    fn resolve(
-        &self,
-        id: &str,
-        alias: Option<&ModelDef>,
-    ) -> Result<(Arc<dyn Model>, String), BlockError>;
-}
-
-// ---------------------------------------------------------------- code
-
-/// One execution of sandboxed code.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CodeRequest<'a> {
-    /// The language.
-    pub language: &'a str,
-    /// The source.
-    pub source: &'a str,
-    /// A function to call, or none to run the source as a script.
-    pub entry: Option<&'a str>,
-    /// Variables in scope (script) or keyword arguments (`entry`).
-    pub args: Value,
-    /// Modules the code may import; `None` allows every module the sandbox has.
-    pub imports: Option<&'a [String]>,
-    /// Builtin functions the code may call; `None` allows all of them.
-    pub builtins: Option<&'a [String]>,
-    /// Limits.
-    pub limits: &'a CodeLimits,
-}
-
-/// Runs code in a sandbox.
-#[async_trait]
-pub trait CodeRunner: Send + Sync {
-    /// Languages this runner executes.
-    fn languages(&self) -> Vec<String>;
-    /// Parses and compiles `source` ahead of time, reporting syntax errors.
-    fn check(&self, language: &str, source: &str) -> Result<(), BlockError>;
-    /// Runs the request and returns the code's result.
-    async fn run(&self, request: CodeRequest<'_>) -> Result<Value, BlockError>;
-}
-
-// ---------------------------------------------------------------- native handlers
-
-/// What a native handler or action sees.
-#[derive(Debug, Clone)]
-pub struct NativeCall {
-    /// The block's input.
-    pub input: Value,
-    /// A snapshot of the run state.
-    pub state: Arc<Value>,
-    /// The block's configuration (`config` of a handler, rendered `with` of an action).
-    pub config: Value,
-    /// The block's path.
-    pub path: String,
-    /// The run's id.
-    pub run_id: Arc<str>,
-    /// Emits `message` events on the run's stream, under the block's path.
-    pub messages: Option<MessageSink>,
-    /// The nearest enclosing named composite (or model call, for a tool).
-    pub parent: Option<Arc<ParentBlock>>,
-    /// The run's session, user and project, and the store that keeps their state.
-    pub scoped: Option<ScopedStore>,
-}
-
-/// A run's scopes and the store that keeps their documents.
-#[derive(Clone)]
-pub struct ScopedStore {
-    /// The run's session, user and project.
-    pub scopes: Arc<Scopes>,
-    /// Where the documents are kept.
-    pub store: Arc<dyn Store>,
-}
-
-impl std::fmt::Debug for ScopedStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ScopedStore")
-            .field("scopes", &self.scopes)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Lets a native function emit `message` events on its run's stream. Emitted when the
-/// function runs; a replayed result does not emit them again.
-#[derive(Clone)]
-pub struct MessageSink(pub Arc<dyn Fn(Value) + Send + Sync>);
-
-impl MessageSink {
-    /// Emits `message`.
-    pub fn emit(&self, message: Value) {
-        (self.0)(message)
-    }
-}
-
-impl std::fmt::Debug for MessageSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("MessageSink")
-    }
-}
-
-/// A block a native function runs inside: its id, its kind's name, and its input.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParentBlock {
-    /// The block's id.
-    pub name: String,
-    /// Its kind (`sequence`, `branch`, `llm`, ...).
-    pub kind: String,
-    /// The input it was called with.
-    pub input: Arc<Value>,
-}
-
-/// What a native handler or action returns.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct NativeOutput {
-    /// The output value.
-    pub output: Value,
-    /// State writes.
-    pub patch: Patch,
-    /// An exit handle for routing.
-    pub exit: Option<String>,
-}
-
-impl From<Value> for NativeOutput {
-    fn from(output: Value) -> Self {
-        NativeOutput {
-            output,
-            ..Default::default()
-        }
-    }
-}
-
-/// A native function: a `handler` block (registered by the host) or an `action`.
-#[async_trait]
-pub trait Native: Send + Sync {
-    /// Runs the function.
-    async fn call(&self, call: NativeCall) -> Result<NativeOutput, BlockError>;
-}
-
-// ---------------------------------------------------------------- store
 
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -574,14 +283,50 @@ pub struct JournalEntry {
     pub value: Value,
 }
 
-/// A failure of the store itself.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("store: {0}")]
-pub struct StoreError(pub String);
+/// A failure of the store itself, by what a caller can do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The database cannot be opened or is not one of Weft's: choose another.
+    #[error("{0}")]
+    Unusable(String),
+    /// A newer Weft wrote the database: upgrade Weft to read it.
+    #[error("{0}")]
+    TooNew(String),
+    /// The database refused or failed an operation (I/O, locking, a constraint).
+    #[error("{context}: {message}")]
+    Backend {
+        /// What the store was doing.
+        context: String,
+        /// What the database said.
+        message: String,
+    },
+    /// A stored value does not read back (a damaged row, an unknown entry kind).
+    #[error("{0}")]
+    Corrupt(String),
+    /// The caller asked for something that conflicts with what is stored (a run id that
+    /// exists, a prefix that matches several runs).
+    #[error("{0}")]
+    Conflict(String),
+    /// The store cannot serve any more requests (its worker stopped, a lock was
+    /// poisoned by a panic).
+    #[error("{0}")]
+    Closed(String),
+}
+
+impl StoreError {
+    /// A failed operation of the database, while doing `context`.
+    pub fn backend(context: &str, message: impl std::fmt::Display) -> StoreError {
+        StoreError::Backend {
+            context: context.to_owned(),
+            message: message.to_string(),
+        }
+    }
+}
 
 impl From<StoreError> for BlockError {
     fn from(e: StoreError) -> BlockError {
-        BlockError::new(crate::error::ErrorKind::Store, e.0)
+        BlockError::new(crate::error::ErrorKind::Store, e.to_string())
     }
 }
 
@@ -619,12 +364,4 @@ pub trait Store: Send + Sync {
         key: &str,
         changes: &[ScopedChange],
     ) -> Result<Value, StoreError>;
-}
-
-// ---------------------------------------------------------------- events
-
-/// Receives every event of the runs it is attached to. Must not block.
-pub trait EventSink: Send + Sync {
-    /// Takes one event.
-    fn emit(&self, event: &Event);
 }

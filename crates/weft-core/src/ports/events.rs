@@ -1,0 +1,9 @@
+//! The events port: sinks that receive a run's events as they happen.
+
+use crate::event::Event;
+
+/// Receives every event of the runs it is attached to. Must not block.
+pub trait EventSink: Send + Sync {
+    /// Takes one event.
+    fn emit(&self, event: &Event);
+}

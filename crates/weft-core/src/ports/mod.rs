@@ -1,0 +1,16 @@
+//! The traits the engine drives, one module per port. Adapters implement them without
+//! depending on the engine; the engine calls them without knowing which adapter is
+//! behind. Every item is re-exported here, so `weft_core::ports::Store` names the port
+//! wherever it lives.
+
+pub mod code;
+pub mod events;
+pub mod model;
+pub mod native;
+pub mod store;
+
+pub use code::*;
+pub use events::*;
+pub use model::*;
+pub use native::*;
+pub use store::*;
