@@ -4,6 +4,7 @@ use crate::cli::{Cli, Command, DbArgs, GraphFormat, OutputArgs, RunsCommand};
 use crate::event_file::{DialectLog, EventFile};
 use crate::exit;
 use crate::progress::Progress;
+use crate::settings::Settings;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use weft_core::ports::{RunStatus, Store};
 use weft_core::{Diagnostic, Severity};
 use weft_dialects::{EventView, LoadError, Loaded};
 use weft_engine::{Engine, EngineError, Prepared, Revision, RunOptions, RunResult};
-use weft_store::{Durability, SqliteStore};
+use weft_store::SqliteStore;
 
 /// A command's failure: what to print and the exit code.
 struct Failure {
@@ -34,7 +35,7 @@ impl From<EngineError> for Failure {
     }
 }
 
-pub async fn dispatch(cli: Cli) -> u8 {
+pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
     let result = match cli.command {
         Command::Run {
             flow,
@@ -43,7 +44,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
             dialect,
             db,
             out,
-        } => run(&flow, input, input_file, dialect, &db, &out).await,
+        } => run(&flow, input, input_file, dialect, &db, &out, settings).await,
         Command::Validate { flows, dialect } => Ok(validate(&flows, dialect.as_deref())),
         Command::Graph {
             flow,
@@ -56,7 +57,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
             dialect,
             output,
         } => convert(&flow, dialect.as_deref(), output.as_deref()),
-        Command::Runs { command, db } => runs(command, &db).await,
+        Command::Runs { command, db } => runs(command, &db, settings).await,
         Command::Approve {
             id,
             reject,
@@ -67,7 +68,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         } => {
             let answer =
                 json!({"decision": if reject { "reject" } else { "approve" }, "note": note});
-            approve(&id, step.as_deref(), answer, &db, &out).await
+            approve(&id, step.as_deref(), answer, &db, &out, settings).await
         }
         Command::SandboxWorker { .. } | Command::ModelWorker { .. } => {
             unreachable!("handled before the runtime starts")
@@ -87,47 +88,40 @@ pub async fn dispatch(cli: Cli) -> u8 {
     }
 }
 
-fn db_path(db: &DbArgs) -> PathBuf {
-    if let Some(p) = &db.db {
-        return p.clone();
-    }
-    if let Some(p) = std::env::var_os("WEFT_DB").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    base.join("weft").join("weft.db")
-}
-
-fn open_store(db: &DbArgs) -> Result<Arc<SqliteStore>, Failure> {
-    let path = db_path(db);
-    let durability = match std::env::var("WEFT_DURABILITY").as_deref() {
-        Ok("power") => Durability::Power,
-        _ => Durability::Process,
-    };
-    SqliteStore::open(&path, durability)
+fn open_store(db: &DbArgs, settings: &Settings) -> Result<Arc<SqliteStore>, Failure> {
+    SqliteStore::open(settings.db(db.db.as_deref()), settings.durability)
         .map(Arc::new)
         .map_err(|e| Failure::invalid(format!("error: {e}")))
 }
 
-fn engine(
-    store: Arc<SqliteStore>,
-    out: &OutputArgs,
+/// What a command that runs flows builds its engine from.
+struct EngineParts<'a> {
+    settings: &'a Settings,
+    out: &'a OutputArgs,
     progress: Option<Arc<Progress>>,
     view: EventView,
+}
+
+fn engine(
+    store: Arc<SqliteStore>,
+    parts: EngineParts<'_>,
 ) -> Result<(Engine, Option<Arc<DialectLog>>), Failure> {
-    let me = std::env::current_exe().map_err(|e| {
-        Failure::invalid(format!(
-            "error: cannot find the weft binary for worker processes: {e}"
-        ))
+    let EngineParts {
+        settings,
+        out,
+        progress,
+        view,
+    } = parts;
+    let me = settings.program.clone().ok_or_else(|| {
+        Failure::invalid("error: cannot find the weft binary for worker processes")
     })?;
-    let router =
-        weft_llm::Router::from_env().map_err(|e| Failure::invalid(format!("error: {e}")))?;
+    let router = weft_llm::Router::from_env(settings.model_env())
+        .map_err(|e| Failure::invalid(format!("error: {e}")))?;
     #[cfg(feature = "local")]
-    let router = router.with_provider("local", crate::local::local_models(me.clone()));
+    let router = router.with_provider(
+        "local",
+        crate::local::local_models(me.clone(), settings.models_dir.clone()),
+    );
     let mut b = Engine::builder(store).models(Arc::new(router));
     let worker = weft_code::WorkerCommand {
         program: me,
@@ -135,7 +129,7 @@ fn engine(
     };
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     b = b.code_runner(Arc::new(weft_code::Sandboxes::new(worker, workers)));
-    b = b.secrets(secrets_from_env(std::env::vars()));
+    b = b.secrets(settings.secrets.clone());
     let files = out.files.clone().unwrap_or_else(|| PathBuf::from("."));
     for (name, action) in weft_actions::builtins(files) {
         b = b.action(name, action);
@@ -207,6 +201,7 @@ async fn run(
     dialect: Option<String>,
     db: &DbArgs,
     out: &OutputArgs,
+    settings: &Settings,
 ) -> Result<u8, Failure> {
     let (loaded, prepared) = load_prepared(flow, dialect.as_deref())?;
     for w in &loaded.warnings {
@@ -224,9 +219,17 @@ async fn run(
         }
         (None, None) => None,
     };
-    let store = open_store(db)?;
+    let store = open_store(db, settings)?;
     let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-    let (engine, log) = engine(store, out, progress.clone(), loaded.events.clone())?;
+    let (engine, log) = engine(
+        store,
+        EngineParts {
+            settings,
+            out,
+            progress: progress.clone(),
+            view: loaded.events.clone(),
+        },
+    )?;
     let opts = RunOptions {
         source: Some(
             std::fs::canonicalize(flow)
@@ -415,11 +418,20 @@ async fn approve(
     answer: Value,
     db: &DbArgs,
     out: &OutputArgs,
+    settings: &Settings,
 ) -> Result<u8, Failure> {
-    let store = open_store(db)?;
+    let store = open_store(db, settings)?;
     let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
     let view = view_of_run(&store, id).await;
-    let (engine, log) = engine(store, out, progress.clone(), view)?;
+    let (engine, log) = engine(
+        store,
+        EngineParts {
+            settings,
+            out,
+            progress: progress.clone(),
+            view,
+        },
+    )?;
     let result = engine.answer(id, step, answer).await?;
     if let Some(p) = progress {
         p.finish();
@@ -427,8 +439,8 @@ async fn approve(
     Ok(report(&result, out.json, log.as_deref()))
 }
 
-async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
-    let store = open_store(db)?;
+async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<u8, Failure> {
+    let store = open_store(db, settings)?;
     match command {
         RunsCommand::List { limit, json } => {
             let list = store
@@ -498,7 +510,15 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
         } => {
             let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
             let view = view_of_run(&store, &id).await;
-            let (engine, log) = engine(store, &out, progress.clone(), view)?;
+            let (engine, log) = engine(
+                store,
+                EngineParts {
+                    settings,
+                    out: &out,
+                    progress: progress.clone(),
+                    view,
+                },
+            )?;
             let result = match input {
                 Some(text) => engine.answer(&id, None, normalize_answer(&text)).await?,
                 None => engine.resume(&id, force).await?,
@@ -542,7 +562,15 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
                 }
             }
             let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-            let (engine, log) = engine(store, &out, progress.clone(), view)?;
+            let (engine, log) = engine(
+                store,
+                EngineParts {
+                    settings,
+                    out: &out,
+                    progress: progress.clone(),
+                    view,
+                },
+            )?;
             let result = engine.retry(&rec.id, changed_flow).await?;
             if let Some(p) = progress {
                 p.finish();
@@ -558,19 +586,6 @@ async fn runs(command: RunsCommand, db: &DbArgs) -> Result<u8, Failure> {
     }
 }
 
-/// `secrets` for templates and code: each `WEFT_SECRET_<NAME>` variable as `secrets.<name>`
-/// (lower-cased). Only variables named so are exposed, never the whole environment.
-fn secrets_from_env(vars: impl Iterator<Item = (String, String)>) -> Value {
-    Value::Object(
-        vars.filter_map(|(k, v)| {
-            k.strip_prefix("WEFT_SECRET_")
-                .filter(|n| !n.is_empty())
-                .map(|n| (n.to_lowercase(), Value::String(v)))
-        })
-        .collect(),
-    )
-}
-
 fn format_ms(ms: i64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_seconds(t).to_string()
@@ -584,17 +599,6 @@ mod tests {
     fn dates_format_in_utc() {
         assert_eq!(format_ms(0), "1970-01-01T00:00:00Z");
         assert_eq!(format_ms(1_795_305_600_000), "2026-11-22T00:00:00Z");
-    }
-
-    #[test]
-    fn only_prefixed_variables_become_secrets() {
-        let vars = [
-            ("WEFT_SECRET_API_KEY", "k"),
-            ("HOME", "/root"),
-            ("WEFT_SECRET_", "x"),
-        ]
-        .map(|(k, v)| (k.to_owned(), v.to_owned()));
-        assert_eq!(secrets_from_env(vars.into_iter()), json!({"api_key": "k"}));
     }
 
     #[test]

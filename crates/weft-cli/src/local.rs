@@ -11,7 +11,7 @@ pub(crate) const DEFAULT_LOCAL_MODEL: &str = "local/smollm2";
 /// default `~/.cache/weft/models`), or a path when the name ends in `.gguf`; a flow's
 /// alias may set `path` and `timeout_ms`. One worker process per model file, shared by
 /// every run of this process.
-pub(crate) fn local_models(program: PathBuf) -> weft_llm::ProviderFactory {
+pub(crate) fn local_models(program: PathBuf, dir: Option<PathBuf>) -> weft_llm::ProviderFactory {
     use std::collections::HashMap;
     use std::sync::Mutex;
     use weft_core::{BlockError, ErrorKind};
@@ -29,7 +29,6 @@ pub(crate) fn local_models(program: PathBuf) -> weft_llm::ProviderFactory {
                 format!("a local model has no option `{unknown}` (it has path, timeout_ms)"),
             ));
         }
-        let dir = std::env::var_os("WEFT_MODELS").map(PathBuf::from);
         let path = match option("path").and_then(|v| v.as_str()) {
             Some(p) => PathBuf::from(p),
             None => weft_local::model_path(name, dir.as_deref()),

@@ -10,6 +10,7 @@ mod event_file;
 #[cfg(feature = "local")]
 mod local;
 mod progress;
+mod settings;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -56,6 +57,7 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::INVALID);
         }
     };
-    let code = runtime.block_on(commands::dispatch(args));
+    let settings = settings::Settings::from_process();
+    let code = runtime.block_on(commands::dispatch(args, &settings));
     ExitCode::from(code)
 }

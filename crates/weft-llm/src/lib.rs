@@ -118,12 +118,12 @@ impl Router {
         self
     }
 
-    /// The router the command line uses: the process environment, plus `WEFT_PRICES`
-    /// (a JSON price table merged over the shipped one) and `WEFT_CASSETTE` /
-    /// `WEFT_CASSETTE_MODE`.
-    pub fn from_env() -> Result<Router, String> {
-        let mut router = Router::new();
-        if let Ok(path) = std::env::var("WEFT_PRICES") {
+    /// The router the command line uses: keys and endpoints from `env`, plus
+    /// `WEFT_PRICES` (a JSON price table merged over the shipped one) and
+    /// `WEFT_CASSETTE` / `WEFT_CASSETTE_MODE` from it.
+    pub fn from_env(env: Env) -> Result<Router, String> {
+        let mut router = Router::new().with_env(env.clone());
+        if let Some(path) = env("WEFT_PRICES") {
             let text =
                 std::fs::read_to_string(&path).map_err(|e| format!("WEFT_PRICES={path}: {e}"))?;
             router
@@ -131,10 +131,10 @@ impl Router {
                 .extend_from_json(&text)
                 .map_err(|e| format!("WEFT_PRICES={path}: {e}"))?;
         }
-        if let Ok(path) = std::env::var("WEFT_CASSETTE") {
-            let mode = match std::env::var("WEFT_CASSETTE_MODE") {
-                Ok(m) => CassetteMode::parse(&m)?,
-                Err(_) => CassetteMode::Replay,
+        if let Some(path) = env("WEFT_CASSETTE") {
+            let mode = match env("WEFT_CASSETTE_MODE") {
+                Some(m) => CassetteMode::parse(&m)?,
+                None => CassetteMode::Replay,
             };
             router = router.with_cassette(Cassette::open(std::path::Path::new(&path), mode)?);
         }

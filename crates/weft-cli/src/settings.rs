@@ -1,0 +1,132 @@
+//! What the environment contributes to a command, read once at start-up (in the manner
+//! of ripgrep's `LowArgs -> HiArgs`): clap parses the flags without I/O, then
+//! [`Settings::resolve`] reads the environment variables and this binary's path, and
+//! the commands build their components from the result. No command reads the
+//! environment itself.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use weft_store::Durability;
+
+/// The environment, as the commands see it.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The run database when `--db` names none: `$WEFT_DB`, else
+    /// `$XDG_DATA_HOME/weft/weft.db`, else `~/.local/share/weft/weft.db`.
+    pub default_db: PathBuf,
+    /// `$WEFT_DURABILITY`: `power` syncs every commit to disk.
+    pub durability: Durability,
+    /// `secrets` for templates and code: each `WEFT_SECRET_<NAME>` variable as
+    /// `secrets.<name>` (lower-cased). Only variables named so, never the whole
+    /// environment.
+    pub secrets: serde_json::Value,
+    /// `$WEFT_MODELS`: where `local/<name>` model files are found.
+    pub models_dir: Option<PathBuf>,
+    /// This binary, which also serves as the sandbox and model worker.
+    pub program: Option<PathBuf>,
+    /// The variables model providers read (API keys, base URLs, `WEFT_PRICES`, ...).
+    vars: Arc<HashMap<String, String>>,
+}
+
+impl Settings {
+    /// Resolves the settings from `vars` (the process environment, or a test's).
+    pub fn resolve(
+        vars: impl IntoIterator<Item = (String, String)>,
+        program: Option<PathBuf>,
+    ) -> Settings {
+        let vars: HashMap<String, String> = vars.into_iter().collect();
+        let get = |k: &str| vars.get(k).filter(|v| !v.is_empty()).map(String::as_str);
+        let default_db = match get("WEFT_DB") {
+            Some(p) => PathBuf::from(p),
+            None => get("XDG_DATA_HOME")
+                .map(PathBuf::from)
+                .or_else(|| get("HOME").map(|h| Path::new(h).join(".local/share")))
+                .unwrap_or_else(|| PathBuf::from("."))
+                .join("weft")
+                .join("weft.db"),
+        };
+        let durability = match get("WEFT_DURABILITY") {
+            Some("power") => Durability::Power,
+            _ => Durability::Process,
+        };
+        let secrets = serde_json::Value::Object(
+            vars.iter()
+                .filter_map(|(k, v)| {
+                    k.strip_prefix("WEFT_SECRET_")
+                        .filter(|n| !n.is_empty())
+                        .map(|n| (n.to_lowercase(), serde_json::Value::String(v.clone())))
+                })
+                .collect(),
+        );
+        Settings {
+            default_db,
+            durability,
+            secrets,
+            models_dir: get("WEFT_MODELS").map(PathBuf::from),
+            program,
+            vars: Arc::new(vars),
+        }
+    }
+
+    /// The settings of this process: its environment and its executable.
+    pub fn from_process() -> Settings {
+        Settings::resolve(std::env::vars(), std::env::current_exe().ok())
+    }
+
+    /// The database a command uses: `--db`, else the default.
+    pub fn db(&self, flag: Option<&Path>) -> PathBuf {
+        flag.map_or_else(|| self.default_db.clone(), Path::to_path_buf)
+    }
+
+    /// The variables, for model providers.
+    pub fn model_env(&self) -> weft_llm::Env {
+        let vars = self.vars.clone();
+        Arc::new(move |k: &str| vars.get(k).cloned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn settings(vars: &[(&str, &str)]) -> Settings {
+        Settings::resolve(
+            vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+            None,
+        )
+    }
+
+    #[test]
+    fn only_prefixed_variables_become_secrets() {
+        let s = settings(&[
+            ("WEFT_SECRET_API_KEY", "k"),
+            ("HOME", "/root"),
+            ("WEFT_SECRET_", "x"),
+        ]);
+        assert_eq!(s.secrets, json!({"api_key": "k"}));
+    }
+
+    #[test]
+    fn the_database_comes_from_the_flag_then_weft_db_then_xdg_then_home() {
+        let s = settings(&[("WEFT_DB", "/x/runs.db"), ("HOME", "/home/a")]);
+        assert_eq!(s.db(Some(Path::new("/flag.db"))), PathBuf::from("/flag.db"));
+        assert_eq!(s.db(None), PathBuf::from("/x/runs.db"));
+        let s = settings(&[("XDG_DATA_HOME", "/data"), ("HOME", "/home/a")]);
+        assert_eq!(s.db(None), PathBuf::from("/data/weft/weft.db"));
+        let s = settings(&[("WEFT_DB", ""), ("HOME", "/home/a")]);
+        assert_eq!(
+            s.db(None),
+            PathBuf::from("/home/a/.local/share/weft/weft.db")
+        );
+    }
+
+    #[test]
+    fn durability_and_model_variables_are_read_once() {
+        let s = settings(&[("WEFT_DURABILITY", "power"), ("OPENAI_API_KEY", "sk")]);
+        assert_eq!(s.durability, Durability::Power);
+        assert_eq!((s.model_env())("OPENAI_API_KEY").as_deref(), Some("sk"));
+        assert_eq!((s.model_env())("HOME"), None);
+    }
+}
