@@ -104,6 +104,39 @@ fn next_required(s: &LlmSpec, calls: &[Value]) -> Option<ToolChoice> {
 }
 
 pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
+    let (model, id, model_name) = resolve_model(cx, s)?;
+    let (messages, prompt) = build_messages(cx, s)?;
+    let mut call = Call {
+        req: request(s, model_name, messages),
+        id,
+        path: cx.key.to_string(),
+        total: Usage::default(),
+        tool_rounds: 0,
+        trace: ToolTrace::default(),
+        repairs_left: s.max_repairs,
+    };
+    loop {
+        let resp = call.send(cx, model.as_ref()).await?;
+        if !resp.tool_calls.is_empty() && !s.tools.is_empty() && !call.req.tools.is_empty() {
+            call.run_tools(cx, s, &resp).await?;
+            continue;
+        }
+        if call.insist_on_required_tools(s, &resp)? {
+            continue;
+        }
+        let Some(output) = call.structured_output(s, &resp)? else {
+            continue;
+        };
+        return Ok(call.finish(s, prompt, &resp.content, output));
+    }
+}
+
+/// The model a block calls: its own, else the engine's default; and the name the
+/// provider knows it by.
+fn resolve_model(
+    cx: &Cx<'_>,
+    s: &LlmSpec,
+) -> Result<(Arc<dyn weft_core::ports::Model>, String, String), Stop> {
     let engine = &cx.run.engine;
     let id = s
         .model
@@ -114,8 +147,21 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
         .models
         .as_ref()
         .ok_or_else(|| config_error("this engine has no model providers configured"))?;
-    let (model, model_name) = resolver.resolve(&id, cx.flow.models.get(&id))?;
+    let (model, name) = resolver.resolve(&id, cx.flow.models.get(&id))?;
+    Ok((model, id, name))
+}
 
+/// What of the opening conversation the history keeps.
+struct Prompt {
+    /// The history read from the state.
+    history: Vec<Message>,
+    /// Where the block's own messages start in `messages`.
+    new_from: usize,
+}
+
+/// The conversation a block opens with (system prompt, history, the block's messages
+/// and prompt, rendered), and what of it the history keeps.
+fn build_messages(cx: &Cx<'_>, s: &LlmSpec) -> Result<(Vec<Message>, Prompt), Stop> {
     let scope = cx.scope();
     let mut messages = Vec::new();
     if let Some(sys) = &s.system {
@@ -138,8 +184,13 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
     if let Some(p) = &s.prompt {
         messages.push(Message::new("user", cx.render(&p.0, &scope)?));
     }
-    let mut req = ModelRequest {
-        model: model_name,
+    Ok((messages, Prompt { history, new_from }))
+}
+
+/// The first request of a block: its conversation, tools and sampling settings.
+fn request(s: &LlmSpec, model: String, messages: Vec<Message>) -> ModelRequest {
+    ModelRequest {
+        model,
         messages,
         tools: s
             .tools
@@ -164,18 +215,39 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
             })
             .or_else(|| next_required(s, &[])),
         provider_tools: s.provider_tools.clone(),
-    };
+    }
+}
 
-    let emitter = &cx.run.emitter;
-    let path = cx.key.to_string();
-    let mut total = Usage::default();
-    let mut tool_rounds = 0u32;
-    // The calls and their answers, for a `message` output (`tool_calls`, `tool_results`).
-    let mut trace = ToolTrace::default();
-    let mut repairs_left = s.max_repairs;
-    loop {
+/// One block's conversation with its model, turn by turn.
+struct Call {
+    /// The next request.
+    req: ModelRequest,
+    /// The model's id, as events and outputs name it.
+    id: String,
+    /// The block's step key.
+    path: String,
+    /// Usage over every turn.
+    total: Usage,
+    /// Tool rounds so far.
+    tool_rounds: u32,
+    /// The calls and their answers, for a `message` output (`tool_calls`, ...).
+    trace: ToolTrace,
+    /// Structured-output repairs still allowed.
+    repairs_left: u32,
+}
+
+impl Call {
+    /// Sends the request within the block's budgets and stall limits, streaming deltas
+    /// as events, and accounts the answer's usage.
+    async fn send(
+        &mut self,
+        cx: &Cx<'_>,
+        model: &dyn weft_core::ports::Model,
+    ) -> Result<weft_core::ports::ModelResponse, Stop> {
+        let emitter = &cx.run.emitter;
+        let path = &self.path;
         let warn = |e: EventKind| emitter.emit(|| e);
-        cx.budgets.check(estimate_tokens(&req), &path, &warn)?;
+        cx.budgets.check(estimate_tokens(&self.req), path, &warn)?;
         let progress = Progress::new();
         let on_delta = |text: &str| {
             progress.tick();
@@ -184,133 +256,165 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
                 text: text.to_owned(),
             })
         };
-        let resp = stall::model_call(&cx.stall, &progress, model.complete(&req, &on_delta)).await?;
-        cx.budgets.charge(&resp.usage, &path, &warn);
-        total.add(&resp.usage);
+        let resp =
+            stall::model_call(&cx.stall, &progress, model.complete(&self.req, &on_delta)).await?;
+        cx.budgets.charge(&resp.usage, path, &warn);
+        self.total.add(&resp.usage);
         cx.run.usage.lock().expect("usage lock").add(&resp.usage);
         emitter.emit(|| EventKind::LlmCall {
             path: path.clone(),
-            model: id.clone(),
+            model: self.id.clone(),
             usage: resp.usage,
         });
+        Ok(resp)
+    }
 
-        if !resp.tool_calls.is_empty() && !s.tools.is_empty() && !req.tools.is_empty() {
-            tool_rounds += 1;
-            let mut assistant = Message::new("assistant", resp.content.clone());
-            assistant.tool_calls = resp.tool_calls.clone();
-            req.messages.push(assistant);
-            for (i, call) in resp.tool_calls.iter().enumerate() {
-                emitter.emit(|| EventKind::ToolCalled {
-                    path: path.clone(),
-                    tool: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                });
-                let content = match s.tools.iter().find(|t| t.name == call.name) {
-                    None => format!("error: there is no tool named `{}`", call.name),
-                    Some(tool) => {
-                        let seg = format!("tool{tool_rounds}.{i}.{}", tool.name);
-                        let work = run_subflow(
-                            cx,
-                            &tool.flow,
-                            Arc::new(call.arguments.clone()),
-                            false,
-                            &seg,
-                        );
-                        match stall::tool(&cx.stall, &tool.name, work).await? {
-                            Ok(out) => match &*out.output {
-                                Value::String(s) => s.clone(),
-                                v => v.to_string(),
-                            },
-                            Err(Stop::Failed(e)) => format!("error: {}", e.message),
-                            Err(suspended) => return Err(suspended),
-                        }
+    /// Runs the tools the model called, each a sub-flow, and puts their answers in the
+    /// conversation; then forces the next required tool, or offers none once the rounds
+    /// are spent.
+    async fn run_tools(
+        &mut self,
+        cx: &Cx<'_>,
+        s: &LlmSpec,
+        resp: &weft_core::ports::ModelResponse,
+    ) -> Result<(), Stop> {
+        self.tool_rounds += 1;
+        let mut assistant = Message::new("assistant", resp.content.clone());
+        assistant.tool_calls = resp.tool_calls.clone();
+        self.req.messages.push(assistant);
+        for (i, call) in resp.tool_calls.iter().enumerate() {
+            cx.run.emitter.emit(|| EventKind::ToolCalled {
+                path: self.path.clone(),
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+            let content = match s.tools.iter().find(|t| t.name == call.name) {
+                None => format!("error: there is no tool named `{}`", call.name),
+                Some(tool) => {
+                    let seg = format!("tool{}.{i}.{}", self.tool_rounds, tool.name);
+                    let work = run_subflow(
+                        cx,
+                        &tool.flow,
+                        Arc::new(call.arguments.clone()),
+                        false,
+                        &seg,
+                    );
+                    match stall::tool(&cx.stall, &tool.name, work).await? {
+                        Ok(out) => match &*out.output {
+                            Value::String(s) => s.clone(),
+                            v => v.to_string(),
+                        },
+                        Err(Stop::Failed(e)) => format!("error: {}", e.message),
+                        Err(suspended) => return Err(suspended),
                     }
-                };
-                trace.record(call, &content);
-                let mut answer = Message::new("tool", content);
-                answer.tool_call_id = Some(call.id.clone());
-                req.messages.push(answer);
-            }
-            // A forced call is one turn's; then the next required tool, or the model
-            // decides.
-            req.tool_choice = next_required(s, &trace.calls);
-            if tool_rounds >= s.max_tool_rounds {
-                // The rounds are spent: the model is asked once more, offered no tool,
-                // so its next turn is the answer.
-                req.tools.clear();
-                req.tool_choice = None;
-            }
-            continue;
+                }
+            };
+            self.trace.record(call, &content);
+            let mut answer = Message::new("tool", content);
+            answer.tool_call_id = Some(call.id.clone());
+            self.req.messages.push(answer);
         }
+        // A forced call is one turn's; then the next required tool, or the model decides.
+        self.req.tool_choice = next_required(s, &self.trace.calls);
+        if self.tool_rounds >= s.max_tool_rounds {
+            // The rounds are spent: the model is asked once more, offered no tool, so its
+            // next turn is the answer.
+            self.req.tools.clear();
+            self.req.tool_choice = None;
+        }
+        Ok(())
+    }
 
-        let missing = uncalled(s, &trace.calls);
-        if !missing.is_empty() && !req.tools.is_empty() && tool_rounds < s.max_tool_rounds {
+    /// When the model answered before calling every required tool: with rounds left, it
+    /// is told to call the next one (true: ask again); without, the block fails.
+    fn insist_on_required_tools(
+        &mut self,
+        s: &LlmSpec,
+        resp: &weft_core::ports::ModelResponse,
+    ) -> Result<bool, Stop> {
+        let missing = uncalled(s, &self.trace.calls);
+        if missing.is_empty() {
+            return Ok(false);
+        }
+        if !self.req.tools.is_empty() && self.tool_rounds < s.max_tool_rounds {
             // A provider that ignores the forced choice answered anyway: the turn counts
             // as a round, and the model is told what it must do first.
-            tool_rounds += 1;
-            req.messages
+            self.tool_rounds += 1;
+            self.req
+                .messages
                 .push(Message::new("assistant", resp.content.clone()));
-            req.messages.push(Message::new(
+            self.req.messages.push(Message::new(
                 "user",
                 format!("Before you answer, call the tool `{}`.", missing[0]),
             ));
-            continue;
+            return Ok(true);
         }
-        if !missing.is_empty() {
-            return Err(Stop::Failed(
-                BlockError::new(
-                    ErrorKind::Assertion,
+        let plural = if missing.len() == 1 { "" } else { "s" };
+        let names: Vec<String> = missing.iter().map(|t| format!("`{t}`")).collect();
+        Err(Stop::Failed(
+            BlockError::new(
+                ErrorKind::Assertion,
+                format!(
+                    "the model answered without calling the required tool{plural} {}",
+                    names.join(", ")
+                ),
+            )
+            .with_detail(serde_json::json!({"required_tools": missing, "reply": resp.content})),
+        ))
+    }
+
+    /// The answer as the block's output: its text, or its JSON checked against the
+    /// output schema. An invalid answer is sent back for repair while repairs are left
+    /// (none: ask again), then fails the block.
+    fn structured_output(
+        &mut self,
+        s: &LlmSpec,
+        resp: &weft_core::ports::ModelResponse,
+    ) -> Result<Option<Value>, Stop> {
+        let Some(schema) = &s.output_schema else {
+            return Ok(Some(Value::String(resp.content.clone())));
+        };
+        match parse_structured(&resp.content, schema) {
+            Ok(v) => Ok(Some(v)),
+            Err(why) if self.repairs_left > 0 => {
+                self.repairs_left -= 1;
+                self.req
+                    .messages
+                    .push(Message::new("assistant", resp.content.clone()));
+                self.req.messages.push(Message::new(
+                    "user",
                     format!(
-                        "the model answered without calling the required tool{} {}",
-                        if missing.len() == 1 { "" } else { "s" },
-                        missing
-                            .iter()
-                            .map(|t| format!("`{t}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        "Your previous answer was not valid: {why}. Answer again with only a JSON value that matches this JSON Schema:\n{schema}"
+                    ),
+                ));
+                Ok(None)
+            }
+            Err(why) => Err(Stop::Failed(
+                BlockError::new(
+                    ErrorKind::MalformedResponse,
+                    format!(
+                        "the model's structured answer is invalid after {} repair attempts: {why}",
+                        s.max_repairs
                     ),
                 )
-                .with_detail(serde_json::json!({"required_tools": missing, "reply": resp.content})),
-            ));
+                .with_detail(serde_json::json!({"reply": resp.content})),
+            )),
         }
-        let output = match &s.output_schema {
-            None => Value::String(resp.content.clone()),
-            Some(schema) => match parse_structured(&resp.content, schema) {
-                Ok(v) => v,
-                Err(why) if repairs_left > 0 => {
-                    repairs_left -= 1;
-                    req.messages
-                        .push(Message::new("assistant", resp.content.clone()));
-                    req.messages.push(Message::new(
-                        "user",
-                        format!(
-                            "Your previous answer was not valid: {why}. Answer again with only a JSON value that matches this JSON Schema:\n{schema}"
-                        ),
-                    ));
-                    continue;
-                }
-                Err(why) => {
-                    return Err(Stop::Failed(
-                        BlockError::new(
-                            ErrorKind::MalformedResponse,
-                            format!("the model's structured answer is invalid after {} repair attempts: {why}", s.max_repairs),
-                        )
-                        .with_detail(serde_json::json!({"reply": resp.content})),
-                    ));
-                }
-            },
-        };
+    }
 
+    /// The block's outcome: the output in the shape it asks for (the answer, or a
+    /// `message` with usage, model and tool trace) and the history written back.
+    fn finish(self, s: &LlmSpec, prompt: Prompt, reply: &str, output: Value) -> Outcome {
         let mut patch = Patch::default();
         if let Some(key) = &s.history {
-            let mut kept = history;
+            let mut kept = prompt.history;
             kept.extend(
-                req.messages[new_from..]
+                self.req.messages[prompt.new_from..]
                     .iter()
                     .filter(|m| m.role != "system")
                     .cloned(),
             );
-            kept.push(Message::new("assistant", resp.content.clone()));
+            kept.push(Message::new("assistant", reply));
             patch.set(
                 vec![key.clone()],
                 serde_json::to_value(kept).unwrap_or(Value::Null),
@@ -319,6 +423,7 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
         let output = match s.output {
             LlmOutput::Text => output,
             LlmOutput::Message => {
+                let total = self.total;
                 let mut message = serde_json::json!({
                     "content": output,
                     "usage": {
@@ -327,17 +432,132 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
                         "total_tokens": total.total_tokens(),
                         "cost_usd": total.cost_usd,
                     },
-                    "model": id,
+                    "model": self.id,
                 });
                 if !s.tools.is_empty() {
-                    trace.write_into(&mut message, tool_rounds);
+                    self.trace.write_into(&mut message, self.tool_rounds);
                 }
                 message
             }
         };
-        return Ok(Outcome {
+        Outcome {
             patch,
             ..Outcome::of(Arc::new(output))
-        });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use weft_core::ports::ModelResponse;
+
+    fn call(s: &LlmSpec) -> Call {
+        Call {
+            req: request(s, "m".into(), vec![Message::new("user", "hi")]),
+            id: "scripted/m".into(),
+            path: "root/ask".into(),
+            total: Usage::default(),
+            tool_rounds: 0,
+            trace: ToolTrace::default(),
+            repairs_left: s.max_repairs,
+        }
+    }
+
+    fn answer(text: &str) -> ModelResponse {
+        ModelResponse {
+            content: text.into(),
+            ..ModelResponse::default()
+        }
+    }
+
+    #[test]
+    fn the_first_request_forces_the_first_required_tool() {
+        let s = LlmSpec {
+            required_tools: vec!["search".into(), "cite".into()],
+            ..LlmSpec::default()
+        };
+        let req = request(&s, "m".into(), Vec::new());
+        assert_eq!(req.tool_choice, Some(ToolChoice::Tool("search".into())));
+        let s = LlmSpec {
+            tool_choice: Some("required".into()),
+            ..LlmSpec::default()
+        };
+        assert_eq!(
+            request(&s, "m".into(), Vec::new()).tool_choice,
+            Some(ToolChoice::Required)
+        );
+    }
+
+    #[test]
+    fn an_invalid_structured_answer_is_sent_back_until_repairs_run_out() {
+        let s = LlmSpec {
+            output_schema: Some(json!({"type": "object", "required": ["n"]})),
+            max_repairs: 1,
+            ..LlmSpec::default()
+        };
+        let mut c = call(&s);
+        assert_eq!(c.structured_output(&s, &answer("nope")).unwrap(), None);
+        assert_eq!(c.req.messages.len(), 3, "the answer and the repair request");
+        assert!(c.req.messages[2].content.contains("not valid"));
+        let Err(Stop::Failed(e)) = c.structured_output(&s, &answer("{}")) else {
+            panic!("a failure after the last repair")
+        };
+        assert_eq!(e.kind, ErrorKind::MalformedResponse);
+        assert_eq!(
+            c.structured_output(&s, &answer("```json\n{\"n\": 1}\n```"))
+                .unwrap(),
+            Some(json!({"n": 1}))
+        );
+    }
+
+    #[test]
+    fn a_missing_required_tool_is_asked_for_then_fails_the_block() {
+        let s = LlmSpec {
+            required_tools: vec!["search".into()],
+            max_tool_rounds: 1,
+            tools: vec![
+                serde_json::from_value(
+                    json!({"name": "search", "description": "d", "parameters": {}, "flow": "f"}),
+                )
+                .unwrap(),
+            ],
+            ..LlmSpec::default()
+        };
+        let mut c = call(&s);
+        assert!(c.insist_on_required_tools(&s, &answer("done")).unwrap());
+        assert!(c.req.messages.last().unwrap().content.contains("`search`"));
+        let Err(Stop::Failed(e)) = c.insist_on_required_tools(&s, &answer("done")) else {
+            panic!("the rounds are spent")
+        };
+        assert_eq!(e.kind, ErrorKind::Assertion);
+    }
+
+    #[test]
+    fn a_message_output_carries_usage_model_and_history() {
+        let s = LlmSpec {
+            output: LlmOutput::Message,
+            history: Some("chat".into()),
+            ..LlmSpec::default()
+        };
+        let mut c = call(&s);
+        c.total = Usage {
+            input_tokens: 3,
+            output_tokens: 4,
+            cost_usd: 0.5,
+        };
+        let prompt = Prompt {
+            history: Vec::new(),
+            new_from: 0,
+        };
+        let out = c.finish(&s, prompt, "hello", Value::from("hello"));
+        assert_eq!(out.output["usage"]["total_tokens"], 7);
+        assert_eq!(out.output["model"], "scripted/m");
+        let history = serde_json::to_value(&out.patch).unwrap().to_string();
+        assert!(
+            history.contains("hello") && history.contains("hi"),
+            "{history}"
+        );
     }
 }
