@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use weft_core::event::EventKind;
-use weft_core::ports::{EntryKind, JournalEntry, RunRecord, RunStatus, StoreError, Usage};
+use weft_core::ports::{
+    Claim, Claimed, EntryKind, JournalEntry, RunRecord, RunStatus, StoreError, Usage,
+};
 use weft_core::{BlockError, Diagnostic, ErrorKind, Flow, Value};
 use weft_expr::Scope;
 
@@ -77,6 +79,9 @@ pub enum EngineError {
     /// The run is not in a state that allows the request.
     #[error("{0}")]
     Refused(String),
+    /// Another process answered, resumed or retried the run first.
+    #[error("{0}")]
+    Taken(String),
     /// The flow is invalid.
     #[error("the flow is invalid: {}", .0.iter().map(|d| d.message.as_str()).collect::<Vec<_>>().join("; "))]
     Invalid(Vec<Diagnostic>),
@@ -215,9 +220,70 @@ impl Engine {
                 )));
             }
         }
+        let owner_was = Some(rec.owner.clone());
+        self.take(&rec, vec![rec.status], owner_was, None).await?;
+        self.continue_run(rec).await
+    }
+
+    /// Continues a run this process has taken, from its journal.
+    async fn continue_run(&self, rec: RunRecord) -> Result<RunResult, EngineError> {
         let prepared = self.stored_flow(&rec).await?;
         let journal = self.inner.store.journal(&rec.id).await?;
         self.drive(rec, prepared, journal, true).await
+    }
+
+    /// Takes `rec` for this process if it is still in one of the statuses `from` (and
+    /// has the owner `owner_was`, when given), appending `entry` in the same step.
+    async fn take(
+        &self,
+        rec: &RunRecord,
+        from: Vec<RunStatus>,
+        owner_was: Option<Option<String>>,
+        entry: Option<JournalEntry>,
+    ) -> Result<(), EngineError> {
+        let claim = Claim {
+            run_id: rec.id.clone(),
+            from,
+            owner_was,
+            owner: self.inner.owner.clone(),
+            now_ms: now_ms() as i64,
+            entry,
+        };
+        match self.inner.store.claim_run(claim).await? {
+            Claimed::Taken => Ok(()),
+            Claimed::Lost(now) => Err(EngineError::Taken(self.taken_message(&now).await)),
+        }
+    }
+
+    /// What another process did to a run first, for the process that lost the race.
+    async fn taken_message(&self, now: &RunRecord) -> String {
+        let by = now
+            .owner
+            .as_deref()
+            .map(|o| format!(" by {o}"))
+            .unwrap_or_default();
+        let at = humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH
+                + Duration::from_millis(u64::try_from(now.updated_ms).unwrap_or(0)),
+        );
+        let journal = self.inner.store.journal(&now.id).await.unwrap_or_default();
+        let answer = journal
+            .iter()
+            .rev()
+            .find(|e| e.kind == EntryKind::Answer)
+            .and_then(|e| e.value.get("decision")?.as_str().map(str::to_owned));
+        match answer {
+            Some(decision) if now.status != RunStatus::Paused => format!(
+                "run {} was already answered: {decision}{by} at {at}; it is {} now, not paused",
+                now.id,
+                now.status.as_str()
+            ),
+            _ => format!(
+                "run {} was taken first{by} at {at}: it is {} now",
+                now.id,
+                now.status.as_str()
+            ),
+        }
     }
 
     /// Answers a paused run's approval and continues the run.
@@ -232,6 +298,10 @@ impl Engine {
     ) -> Result<RunResult, EngineError> {
         let rec = self.load(run_id).await?;
         if rec.status != RunStatus::Paused {
+            let message = self.taken_message(&rec).await;
+            if rec.status == RunStatus::Running || message.contains("already answered") {
+                return Err(EngineError::Taken(message));
+            }
             return Err(EngineError::Refused(format!(
                 "run {} is {}, not paused: there is nothing to answer",
                 rec.id,
@@ -280,21 +350,18 @@ impl Engine {
                 options.join(", ")
             )));
         }
-        let store = &self.inner.store;
-        store
-            .append(
-                &rec.id,
-                JournalEntry {
-                    key: key.clone(),
-                    kind: EntryKind::Answer,
-                    value: answer.clone(),
-                },
-            )
+        // The first answer wins: the run leaves `paused` in the same step that journals
+        // the answer, so a second answer finds it taken and the journal holds one.
+        let entry = JournalEntry {
+            key: key.clone(),
+            kind: EntryKind::Answer,
+            value: answer.clone(),
+        };
+        self.take(&rec, vec![RunStatus::Paused], None, Some(entry))
             .await?;
-        store.flush().await?;
         let emitter = Emitter::new(Arc::from(rec.id.as_str()), self.inner.sinks.clone());
         emitter.emit(|| EventKind::ApprovalAnswered { key, answer });
-        self.resume(run_id, false).await
+        self.continue_run(rec).await
     }
 
     /// Runs a failed run again from the steps that failed, reusing every journaled
@@ -327,6 +394,7 @@ impl Engine {
             }
             None => self.stored_flow(&rec).await?,
         };
+        self.take(&rec, vec![rec.status], None, None).await?;
         let store = &self.inner.store;
         let journal = store.journal(&rec.id).await?;
         let failed: Vec<String> = journal

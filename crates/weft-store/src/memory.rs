@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use weft_core::ports::{JournalEntry, RunRecord, ScopedChange, Store, StoreError};
+use weft_core::ports::{Claim, Claimed, JournalEntry, RunRecord, ScopedChange, Store, StoreError};
 
 /// Keeps flows, runs and journals in memory.
 #[derive(Default)]
@@ -134,6 +134,30 @@ impl Store for MemoryStore {
             j.retain(|e| !keys.contains(&e.key));
         }
         Ok(())
+    }
+
+    async fn claim_run(&self, claim: Claim) -> Result<Claimed, StoreError> {
+        // Runs, then journals: the same order as `append` never holds both.
+        let mut runs = self.runs.lock().map_err(|_| poisoned())?;
+        let run = runs
+            .get_mut(&claim.run_id)
+            .ok_or_else(|| StoreError::Conflict(format!("no run with id `{}`", claim.run_id)))?;
+        let owner_ok = claim.owner_was.as_ref().is_none_or(|o| *o == run.owner);
+        if !claim.from.contains(&run.status) || !owner_ok {
+            return Ok(Claimed::Lost(Box::new(run.clone())));
+        }
+        run.status = weft_core::ports::RunStatus::Running;
+        run.owner = Some(claim.owner);
+        run.updated_ms = claim.now_ms;
+        if let Some(entry) = claim.entry {
+            self.journals
+                .lock()
+                .map_err(|_| poisoned())?
+                .entry(claim.run_id)
+                .or_default()
+                .push(entry);
+        }
+        Ok(Claimed::Taken)
     }
 
     async fn scoped_state(&self, key: &str) -> Result<Option<serde_json::Value>, StoreError> {

@@ -10,7 +10,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use tokio::sync::{mpsc, oneshot};
 use weft_core::ports::{
-    EntryKind, JournalEntry, RunRecord, RunStatus, ScopedChange, Store, StoreError, Usage,
+    Claim, Claimed, EntryKind, JournalEntry, RunRecord, RunStatus, ScopedChange, Store, StoreError,
+    Usage,
 };
 
 /// How hard a commit works to survive a crash.
@@ -46,6 +47,7 @@ enum Request {
     ListRuns(usize, Reply<Vec<RunRecord>>),
     Journal(String, Reply<Vec<JournalEntry>>),
     Forget(String, Vec<String>, Reply<()>),
+    Claim(Box<Claim>, Reply<Claimed>),
     Scoped(String, Reply<Option<serde_json::Value>>),
     ChangeScoped(String, Vec<ScopedChange>, Reply<serde_json::Value>),
 }
@@ -379,6 +381,38 @@ fn get_run(conn: &Connection, id: &str) -> Result<Option<RunRecord>, StoreError>
     }
 }
 
+/// Compare-and-set on the run's status and owner, with the claim's entry, in one write
+/// transaction: other processes' claims of the same run wait for the lock and then see
+/// the winner's status.
+fn claim_run(conn: &Connection, claim: Claim) -> Result<Claimed, StoreError> {
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)
+        .map_err(|e| err("claim", e))?;
+    let Some(current) = get_run(&tx, &claim.run_id)? else {
+        return Err(StoreError::Conflict(format!(
+            "no run with id `{}`",
+            claim.run_id
+        )));
+    };
+    let owner_ok = claim.owner_was.as_ref().is_none_or(|o| *o == current.owner);
+    if !claim.from.contains(&current.status) || !owner_ok {
+        return Ok(Claimed::Lost(Box::new(current)));
+    }
+    tx.execute(
+        "UPDATE runs SET status = 'running', owner = ?2, updated_ms = ?3 WHERE id = ?1",
+        params![current.id, claim.owner, claim.now_ms],
+    )
+    .map_err(|e| err("claim", e))?;
+    if let Some(e) = &claim.entry {
+        tx.execute(
+            "INSERT INTO journal (run_id, key, kind, value) VALUES (?1, ?2, ?3, ?4)",
+            params![current.id, e.key, e.kind.as_str(), e.value.to_string()],
+        )
+        .map_err(|e| err("journal", e))?;
+    }
+    tx.commit().map_err(|e| err("claim commit", e))?;
+    Ok(Claimed::Taken)
+}
+
 fn scoped(conn: &Connection, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
     let text: Option<String> = conn
         .query_row(
@@ -478,6 +512,9 @@ fn serve(conn: &Connection, req: Request) {
             .map_err(|e| err("journal", e));
             let _ = reply.send(r);
         }
+        Request::Claim(claim, reply) => {
+            let _ = reply.send(claim_run(conn, *claim));
+        }
         Request::Scoped(key, reply) => {
             let _ = reply.send(scoped(conn, &key));
         }
@@ -538,6 +575,9 @@ impl Store for SqliteStore {
     async fn forget(&self, run_id: &str, keys: &[String]) -> Result<(), StoreError> {
         self.ask(|r| Request::Forget(run_id.to_owned(), keys.to_vec(), r))
             .await
+    }
+    async fn claim_run(&self, claim: Claim) -> Result<Claimed, StoreError> {
+        self.ask(|r| Request::Claim(Box::new(claim), r)).await
     }
     async fn scoped_state(&self, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
         self.ask(|r| Request::Scoped(key.to_owned(), r)).await

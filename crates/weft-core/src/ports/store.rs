@@ -283,6 +283,36 @@ pub struct JournalEntry {
     pub value: Value,
 }
 
+/// A process's request to take a run and drive it: granted only if the run is still in
+/// one of the statuses the process saw (and, when given, still has the owner it saw), so
+/// that of two processes that answer, resume or retry one run at the same instant
+/// exactly one continues it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    /// The run.
+    pub run_id: String,
+    /// The statuses it may be in.
+    pub from: Vec<RunStatus>,
+    /// The owner it must still have (`Some(None)`: none), or `None` not to check.
+    pub owner_was: Option<Option<String>>,
+    /// The claiming process (`host:pid`).
+    pub owner: String,
+    /// When, Unix milliseconds.
+    pub now_ms: i64,
+    /// An entry appended in the same atomic step (an approval's answer), so the journal
+    /// holds only the winner's.
+    pub entry: Option<JournalEntry>,
+}
+
+/// What became of a [`Claim`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claimed {
+    /// The run is now `running`, owned by the claimant.
+    Taken,
+    /// Another process got there first (or the run moved on): the run as it is now.
+    Lost(Box<RunRecord>),
+}
+
 /// A failure of the store itself, by what a caller can do about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -354,6 +384,9 @@ pub trait Store: Send + Sync {
     async fn flush(&self) -> Result<(), StoreError>;
     /// Removes journal entries of a run whose key is in `keys` (used to re-ask approvals).
     async fn forget(&self, run_id: &str, keys: &[String]) -> Result<(), StoreError>;
+    /// Takes a run for one process, atomically (compare-and-set on its status and owner,
+    /// with the claim's entry appended in the same step). A missing run is an error.
+    async fn claim_run(&self, claim: Claim) -> Result<Claimed, StoreError>;
     /// The scoped-state document `key` (`session/<id>`, `user/<id>/resources/plan`, ...).
     async fn scoped_state(&self, key: &str) -> Result<Option<Value>, StoreError>;
     /// Applies `changes` to the document `key` in order, atomically with respect to other
