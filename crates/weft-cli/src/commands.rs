@@ -45,7 +45,7 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             db,
             out,
         } => run(&flow, input, input_file, dialect, &db, &out, settings).await,
-        Command::Validate { flows, dialect } => Ok(validate(&flows, dialect.as_deref())),
+        Command::Validate { flows, dialect } => Ok(validate(&flows, dialect.as_deref(), settings)),
         Command::Graph {
             flow,
             format,
@@ -312,39 +312,58 @@ fn report(r: &RunResult, as_json: bool, log: Option<&DialectLog>) -> u8 {
     }
 }
 
-fn validate(flows: &[PathBuf], dialect: Option<&str>) -> u8 {
+fn validate(flows: &[PathBuf], dialect: Option<&str>, settings: &Settings) -> u8 {
+    // Checking syntax runs no code: Lua is parsed in process, Python in its worker
+    // when it first runs, so no worker process starts here.
+    let sandboxes = weft_code::Sandboxes::new(
+        weft_code::WorkerCommand {
+            program: settings.program.clone().unwrap_or_else(|| "weft".into()),
+            args: vec!["sandbox-worker".into()],
+        },
+        1,
+    );
     let mut code = exit::OK;
     for flow in flows {
-        let file = flow.display().to_string();
-        match load(flow, dialect) {
-            Err(e) => {
-                println!("{}", e.render());
-                code = exit::INVALID;
-            }
-            Ok(loaded) => match Prepared::new(loaded.flow.clone()) {
-                Err(diags) => {
-                    println!("{}", render_diags(&file, &loaded, diags));
-                    code = exit::INVALID;
-                }
-                Ok(p) => {
-                    let warnings: Vec<Diagnostic> = loaded
-                        .warnings
-                        .iter()
-                        .chain(p.warnings())
-                        .cloned()
-                        .collect();
-                    for w in warnings.iter().filter(|d| d.severity == Severity::Warning) {
-                        println!("{}", w.render(&file));
-                    }
-                    eprintln!(
-                        "{file}: ok ({} flow `{}`)",
-                        loaded.dialect, loaded.flow.name
-                    );
-                }
-            },
+        if !validate_one(flow, dialect, &sandboxes) {
+            code = exit::INVALID;
         }
     }
     code
+}
+
+/// Validates one file, printing its problems; true when it has no error.
+fn validate_one(flow: &Path, dialect: Option<&str>, sandboxes: &weft_code::Sandboxes) -> bool {
+    let file = flow.display().to_string();
+    let loaded = match load(flow, dialect) {
+        Ok(l) => l,
+        Err(e) => {
+            println!("{}", e.render());
+            return false;
+        }
+    };
+    let code_errors = weft_core::validate::check_code(&loaded.flow, sandboxes);
+    match Prepared::new(loaded.flow.clone()) {
+        Err(mut diags) => {
+            diags.extend(code_errors);
+            println!("{}", render_diags(&file, &loaded, diags));
+            false
+        }
+        Ok(_) if !code_errors.is_empty() => {
+            println!("{}", render_diags(&file, &loaded, code_errors));
+            false
+        }
+        Ok(p) => {
+            let warnings = loaded.warnings.iter().chain(p.warnings());
+            for w in warnings.filter(|d| d.severity == Severity::Warning) {
+                println!("{}", w.render(&file));
+            }
+            eprintln!(
+                "{file}: ok ({} flow `{}`)",
+                loaded.dialect, loaded.flow.name
+            );
+            true
+        }
+    }
 }
 
 fn schema(dialect: &str, reference: bool, list: bool) -> Result<u8, Failure> {

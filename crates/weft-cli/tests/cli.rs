@@ -1086,3 +1086,18 @@ fn the_first_answer_to_an_approval_wins() {
     assert_eq!(both_continued, 0);
     eprintln!("the reject won {rejected_wins} of 40 races");
 }
+
+/// `validate` finds a Lua syntax error without running the flow, at the code's line.
+#[test]
+fn validate_finds_lua_syntax_errors() {
+    let env = Env::new();
+    let flow = env.write(
+        "lua.yaml",
+        "name: broken-lua\nnodes:\n  - name: step\n    language: lua\n    run: |\n      local x = \n      return {x = 1\n",
+    );
+    let o = env.weft(&["validate", flow.to_str().unwrap()]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("lua code does not compile"), "{out}");
+    assert!(out.contains("lua.yaml:"), "{out}");
+}

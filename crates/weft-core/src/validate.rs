@@ -21,6 +21,26 @@ pub fn walk_blocks<'a>(flow: &'a Flow, f: &mut dyn FnMut(&str, &'a Block)) {
     walk_flow(flow, "", f);
 }
 
+/// Syntax errors in the code blocks of `flow` (and its sub-flows) that `runner` can find
+/// without running them (Lua's, for instance), each at its block's `code/source`.
+pub fn check_code(flow: &Flow, runner: &dyn crate::ports::CodeRunner) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    walk_blocks(flow, &mut |ptr, b| {
+        if let crate::ir::BlockKind::Code(spec) = &b.kind
+            && let Err(e) = runner.check(&spec.language, &spec.source)
+        {
+            diags.push(
+                Diagnostic::error(
+                    child_pointer(&child_pointer(ptr, "code"), "source"),
+                    format!("the {} code does not compile: {}", spec.language, e.message),
+                )
+                .hint("fix the code's syntax; `weft run` would fail at this block"),
+            );
+        }
+    });
+    diags
+}
+
 /// Where the block that holds IR `pointer` was written: the origin of the innermost
 /// block on the pointer's path that has one. Dialects whose files do not mirror the IR
 /// locate diagnostics this way.
@@ -235,12 +255,14 @@ fn block_sites<'a>(ptr: &str, b: &'a Block, out: &mut Vec<ExprSite<'a>>) {
 /// Checks `flow` and returns every problem found (errors and warnings).
 pub fn validate(flow: &Flow) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
-    check_flow(flow, "", &mut diags);
+    check_flow(flow, "", &[], &mut diags);
     check_subflow_cycles(flow, &mut diags);
     diags
 }
 
-fn check_flow<'a>(flow: &'a Flow, base: &str, diags: &mut Vec<Diagnostic>) {
+/// Checks `flow` at `base`; `inherited` names the sub-flows of the flows around it, which
+/// its blocks may call too (a sub-flow calls its siblings).
+fn check_flow<'a>(flow: &'a Flow, base: &str, inherited: &[&'a str], diags: &mut Vec<Diagnostic>) {
     if flow.name.trim().is_empty() {
         diags.push(
             Diagnostic::error(child_pointer(base, "name"), "the flow's name is empty")
@@ -257,7 +279,8 @@ fn check_flow<'a>(flow: &'a Flow, base: &str, diags: &mut Vec<Diagnostic>) {
         check_budget(b, &child_pointer(base, "budget"), diags);
     }
     let mut ids: HashMap<&'a str, String> = HashMap::new();
-    let subflows: Vec<&str> = flow.flows.keys().map(String::as_str).collect();
+    let mut subflows: Vec<&str> = flow.flows.keys().map(String::as_str).collect();
+    subflows.extend(inherited.iter().filter(|n| !flow.flows.contains_key(**n)));
     let root_ptr = child_pointer(base, "root");
     let mut visit = |ptr: &str, b: &'a Block| {
         if let Some(id) = &b.id {
@@ -281,6 +304,7 @@ fn check_flow<'a>(flow: &'a Flow, base: &str, diags: &mut Vec<Diagnostic>) {
         check_flow(
             sub,
             &child_pointer(&child_pointer(base, "flows"), name),
+            &subflows,
             diags,
         );
     }

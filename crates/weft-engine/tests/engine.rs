@@ -858,3 +858,32 @@ root:
         ]
     );
 }
+
+#[tokio::test]
+async fn a_sub_flow_calls_a_sibling_sub_flow() {
+    let yaml = r#"weft: 1
+name: siblings
+flows:
+  double:
+    weft: 1
+    name: double
+    root: {transform: {output: "{{ input * 2 }}"}}
+  quadruple:
+    weft: 1
+    name: quadruple
+    root:
+      sequence:
+        - {subflow: {flow: double}}
+        - {subflow: {flow: double}}
+root: {subflow: {flow: quadruple}}
+input: 3
+"#;
+    let h = harness(memory(), vec![]);
+    let r = h
+        .engine
+        .start(flow(yaml), None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
+    assert_eq!(r.output, Some(json!(12)));
+}

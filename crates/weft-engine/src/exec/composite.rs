@@ -368,10 +368,14 @@ pub(crate) async fn run_subflow(
     share_state: bool,
     seg: &str,
 ) -> Exec {
-    let sub =
-        cx.flow.flows.get(name).ok_or_else(|| {
-            BlockError::new(ErrorKind::Config, format!("unknown sub-flow `{name}`"))
-        })?;
+    // A sub-flow may call its siblings: names resolve in the current flow's own
+    // sub-flows, then in the run's top-level flow's, as validation checks them.
+    let sub = cx
+        .flow
+        .flows
+        .get(name)
+        .or_else(|| cx.run.prepared.flow.flows.get(name))
+        .ok_or_else(|| BlockError::new(ErrorKind::Config, format!("unknown sub-flow `{name}`")))?;
     let max_depth = cx.flow.limits.max_subflow_depth;
     if cx.depth + 1 > max_depth {
         return Err(Stop::Failed(BlockError::new(
