@@ -94,24 +94,50 @@ fn open_store(db: &DbArgs, settings: &Settings) -> Result<Arc<SqliteStore>, Fail
         .map_err(|e| Failure::invalid(format!("error: {e}")))
 }
 
-/// What a command that runs flows builds its engine from.
-struct EngineParts<'a> {
-    settings: &'a Settings,
-    out: &'a OutputArgs,
+/// A command that drives runs: its engine, the progress it shows, and the dialect log
+/// its result may carry.
+struct Session {
+    engine: Engine,
     progress: Option<Arc<Progress>>,
+    log: Option<Arc<DialectLog>>,
+    json: bool,
+}
+
+impl Session {
+    /// Ends the progress display, prints the result as the flags ask, and returns the
+    /// exit code.
+    fn report(&self, result: &RunResult) -> u8 {
+        if let Some(p) = &self.progress {
+            p.finish();
+        }
+        report(result, self.json, self.log.as_deref())
+    }
+}
+
+/// The session of a command that runs flows over `store`, naming events as `view` does.
+fn session(
+    store: Arc<SqliteStore>,
+    settings: &Settings,
+    out: &OutputArgs,
     view: EventView,
+) -> Result<Session, Failure> {
+    let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
+    let (engine, log) = engine(store, settings, out, progress.clone(), view)?;
+    Ok(Session {
+        engine,
+        progress,
+        log,
+        json: out.json,
+    })
 }
 
 fn engine(
     store: Arc<SqliteStore>,
-    parts: EngineParts<'_>,
+    settings: &Settings,
+    out: &OutputArgs,
+    progress: Option<Arc<Progress>>,
+    view: EventView,
 ) -> Result<(Engine, Option<Arc<DialectLog>>), Failure> {
-    let EngineParts {
-        settings,
-        out,
-        progress,
-        view,
-    } = parts;
     let me = settings.program.clone().ok_or_else(|| {
         Failure::invalid("error: cannot find the weft binary for worker processes")
     })?;
@@ -220,16 +246,7 @@ async fn run(
         (None, None) => None,
     };
     let store = open_store(db, settings)?;
-    let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-    let (engine, log) = engine(
-        store,
-        EngineParts {
-            settings,
-            out,
-            progress: progress.clone(),
-            view: loaded.events.clone(),
-        },
-    )?;
+    let session = session(store, settings, out, loaded.events.clone())?;
     let opts = RunOptions {
         source: Some(
             std::fs::canonicalize(flow)
@@ -242,11 +259,8 @@ async fn run(
         view: loaded.events.to_stored(),
         ..RunOptions::default()
     };
-    let result = engine.start(prepared, input, opts).await?;
-    if let Some(p) = progress {
-        p.finish();
-    }
-    Ok(report(&result, out.json, log.as_deref()))
+    let result = session.engine.start(prepared, input, opts).await?;
+    Ok(session.report(&result))
 }
 
 /// Prints a run's result and returns its exit code.
@@ -440,22 +454,10 @@ async fn approve(
     settings: &Settings,
 ) -> Result<u8, Failure> {
     let store = open_store(db, settings)?;
-    let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
     let view = view_of_run(&store, id).await;
-    let (engine, log) = engine(
-        store,
-        EngineParts {
-            settings,
-            out,
-            progress: progress.clone(),
-            view,
-        },
-    )?;
-    let result = engine.answer(id, step, answer).await?;
-    if let Some(p) = progress {
-        p.finish();
-    }
-    Ok(report(&result, out.json, log.as_deref()))
+    let session = session(store, settings, out, view)?;
+    let result = session.engine.answer(id, step, answer).await?;
+    Ok(session.report(&result))
 }
 
 async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<u8, Failure> {
@@ -527,25 +529,18 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
             force,
             out,
         } => {
-            let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
             let view = view_of_run(&store, &id).await;
-            let (engine, log) = engine(
-                store,
-                EngineParts {
-                    settings,
-                    out: &out,
-                    progress: progress.clone(),
-                    view,
-                },
-            )?;
+            let session = session(store, settings, &out, view)?;
             let result = match input {
-                Some(text) => engine.answer(&id, None, normalize_answer(&text)).await?,
-                None => engine.resume(&id, force).await?,
+                Some(text) => {
+                    session
+                        .engine
+                        .answer(&id, None, normalize_answer(&text))
+                        .await?
+                }
+                None => session.engine.resume(&id, force).await?,
             };
-            if let Some(p) = progress {
-                p.finish();
-            }
-            Ok(report(&result, out.json, log.as_deref()))
+            Ok(session.report(&result))
         }
         RunsCommand::Retry {
             id,
@@ -580,21 +575,9 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
                     view = loaded.events;
                 }
             }
-            let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-            let (engine, log) = engine(
-                store,
-                EngineParts {
-                    settings,
-                    out: &out,
-                    progress: progress.clone(),
-                    view,
-                },
-            )?;
-            let result = engine.retry(&rec.id, changed_flow).await?;
-            if let Some(p) = progress {
-                p.finish();
-            }
-            Ok(report(&result, out.json, log.as_deref()))
+            let session = session(store, settings, &out, view)?;
+            let result = session.engine.retry(&rec.id, changed_flow).await?;
+            Ok(session.report(&result))
         }
         RunsCommand::Cancel { id } => {
             let engine = Engine::builder(store).build();
