@@ -27,11 +27,6 @@ impl Diagnostics {
         self.found.push(d);
     }
 
-    /// Records a problem; the name reads better at call sites that report an error.
-    pub fn error(&mut self, d: Diagnostic) {
-        self.push(d);
-    }
-
     /// Reads the node at `ptr` as `T`, recording what is wrong there (unknown or missing
     /// keys, wrong types) when it is not one.
     pub fn parse<T: DeserializeOwned>(&mut self, v: &Value, ptr: &str) -> Option<T> {

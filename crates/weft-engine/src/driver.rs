@@ -87,6 +87,31 @@ pub enum EngineError {
     Invalid(Vec<Diagnostic>),
 }
 
+/// What another process did to run `now` first, for the process that lost the race;
+/// `answer` is the decision journaled last, if any.
+fn taken_message(now: &RunRecord, answer: Option<&str>) -> String {
+    let by = now
+        .owner
+        .as_deref()
+        .map(|o| format!(" by {o}"))
+        .unwrap_or_default();
+    let at = humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(now.updated_ms).unwrap_or(0)),
+    );
+    match answer {
+        Some(decision) if now.status != RunStatus::Paused => format!(
+            "run {} was already answered: {decision}{by} at {at}; it is {} now, not paused",
+            now.id,
+            now.status.as_str()
+        ),
+        _ => format!(
+            "run {} was taken first{by} at {at}: it is {} now",
+            now.id,
+            now.status.as_str()
+        ),
+    }
+}
+
 fn new_run_id() -> String {
     uuid::Uuid::now_v7().simple().to_string()
 }
@@ -251,39 +276,21 @@ impl Engine {
         };
         match self.inner.store.claim_run(claim).await? {
             Claimed::Taken => Ok(()),
-            Claimed::Lost(now) => Err(EngineError::Taken(self.taken_message(&now).await)),
+            Claimed::Lost(now) => {
+                let answer = self.last_answer(&now.id).await;
+                Err(EngineError::Taken(taken_message(&now, answer.as_deref())))
+            }
         }
     }
 
-    /// What another process did to a run first, for the process that lost the race.
-    async fn taken_message(&self, now: &RunRecord) -> String {
-        let by = now
-            .owner
-            .as_deref()
-            .map(|o| format!(" by {o}"))
-            .unwrap_or_default();
-        let at = humantime::format_rfc3339_seconds(
-            std::time::UNIX_EPOCH
-                + Duration::from_millis(u64::try_from(now.updated_ms).unwrap_or(0)),
-        );
-        let journal = self.inner.store.journal(&now.id).await.unwrap_or_default();
-        let answer = journal
+    /// The decision of the last answer journaled for run `id`, if any.
+    async fn last_answer(&self, id: &str) -> Option<String> {
+        let journal = self.inner.store.journal(id).await.unwrap_or_default();
+        journal
             .iter()
             .rev()
             .find(|e| e.kind == EntryKind::Answer)
-            .and_then(|e| e.value.get("decision")?.as_str().map(str::to_owned));
-        match answer {
-            Some(decision) if now.status != RunStatus::Paused => format!(
-                "run {} was already answered: {decision}{by} at {at}; it is {} now, not paused",
-                now.id,
-                now.status.as_str()
-            ),
-            _ => format!(
-                "run {} was taken first{by} at {at}: it is {} now",
-                now.id,
-                now.status.as_str()
-            ),
-        }
+            .and_then(|e| e.value.get("decision")?.as_str().map(str::to_owned))
     }
 
     /// Answers a paused run's approval and continues the run.
@@ -298,9 +305,9 @@ impl Engine {
     ) -> Result<RunResult, EngineError> {
         let rec = self.load(run_id).await?;
         if rec.status != RunStatus::Paused {
-            let message = self.taken_message(&rec).await;
-            if rec.status == RunStatus::Running || message.contains("already answered") {
-                return Err(EngineError::Taken(message));
+            let answer = self.last_answer(&rec.id).await;
+            if rec.status == RunStatus::Running || answer.is_some() {
+                return Err(EngineError::Taken(taken_message(&rec, answer.as_deref())));
             }
             return Err(EngineError::Refused(format!(
                 "run {} is {}, not paused: there is nothing to answer",

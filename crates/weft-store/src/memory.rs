@@ -137,7 +137,8 @@ impl Store for MemoryStore {
     }
 
     async fn claim_run(&self, claim: Claim) -> Result<Claimed, StoreError> {
-        // Runs, then journals: the same order as `append` never holds both.
+        // The runs lock is held while the entry is appended, so the status change and the
+        // entry are one step; no method takes these two locks in the other order.
         let mut runs = self.runs.lock().map_err(|_| poisoned())?;
         let run = runs
             .get_mut(&claim.run_id)

@@ -138,6 +138,16 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, val
          key TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL);
      CREATE INDEX IF NOT EXISTS journal_by_run ON journal (run_id, seq);";
 
+/// What each schema version added to the one before, by the version it leads to (new
+/// tables are created by [`SCHEMA`] itself).
+const MIGRATIONS: &[(i64, &str)] = &[
+    (2, "ALTER TABLE runs ADD COLUMN scopes TEXT;"),
+    (3, "ALTER TABLE runs ADD COLUMN view TEXT;"),
+];
+
+/// Appends one journal entry: `(run_id, key, kind, value)`.
+const INSERT_ENTRY: &str = "INSERT INTO journal (run_id, key, kind, value) VALUES (?1, ?2, ?3, ?4)";
+
 /// How long opening waits for other processes that hold the database's locks.
 const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -180,21 +190,16 @@ fn open_connection(path: &Path, durability: Durability) -> Result<Connection, Op
                 params![SCHEMA_VERSION.to_string()],
             )?;
         }
-        Some(Ok(1)) => {
-            // Version 1 had no scopes or view column; the scoped table was created above.
-            tx.execute_batch(
-                "ALTER TABLE runs ADD COLUMN scopes TEXT;
-                 ALTER TABLE runs ADD COLUMN view TEXT;
-                 UPDATE meta SET value = '3' WHERE key = 'schema';",
+        Some(Ok(v)) if v < SCHEMA_VERSION => {
+            for (_, step) in MIGRATIONS.iter().filter(|(to, _)| *to > v) {
+                tx.execute_batch(step)?;
+            }
+            tx.execute(
+                "UPDATE meta SET value = ?1 WHERE key = 'schema'",
+                params![SCHEMA_VERSION.to_string()],
             )?;
         }
-        Some(Ok(2)) => {
-            tx.execute_batch(
-                "ALTER TABLE runs ADD COLUMN view TEXT;
-                 UPDATE meta SET value = '3' WHERE key = 'schema';",
-            )?;
-        }
-        Some(Ok(v)) if v <= SCHEMA_VERSION => {}
+        Some(Ok(v)) if v == SCHEMA_VERSION => {}
         Some(Ok(v)) => return Err(OpenError::TooNew(v)),
         Some(Err(_)) => return Err(OpenError::Foreign(tables)),
     }
@@ -258,9 +263,7 @@ fn append_batch(conn: &mut Connection, batch: &[(String, JournalEntry)]) -> Resu
     let tx = conn.transaction().map_err(|e| err("journal", e))?;
     {
         let mut stmt = tx
-            .prepare_cached(
-                "INSERT INTO journal (run_id, key, kind, value) VALUES (?1, ?2, ?3, ?4)",
-            )
+            .prepare_cached(INSERT_ENTRY)
             .map_err(|e| err("journal", e))?;
         for (run, e) in batch {
             stmt.execute(params![run, e.key, e.kind.as_str(), e.value.to_string()])
@@ -404,7 +407,7 @@ fn claim_run(conn: &Connection, claim: Claim) -> Result<Claimed, StoreError> {
     .map_err(|e| err("claim", e))?;
     if let Some(e) = &claim.entry {
         tx.execute(
-            "INSERT INTO journal (run_id, key, kind, value) VALUES (?1, ?2, ?3, ?4)",
+            INSERT_ENTRY,
             params![current.id, e.key, e.kind.as_str(), e.value.to_string()],
         )
         .map_err(|e| err("journal", e))?;

@@ -143,14 +143,14 @@ struct Compiler<'a> {
 impl Compiler<'_> {
     fn node(&mut self, v: &Value, ptr: &str) -> Option<Block> {
         if !v.is_object() {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, format!("a node is an object, not {v}"))
                     .hint("a block is {step_id, type, ...}; a container is {type: h | v | loop, children: [...]}"),
             );
             return None;
         }
         let Some(kind) = v.get("type") else {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, "a node needs a `type`")
                     .hint(format!("types: {}", TYPES.join(", "))),
             );
@@ -213,7 +213,7 @@ impl Compiler<'_> {
                 } else {
                     kind.to_string()
                 };
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(
                         format!("{ptr}/type"),
                         format!("unknown node type `{shown}`"),
@@ -254,7 +254,7 @@ impl Compiler<'_> {
                 _ => i.to_string(),
             };
             if out.contains_key(&key) {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(&cptr, format!("two children of this container are both merged under `{key}`"))
                         .hint("a `v` container merges block outputs by step_id and nested containers by index; rename the step"),
                 );
@@ -270,7 +270,7 @@ impl Compiler<'_> {
     /// children in sequence; the output is the list of results in item order.
     fn loop_node(&mut self, l: &LoopNode, ptr: &str) -> Option<Block> {
         if l.array_field.trim().is_empty() {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(format!("{ptr}/arrayField"), "`arrayField` is empty")
                     .hint("name the input key that holds the list: arrayField: items"),
             );
@@ -316,7 +316,7 @@ impl Compiler<'_> {
         let input = self.schema(b.input_schema.as_ref(), &format!("{ptr}/input_schema"));
         let output = self.schema(b.output_schema.as_ref(), &format!("{ptr}/output_schema"));
         if b.prompt.trim().is_empty() {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(
                     format!("{ptr}/prompt"),
                     format!("llm block `{}` has an empty prompt", b.step_id),
@@ -329,14 +329,14 @@ impl Compiler<'_> {
             Ok(p) => p,
             Err(m) => {
                 self.diags
-                    .error(Diagnostic::error(format!("{ptr}/prompt"), m));
+                    .push(Diagnostic::error(format!("{ptr}/prompt"), m));
                 return None;
             }
         };
         if let Some(Some(schema)) = &input {
             for field in &prompt.fields {
                 if !schema.fields.contains(field) {
-                    self.diags.error(
+                    self.diags.push(
                         Diagnostic::error(
                             format!("{ptr}/prompt"),
                             format!("the prompt reads `{{{{{field}}}}}`, which is not a field of the input_schema"),
@@ -351,7 +351,7 @@ impl Compiler<'_> {
             }
         }
         if b.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(format!("{ptr}/model"), "`model` is empty")
                     .hint("model: openai/gpt-4o-mini"),
             );
@@ -402,7 +402,7 @@ impl Compiler<'_> {
         self.schema(b.output_schema.as_ref(), &format!("{ptr}/output_schema"));
         let cptr = format!("{ptr}/code");
         if b.code.trim().is_empty() {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 &cptr,
                 format!("code block `{}` has no code", b.step_id),
             ));
@@ -412,7 +412,7 @@ impl Compiler<'_> {
             let t = l.trim_start();
             t.starts_with("def _block(") || t.starts_with("def block(")
         }) {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(&cptr, format!("the code defines `{}` itself", line.trim()))
                     .hint("write only the function body: the runtime wraps it in `def _block(initial, <input fields>)`"),
             );
@@ -469,7 +469,7 @@ impl Compiler<'_> {
         Some(match schema::read(v, ptr) {
             Ok(s) => Some(s),
             Err(d) => {
-                self.diags.error(d);
+                self.diags.push(d);
                 None
             }
         })
@@ -479,11 +479,11 @@ impl Compiler<'_> {
         let iptr = format!("{ptr}/step_id");
         if id.trim().is_empty() {
             self.diags
-                .error(Diagnostic::error(iptr, "`step_id` is empty").hint("step_id: summarize"));
+                .push(Diagnostic::error(iptr, "`step_id` is empty").hint("step_id: summarize"));
             return None;
         }
         if !self.step_ids.insert(id.to_owned()) {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(iptr, format!("the step_id `{id}` is used twice"))
                     .hint("step ids name outputs and journal entries: make each unique"),
             );

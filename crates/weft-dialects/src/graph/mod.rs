@@ -172,14 +172,14 @@ impl Compiler<'_> {
         let start = match starts.as_slice() {
             [one] => *one,
             [] => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error("/nodes", "the graph has no start node")
                         .hint("add {\"id\": \"start\", \"type\": \"start\", \"data\": {\"initialInput\": \"...\"}}"),
                 );
                 return None;
             }
             [_, second, ..] => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(&second.ptr, "the graph has more than one start node").hint(
                         "spec 003: a start node \"must exist exactly once for a runnable graph\"",
                     ),
@@ -250,7 +250,7 @@ impl Compiler<'_> {
                             format!("{ptr}/type"),
                             format!("unknown node type `{k}`"),
                         );
-                        self.diags.error(d.hint_closest(
+                        self.diags.push(d.hint_closest(
                             k,
                             TYPES.iter().copied(),
                             format!("the node types are {}", TYPES.join(", ")),
@@ -265,14 +265,14 @@ impl Compiler<'_> {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':'))
             {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(format!("{ptr}/id"), format!("the node id `{}` is not a name", n.id))
                         .hint("ids are letters, digits, `-`, `_` and `:` (they key the run state and the journal)"),
                 );
                 continue;
             }
             if nodes.contains_key(&n.id) {
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     format!("{ptr}/id"),
                     format!("two nodes have the id `{}`", n.id),
                 ));
@@ -422,7 +422,7 @@ impl Compiler<'_> {
             (Some(c), _) => (c, "conditions"),
             (None, Some(c)) => (vec![c], "condition"),
             (None, None) => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(dptr, "an if node needs `conditions`")
                         .hint("\"conditions\": [{\"operator\": \"contains\", \"value\": \"yes\"}]"),
                 );
@@ -439,7 +439,7 @@ impl Compiler<'_> {
                     format!("{dptr}/condition/operator")
                 };
                 let d = Diagnostic::error(ptr, format!("unknown operator `{}`", c.operator));
-                self.diags.error(d.hint_closest(
+                self.diags.push(d.hint_closest(
                     &c.operator,
                     ["equal", "contains"],
                     "the operators are equal and contains",

@@ -88,14 +88,14 @@ impl Compiler<'_> {
             };
             if kind == "llm_judge" {
                 if negated {
-                    self.diags.error(Diagnostic::error(
+                    self.diags.push(Diagnostic::error(
                         format!("{aptr}/type"),
                         "an llm_judge cannot be negated",
                     ));
                     continue;
                 }
                 if chooses_exit {
-                    self.diags.error(
+                    self.diags.push(
                         Diagnostic::error(format!("{aptr}/type"), "an llm_judge on a block that chooses an exit is not supported by Weft yet")
                             .hint("judge the block's output in a linear or synthesize block after it"),
                     );
@@ -108,7 +108,7 @@ impl Compiler<'_> {
                 continue;
             };
             if a.threshold.is_some() || a.config.is_some() {
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     &aptr,
                     format!("a `{kind}` check takes only `type` and `value`"),
                 ));
@@ -183,7 +183,7 @@ impl Compiler<'_> {
             "regex" => format!("search({}, {T})", s(value)),
             "contains-all" | "contains-any" => {
                 let Some(list) = items(value) else {
-                    self.diags.error(Diagnostic::error(
+                    self.diags.push(Diagnostic::error(
                         format!("{ptr}/value"),
                         format!("a `{kind}` check's value is a list of texts"),
                     ));
@@ -223,7 +223,7 @@ impl Compiler<'_> {
                             parts.push(format!("{words} <= {max}"));
                         }
                         if parts.is_empty() || o.keys().any(|k| k != "min" && k != "max") {
-                            self.diags.error(Diagnostic::error(
+                            self.diags.push(Diagnostic::error(
                                 format!("{ptr}/value"),
                                 "a word-count range is {min, max}",
                             ));
@@ -232,7 +232,7 @@ impl Compiler<'_> {
                         format!("({})", parts.join(" and "))
                     }
                     _ => {
-                        self.diags.error(Diagnostic::error(
+                        self.diags.push(Diagnostic::error(
                             format!("{ptr}/value"),
                             "a word-count is a whole number or {min, max}",
                         ));
@@ -245,7 +245,7 @@ impl Compiler<'_> {
                     format!("{ptr}/type"),
                     format!("unknown assertion type `{other}`"),
                 );
-                self.diags.error(d.hint_closest(
+                self.diags.push(d.hint_closest(
                     other,
                     TYPES.iter().copied(),
                     format!(
@@ -262,7 +262,7 @@ impl Compiler<'_> {
     /// run's default model) rates the output against the rubric in `value`.
     fn judge(&mut self, a: &AssertionDef, ptr: &str) -> Option<(Block, Option<f64>)> {
         let Some(rubric) = a.value.as_str().filter(|r| !r.trim().is_empty()) else {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(
                     format!("{ptr}/value"),
                     "an llm_judge's value is its rubric, a text",
@@ -274,7 +274,7 @@ impl Compiler<'_> {
         if let Some(t) = a.threshold
             && !(0.0..=1.0).contains(&t)
         {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/threshold"),
                 "an llm_judge's threshold is a score from 0 to 1",
             ));
@@ -287,7 +287,7 @@ impl Compiler<'_> {
                 Some(self.inline_soul(inline, &format!("{ptr}/config/judge_soul"))?)
             }
             Some(_) => {
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     format!("{ptr}/config/judge_soul"),
                     "judge_soul is a soul id or a soul",
                 ));

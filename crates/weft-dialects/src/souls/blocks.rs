@@ -45,11 +45,11 @@ impl Compiler<'_> {
     ) -> Option<Block> {
         let Some(obj) = raw.as_object() else {
             self.diags
-                .error(Diagnostic::error(ptr, "a block is a mapping with a `type`"));
+                .push(Diagnostic::error(ptr, "a block is a mapping with a `type`"));
             return None;
         };
         let Some(kind) = obj.get("type").and_then(Value::as_str) else {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, format!("block `{id}` has no `type`")).hint(format!(
                     "the types: {}",
                     TYPES.iter().map(|(t, _)| *t).collect::<Vec<_>>().join(", ")
@@ -62,7 +62,7 @@ impl Compiler<'_> {
                 format!("{ptr}/type"),
                 format!("unknown block type `{kind}`"),
             );
-            self.diags.error(d.hint_closest(
+            self.diags.push(d.hint_closest(
                 kind,
                 TYPES.iter().map(|(t, _)| *t),
                 format!(
@@ -82,7 +82,7 @@ impl Compiler<'_> {
                     weft_core::validate::child_pointer(ptr, key),
                     format!("a {kind} block has no field `{key}`"),
                 );
-                self.diags.error(d.hint_closest(
+                self.diags.push(d.hint_closest(
                     key,
                     known.iter().copied(),
                     format!("its fields: {}", known.join(", ")),
@@ -125,7 +125,7 @@ impl Compiler<'_> {
                 let b: Synthesize = self.diags.parse(raw, ptr)?;
                 let soul = self.soul(&b.soul_ref, &format!("{ptr}/soul_ref"))?;
                 if b.input_block_ids.is_empty() {
-                    self.diags.error(Diagnostic::error(
+                    self.diags.push(Diagnostic::error(
                         format!("{ptr}/input_block_ids"),
                         "input_block_ids must name at least one block",
                     ));

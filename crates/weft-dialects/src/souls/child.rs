@@ -29,7 +29,7 @@ impl Compiler<'_> {
         let w: ChildWorkflow = self.diags.parse(raw, ptr)?;
         let max_depth = w.max_depth.unwrap_or(DEFAULT_MAX_DEPTH);
         if max_depth == 0 {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/max_depth"),
                 "max_depth must be at least 1",
             ));
@@ -43,7 +43,7 @@ impl Compiler<'_> {
                     format!("{ptr}/on_error"),
                     format!("unknown on_error `{other}`"),
                 );
-                self.diags.error(d.hint_closest(
+                self.diags.push(d.hint_closest(
                     other,
                     ["raise", "catch"],
                     "on_error: raise or catch",
@@ -55,7 +55,7 @@ impl Compiler<'_> {
         for (name, path) in w.inputs.iter().flatten() {
             let iptr = weft_core::validate::child_pointer(&format!("{ptr}/inputs"), name);
             if name.contains('.') {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(&iptr, format!("the interface name `{name}` contains a dot"))
                         .hint(
                             "spec 001: inputs map interface names (no dots) to parent state paths",
@@ -63,7 +63,7 @@ impl Compiler<'_> {
                 );
             }
             if !state_path(path) {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(&iptr, format!("`{path}` is not a path into the run state"))
                         .hint("a path starts with results, shared_memory or metadata: results.research"),
                 );
@@ -80,7 +80,7 @@ impl Compiler<'_> {
         for (path, name) in w.outputs.iter().flatten() {
             let optr = weft_core::validate::child_pointer(&format!("{ptr}/outputs"), path);
             if name.contains('.') {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(&optr, format!("the interface name `{name}` contains a dot"))
                         .hint(
                             "spec 001: outputs map parent state paths to interface names (no dots)",
@@ -88,7 +88,7 @@ impl Compiler<'_> {
                 );
             }
             if !state_path(path) {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(&optr, format!("`{path}` is not a path into the run state"))
                         .hint("a path starts with results, shared_memory or metadata: results.summary"),
                 );
@@ -144,14 +144,14 @@ impl Compiler<'_> {
             return Some(name);
         }
         if self.depth + 1 > max_depth {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, format!("child workflows nest deeper than {max_depth} levels here; does `{reference}` run itself?"))
                     .hint("max_depth (default 10) bounds how deeply workflow blocks nest"),
             );
             return None;
         }
         if !super::is_file_id(reference) {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, format!("`{reference}` cannot name a workflow file"))
                     .hint("a workflow_ref is a file name without its extension: letters, digits, `_`, `-` and `.` (no `/` or `..`)"),
             );
@@ -170,7 +170,7 @@ impl Compiler<'_> {
             })
             .collect();
         let Some(path) = candidates.iter().find(|p| p.is_file()) else {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, format!("no workflow file for `{reference}`")).hint(
                     format!("looked for {reference}.yaml beside this file and in workflows/"),
                 ),
@@ -200,7 +200,7 @@ impl Compiler<'_> {
                 Some(name)
             }
             Err(m) => {
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     ptr,
                     format!("the workflow `{reference}` does not load:\n{m}"),
                 ));

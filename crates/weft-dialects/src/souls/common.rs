@@ -40,7 +40,7 @@ impl Compiler<'_> {
         let cases_ptr;
         match (&common.output_conditions, &common.routes) {
             (Some(_), Some(_)) => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(
                         format!("{ptr}/routes"),
                         "a block has routes or output_conditions, not both",
@@ -52,7 +52,7 @@ impl Compiler<'_> {
             (Some(oc), None) => {
                 cases_ptr = format!("{ptr}/output_conditions");
                 if oc.iter().filter(|c| c.default).count() > 1 {
-                    self.diags.error(Diagnostic::error(
+                    self.diags.push(Diagnostic::error(
                         &cases_ptr,
                         "output_conditions has more than one default case",
                     ));
@@ -66,7 +66,7 @@ impl Compiler<'_> {
                 cases_ptr = format!("{ptr}/routes");
                 let defaults = routes.iter().filter(|r| r.default).count();
                 if defaults != 1 {
-                    self.diags.error(
+                    self.diags.push(
                         Diagnostic::error(
                             &cases_ptr,
                             format!("routes have {defaults} default routes"),
@@ -93,7 +93,7 @@ impl Compiler<'_> {
         let mut seen: Vec<&str> = Vec::new();
         for (i, (id, _, _)) in cases.iter().enumerate() {
             if seen.contains(&id.as_str()) {
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     format!("{cases_ptr}/{i}"),
                     format!("two cases are named `{id}`"),
                 ));
@@ -105,7 +105,7 @@ impl Compiler<'_> {
             return Some(block);
         }
         if !cases.is_empty() && !exit_conditions.is_empty() {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(format!("{ptr}/exit_conditions"), "exit_conditions and output_conditions (or routes) would both choose this block's exit")
                     .hint("keep one of them"),
             );
@@ -167,7 +167,7 @@ impl Compiler<'_> {
                     weft_core::validate::child_pointer(ptr, name),
                     format!("unknown output type `{ty}`"),
                 );
-                self.diags.error(d.hint_closest(
+                self.diags.push(d.hint_closest(
                     ty,
                     TYPES.iter().map(|(t, _, _)| *t),
                     "the types: str, int, float, bool, list, dict, any",
@@ -198,7 +198,7 @@ impl Compiler<'_> {
                 }));
             }
             (_, "gate" | "dispatch") => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(
                         ptr,
                         format!("a {kind} block's output has a fixed shape; it takes no `outputs`"),
@@ -227,7 +227,7 @@ impl Compiler<'_> {
         if let Some(t) = common.timeout_seconds
             && !(1..=3600).contains(&t)
         {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(
                     format!("{ptr}/timeout_seconds"),
                     format!("timeout_seconds is {t}; it must be 1-3600"),
@@ -238,7 +238,7 @@ impl Compiler<'_> {
         if let Some(d) = &common.depends {
             for (i, dep) in d.ids().into_iter().enumerate() {
                 if dep.trim().is_empty() {
-                    self.diags.error(Diagnostic::error(
+                    self.diags.push(Diagnostic::error(
                         format!("{ptr}/depends"),
                         "depends names a blank block",
                     ));
@@ -249,7 +249,7 @@ impl Compiler<'_> {
         }
         if let Some(r) = &common.error_route {
             if r.trim().is_empty() {
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     format!("{ptr}/error_route"),
                     "error_route is blank",
                 ));
@@ -261,7 +261,7 @@ impl Compiler<'_> {
             let mut seen = Vec::new();
             for (i, e) in exits.iter().enumerate() {
                 if seen.contains(&e.id) {
-                    self.diags.error(Diagnostic::error(
+                    self.diags.push(Diagnostic::error(
                         format!("{ptr}/exits/{i}/id"),
                         format!("two exits are named `{}`", e.id),
                     ));
@@ -278,7 +278,7 @@ impl Compiler<'_> {
             && !(1..=86_400).contains(&s)
         {
             ok = false;
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/max_duration_seconds"),
                 format!("max_duration_seconds is {s}; it must be 1-86400"),
             ));
@@ -287,14 +287,14 @@ impl Compiler<'_> {
             && !(c >= 0.0 && c.is_finite())
         {
             ok = false;
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/cost_cap_usd"),
                 "cost_cap_usd is a number of dollars, 0 or more",
             ));
         }
         if l.token_cap == Some(0) {
             ok = false;
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/token_cap"),
                 "token_cap must be at least 1",
             ));
@@ -308,11 +308,8 @@ impl Compiler<'_> {
                     format!("{ptr}/on_exceed"),
                     format!("unknown on_exceed `{other}`"),
                 );
-                self.diags.error(d.hint_closest(
-                    other,
-                    ["fail", "warn"],
-                    "on_exceed: fail or warn",
-                ));
+                self.diags
+                    .push(d.hint_closest(other, ["fail", "warn"], "on_exceed: fail or warn"));
                 OnExceed::Fail
             }
         };
@@ -335,7 +332,7 @@ impl Compiler<'_> {
             let at = weft_core::validate::child_pointer(ptr, phase);
             if !(1..=3600).contains(&seconds) {
                 ok = false;
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     &at,
                     format!("the `{phase}` threshold is {seconds} s; it must be 1-3600"),
                 ));
@@ -348,7 +345,7 @@ impl Compiler<'_> {
                 _ => {
                     ok = false;
                     let d = Diagnostic::error(&at, format!("unknown stall phase `{phase}`"));
-                    self.diags.error(d.hint_closest(
+                    self.diags.push(d.hint_closest(
                         phase,
                         PHASES.iter().copied(),
                         format!("the phases: {}", PHASES.join(", ")),
@@ -362,7 +359,7 @@ impl Compiler<'_> {
     /// `retry_config` as a retry policy.
     pub(super) fn retry(&mut self, r: &RetryConfig, ptr: &str) -> Option<Retry> {
         if !(1..=20).contains(&r.max_attempts) {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/max_attempts"),
                 format!("max_attempts is {}; it must be 1-20", r.max_attempts),
             ));
@@ -380,7 +377,7 @@ impl Compiler<'_> {
                         format!("{ptr}/non_retryable_errors/{i}"),
                         format!("`{name}` is not an error kind Weft retries"),
                     );
-                    self.diags.error(d.hint_closest(
+                    self.diags.push(d.hint_closest(
                         name,
                         RETRIED_BY_DEFAULT.iter().copied(),
                         format!(
@@ -406,7 +403,7 @@ impl Compiler<'_> {
         if let Some(b) = r.backoff_base_seconds
             && !(0.1..=60.0).contains(&b)
         {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/backoff_base_seconds"),
                 format!("backoff_base_seconds is {b}; it must be 0.1-60"),
             ));
@@ -420,7 +417,7 @@ impl Compiler<'_> {
                     format!("{ptr}/backoff"),
                     format!("unknown backoff `{other}`"),
                 );
-                self.diags.error(d.hint_closest(
+                self.diags.push(d.hint_closest(
                     other,
                     ["fixed", "exponential"],
                     "backoff: fixed or exponential",

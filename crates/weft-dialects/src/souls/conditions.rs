@@ -151,7 +151,7 @@ impl Compiler<'_> {
                     format!("{ptr}/operator"),
                     format!("unknown operator `{other}`"),
                 );
-                self.diags.error(d.hint_closest(
+                self.diags.push(d.hint_closest(
                     other,
                     OPERATORS.iter().copied(),
                     format!("the operators: {}", OPERATORS.join(", ")),
@@ -177,7 +177,7 @@ impl Compiler<'_> {
                     format!("unknown combinator `{other}`"),
                 );
                 self.diags
-                    .error(d.hint_closest(other, ["and", "or"], "combinator: and or or"));
+                    .push(d.hint_closest(other, ["and", "or"], "combinator: and or or"));
                 return None;
             }
         };
@@ -231,7 +231,7 @@ impl Compiler<'_> {
                     continue;
                 }
                 let Some(g) = group else {
-                    self.diags.error(
+                    self.diags.push(
                         Diagnostic::error(format!("{ptr}/{i}"), format!("case `{id}` has no condition"))
                             .hint("give it a condition_group (routes: `when`), or mark it `default: true`"),
                     );
@@ -254,7 +254,7 @@ impl Compiler<'_> {
                 (Some(c), None) => format!("{} in t", Value::from(c.as_str())),
                 (None, Some(r)) => format!("search({}, t)", Value::from(r.as_str())),
                 _ => {
-                    self.diags.error(
+                    self.diags.push(
                         Diagnostic::error(
                             format!("{ptr}/{i}"),
                             "an exit condition has `contains` or `regex`, one of them",

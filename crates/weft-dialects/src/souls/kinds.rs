@@ -25,7 +25,7 @@ impl Compiler<'_> {
     ) -> Option<Block> {
         let g: Gate = self.diags.parse(raw, ptr)?;
         if g.pass_to.is_some() != g.fail_to.is_some() {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, "a gate's `pass` and `fail` shorthands go together")
                     .hint("give both targets, or neither and route with conditional_transitions"),
             );
@@ -112,7 +112,7 @@ impl Compiler<'_> {
             .lines()
             .any(|l| l.trim_start().starts_with("def main("))
         {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(
                     format!("{ptr}/code"),
                     format!("{what} defines no `main` function"),
@@ -148,12 +148,12 @@ impl Compiler<'_> {
     /// `dispatch`: one soul per exit, all at once; results per exit and combined.
     pub(super) fn dispatch(&mut self, id: &str, raw: &Value, ptr: &str) -> Option<Block> {
         let Some(exits) = raw.get("exits") else {
-            self.diags.error(Diagnostic::error(ptr, "a dispatch block needs `exits`, one per branch").hint("exits: [{id: summary, label: Summary, soul_ref: writer, task: Summarize the input.}]"));
+            self.diags.push(Diagnostic::error(ptr, "a dispatch block needs `exits`, one per branch").hint("exits: [{id: summary, label: Summary, soul_ref: writer, task: Summarize the input.}]"));
             return None;
         };
         let exits: Vec<DispatchExit> = self.diags.parse(exits, &format!("{ptr}/exits"))?;
         if exits.is_empty() {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/exits"),
                 "a dispatch block needs at least one exit",
             ));
@@ -163,7 +163,7 @@ impl Compiler<'_> {
         for (i, e) in exits.iter().enumerate() {
             let eptr = format!("{ptr}/exits/{i}");
             if branches.contains_key(&e.id) {
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     format!("{eptr}/id"),
                     format!("two exits are named `{}`", e.id),
                 ));
@@ -231,7 +231,7 @@ impl Compiler<'_> {
     ) -> Option<Block> {
         let l: Loop = self.diags.parse(raw, ptr)?;
         if !(1..=50).contains(&l.max_rounds) {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(
                     format!("{ptr}/max_rounds"),
                     format!("max_rounds is {}; it must be 1-50", l.max_rounds),
@@ -241,7 +241,7 @@ impl Compiler<'_> {
             return None;
         }
         if l.inner_block_refs.is_empty() {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/inner_block_refs"),
                 "inner_block_refs must name at least one block",
             ));
@@ -249,7 +249,7 @@ impl Compiler<'_> {
         }
         if loops.iter().any(|(outer, _)| outer == id) || l.inner_block_refs.iter().any(|r| r == id)
         {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(
                     format!("{ptr}/inner_block_refs"),
                     format!("loop `{id}` runs itself"),
@@ -266,12 +266,12 @@ impl Compiler<'_> {
                         format!("unknown mode `{}`", c.mode),
                     );
                     self.diags
-                        .error(d.hint_closest(&c.mode, ["last", "all"], "mode: last or all"));
+                        .push(d.hint_closest(&c.mode, ["last", "all"], "mode: last or all"));
                 }
                 if let Some(src) = &c.source_blocks {
                     for (i, s) in src.iter().enumerate() {
                         if !l.inner_block_refs.contains(s) {
-                            self.diags.error(
+                            self.diags.push(
                                 Diagnostic::error(
                                     format!("{ptr}/carry_context/source_blocks/{i}"),
                                     format!("`{s}` is not one of this loop's inner blocks"),
@@ -290,7 +290,7 @@ impl Compiler<'_> {
                         .chars()
                         .all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
                 {
-                    self.diags.error(Diagnostic::error(
+                    self.diags.push(Diagnostic::error(
                         format!("{ptr}/carry_context/inject_as"),
                         "inject_as is a name (letters, digits, `_`)",
                     ));

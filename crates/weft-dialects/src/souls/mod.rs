@@ -139,7 +139,7 @@ impl Compiler<'_> {
         }
         let d = Diagnostic::error(ptr, format!("{what} `{id}` is not a block"));
         let known: Vec<String> = self.ids.clone();
-        self.diags.error(d.hint_closest(
+        self.diags.push(d.hint_closest(
             id,
             known.iter().map(String::as_str),
             format!("the blocks: {}", known.join(", ")),
@@ -154,7 +154,7 @@ impl Compiler<'_> {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
             {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(format!("/blocks/{id}"), format!("the block id `{id}` is not a name"))
                         .hint("block ids are letters, digits, `_` and `-` (`.` separates a dispatch block from its exits)"),
                 );
@@ -259,7 +259,7 @@ impl Compiler<'_> {
         if let Some(l) = &file.limits {
             flow.budget = self.budget(&l.caps(), "/limits");
             match l.warn_at_pct {
-                Some(p) if !(p > 0.0 && p <= 1.0) => self.diags.error(
+                Some(p) if !(p > 0.0 && p <= 1.0) => self.diags.push(
                     Diagnostic::error(
                         "/limits/warn_at_pct",
                         "warn_at_pct is a fraction above 0 and at most 1",
@@ -290,7 +290,7 @@ impl Compiler<'_> {
                 self.block_ref(t, &format!("{ptr}/to"), "the transition's `to`");
             }
             if plain.iter().any(|e: &Edge| &e.from == from) {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(&ptr, format!("`{from}` has two transitions")).hint(
                         "a block goes to one next block; branch with conditional_transitions",
                     ),
@@ -301,7 +301,7 @@ impl Compiler<'_> {
         for (i, ct) in file.workflow.conditional_transitions.iter().enumerate() {
             let ptr = format!("/workflow/conditional_transitions/{i}");
             let Some(Some(from)) = ct.get("from") else {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(&ptr, "a conditional transition needs `from`")
                         .hint("{from: review, approved: publish, default: revise}"),
                 );
@@ -332,7 +332,7 @@ impl Compiler<'_> {
                         weft_core::validate::child_pointer(&ptr, handle),
                         format!("`{from}` has no exit `{handle}`"),
                     );
-                    self.diags.error(d.hint_closest(
+                    self.diags.push(d.hint_closest(
                         handle,
                         known.iter().map(String::as_str),
                         format!("its exits: {}", known.join(", ")),
@@ -420,7 +420,7 @@ impl Compiler<'_> {
                 self.diags.parse(&v, &at)?
             }
             None if !is_file_id(id) => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(
                         ptr,
                         format!(
@@ -448,7 +448,7 @@ impl Compiler<'_> {
                                 path.display()
                             ),
                         );
-                        self.diags.error(d.hint_closest(
+                        self.diags.push(d.hint_closest(
                             id,
                             known.iter().map(String::as_str),
                             "define it under `souls:` or in souls/<id>.yaml beside the workflow",
@@ -467,7 +467,7 @@ impl Compiler<'_> {
                 match parsed {
                     Ok(s) => s,
                     Err(m) => {
-                        self.diags.error(Diagnostic::error(
+                        self.diags.push(Diagnostic::error(
                             ptr,
                             format!("the soul file for `{id}` does not load:\n{m}"),
                         ));
@@ -492,7 +492,7 @@ impl Compiler<'_> {
         let required_tools = soul.required_tool_calls.clone().unwrap_or_default();
         for (i, t) in required_tools.iter().enumerate() {
             if !soul.tools.iter().flatten().any(|listed| listed == t) {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(
                         format!("{ptr}/required_tool_calls/{i}"),
                         format!("the soul `{id}` must call `{t}`, which is not one of its tools"),
@@ -502,7 +502,7 @@ impl Compiler<'_> {
             }
         }
         if soul.max_tool_iterations == Some(0) {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/max_tool_iterations"),
                 "max_tool_iterations must be at least 1",
             ));
@@ -510,7 +510,7 @@ impl Compiler<'_> {
         if let Some(sid) = &soul.id
             && sid != id
         {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, format!("the soul `{id}` says its id is `{sid}`"))
                     .hint("a soul's `id` is the name it is referred to by"),
             );

@@ -79,7 +79,7 @@ impl Compiler<'_> {
             None | Some(Value::Null) => return,
             Some(Value::Object(o)) => o.clone(),
             Some(_) => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error("/tools", "tools is a map of tool id to its definition")
                         .hint("tools:\n  word_count:\n    type: code\n    description: Counts words\n    code: |\n      def main(args):\n          return len(args[\"text\"].split())"),
                 );
@@ -100,7 +100,7 @@ impl Compiler<'_> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
         {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, format!("the tool id `{id}` is not a name")).hint(
                     "tool ids are letters, digits, `_` and `-`: models see them as function names",
                 ),
@@ -109,7 +109,7 @@ impl Compiler<'_> {
         }
         let obj = raw.as_object().filter(|o| o.contains_key("type"));
         let Some(obj) = obj else {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, format!("the tool `{id}` needs a `type`"))
                     .hint("type: code, builtin or http"),
             );
@@ -118,7 +118,7 @@ impl Compiler<'_> {
         let kind = obj.get("type").and_then(Value::as_str).unwrap_or_default();
         let Some((kind, own)) = TYPES.iter().find(|(t, _)| *t == kind).copied() else {
             let d = Diagnostic::error(format!("{ptr}/type"), format!("unknown tool type `{kind}`"));
-            self.diags.error(d.hint_closest(
+            self.diags.push(d.hint_closest(
                 kind,
                 TYPES.iter().map(|(t, _)| *t),
                 "type: code, builtin or http",
@@ -134,7 +134,7 @@ impl Compiler<'_> {
                     child_pointer(ptr, key),
                     format!("a {kind} tool has no field `{key}`"),
                 );
-                self.diags.error(d.hint_closest(
+                self.diags.push(d.hint_closest(
                     key,
                     known.iter().copied(),
                     format!("its fields: {}", known.join(", ")),
@@ -151,7 +151,7 @@ impl Compiler<'_> {
             .timeout_seconds
             .is_some_and(|s| !(1..=3600).contains(&s))
         {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/timeout_seconds"),
                 "timeout_seconds is from 1 to 3600",
             ));
@@ -183,14 +183,14 @@ impl Compiler<'_> {
             .as_object()
             .is_some_and(|o| o.get("type").and_then(Value::as_str) == Some("object"));
         if !is_object_schema {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, "parameters is a JSON Schema of the arguments object")
                     .hint("parameters: {type: object, properties: {city: {type: string}}, required: [city]}"),
             );
             return None;
         }
         if let Err(e) = jsonschema::validator_for(p) {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 ptr,
                 format!("parameters is not a valid JSON Schema: {e}"),
             ));
@@ -203,7 +203,7 @@ impl Compiler<'_> {
     /// arguments.
     fn code_tool(&mut self, id: &str, def: &ToolDef, ptr: &str, seconds: u64) -> Option<Block> {
         let Some(code) = &def.code else {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, format!("the code tool `{id}` needs `code`"))
                     .hint("code: |\n  def main(args):\n      return args"),
             );
@@ -234,7 +234,7 @@ impl Compiler<'_> {
                     format!("`{action}` is not an action Weft runs")
                 },
             );
-            self.diags.error(d.hint_closest(
+            self.diags.push(d.hint_closest(
                 action,
                 BUILTIN_ACTIONS.iter().copied(),
                 format!("the actions: {}", BUILTIN_ACTIONS.join(", ")),
@@ -255,7 +255,7 @@ impl Compiler<'_> {
     /// as the JSON body); the model gets the response's body.
     fn http_tool(&mut self, def: &ToolDef, ptr: &str, seconds: u64) -> Option<Block> {
         let Some(url) = &def.url else {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, "an http tool needs a `url`")
                     .hint("url: \"https://api.example.com/weather/{{ args.city }}\""),
             );
@@ -266,7 +266,7 @@ impl Compiler<'_> {
             "GET" => false,
             "POST" => true,
             _ => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(
                         format!("{ptr}/method"),
                         format!("method `{method}` is not GET or POST"),
@@ -282,7 +282,7 @@ impl Compiler<'_> {
             } else {
                 ("body", "a GET has no body")
             };
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(
                     format!("{ptr}/{field}"),
                     format!("`{field}` does not go with method {method}"),
@@ -333,7 +333,7 @@ impl Compiler<'_> {
                         format!("{ptr}/tools/{i}"),
                         format!("the soul's tool `{id}` is not under the workflow's `tools:`"),
                     );
-                    self.diags.error(d.hint_closest(
+                    self.diags.push(d.hint_closest(
                         id,
                         known.iter().map(String::as_str),
                         if known.is_empty() {

@@ -38,7 +38,7 @@ impl Compiler<'_> {
                     known().collect::<Vec<_>>().join(", ")
                 ),
             );
-        self.diags.error(d);
+        self.diags.push(d);
         None
     }
 }

@@ -42,7 +42,7 @@ impl Compiler<'_> {
     ) -> Option<Block> {
         let wptr = format!("{ptr}/with");
         let Some(with) = with.and_then(Value::as_object) else {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(
                     &wptr,
                     format!("{uses} needs `with:` and its `model` and `messages`"),
@@ -69,7 +69,7 @@ impl Compiler<'_> {
                     format!("{uses} has no option `{key}`"),
                 );
                 self.diags
-                    .error(d.hint_closest(key, options.iter().copied(), hint));
+                    .push(d.hint_closest(key, options.iter().copied(), hint));
             }
         }
         let mut spec = LlmSpec {
@@ -81,7 +81,7 @@ impl Compiler<'_> {
         if let Some(t) = with.get("temperature") {
             match t.as_f64() {
                 Some(t) => spec.temperature = Some(t),
-                None => self.diags.error(Diagnostic::error(
+                None => self.diags.push(Diagnostic::error(
                     format!("{wptr}/temperature"),
                     "temperature is a number",
                 )),
@@ -90,7 +90,7 @@ impl Compiler<'_> {
         if let Some(t) = with.get("max_tokens") {
             match t.as_u64().and_then(|n| u32::try_from(n).ok()) {
                 Some(n) => spec.max_tokens = Some(n),
-                None => self.diags.error(Diagnostic::error(
+                None => self.diags.push(Diagnostic::error(
                     format!("{wptr}/max_tokens"),
                     "max_tokens is a whole number",
                 )),
@@ -109,7 +109,7 @@ impl Compiler<'_> {
     fn messages(&mut self, with: &serde_json::Map<String, Value>, wptr: &str, spec: &mut LlmSpec) {
         if let Some(messages) = with.get("messages") {
             let Some(messages) = messages.as_array().filter(|m| !m.is_empty()) else {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(format!("{wptr}/messages"), "messages is a non-empty list")
                         .hint("messages: [{role: user, content: \"...\"}]"),
                 );
@@ -125,7 +125,7 @@ impl Compiler<'_> {
                             content: Template(c.to_owned()),
                         })
                     }
-                    _ => self.diags.error(
+                    _ => self.diags.push(
                         Diagnostic::error(
                             format!("{wptr}/messages/{i}"),
                             "a message is {role: system|user|assistant, content: TEXT}",
@@ -137,11 +137,11 @@ impl Compiler<'_> {
         }
         match with.get("prompt") {
             Some(Value::String(p)) => spec.prompt = Some(Template(p.clone())),
-            Some(_) => self.diags.error(Diagnostic::error(
+            Some(_) => self.diags.push(Diagnostic::error(
                 format!("{wptr}/prompt"),
                 "prompt is a string (a template)",
             )),
-            None if spec.messages.is_empty() && !with.contains_key("messages") => self.diags.error(
+            None if spec.messages.is_empty() && !with.contains_key("messages") => self.diags.push(
                 Diagnostic::error(wptr, "a model action needs `messages` or `prompt`")
                     .hint("messages: [{role: user, content: \"...\"}], or prompt: \"...\""),
             ),
@@ -160,7 +160,7 @@ impl Compiler<'_> {
                     .pointer("/json_schema/schema")
                     .filter(|s| s.is_object());
                 if schema.is_none() {
-                    self.diags.error(
+                    self.diags.push(
                         Diagnostic::error(ptr, "a json_schema response format needs `json_schema.schema`")
                             .hint("response_format: {type: json_schema, json_schema: {name: answer, schema: {type: object, ...}}}"),
                     );
@@ -168,7 +168,7 @@ impl Compiler<'_> {
                 schema.cloned()
             }
             _ => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(
                         ptr,
                         "response_format is {type: text | json_object | json_schema}",
@@ -197,7 +197,7 @@ impl Compiler<'_> {
                 .filter(|n| *n >= 1)
             {
                 Some(n) => spec.max_tool_rounds = n,
-                None => self.diags.error(Diagnostic::error(
+                None => self.diags.push(Diagnostic::error(
                     format!("{wptr}/max_tool_rounds"),
                     "max_tool_rounds is a whole number of at least 1",
                 )),
@@ -208,7 +208,7 @@ impl Compiler<'_> {
             .and_then(Value::as_array)
             .filter(|t| !t.is_empty())
         else {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(format!("{wptr}/tools"), "llm.tools needs `tools`, a non-empty list")
                     .hint("tools: [{name: fetch, description: \"...\", parameters: {url: {type: string, required: true}}, action: http.get}]"),
             );
@@ -217,7 +217,7 @@ impl Compiler<'_> {
         for (i, tool) in tools.iter().enumerate() {
             if let Some(t) = self.tool(tool, &format!("{wptr}/tools/{i}"), node) {
                 if spec.tools.iter().any(|known| known.name == t.name) {
-                    self.diags.error(Diagnostic::error(
+                    self.diags.push(Diagnostic::error(
                         format!("{wptr}/tools/{i}/name"),
                         format!("two tools are named `{}`", t.name),
                     ));
@@ -247,7 +247,7 @@ impl Compiler<'_> {
                 );
                 let choices = ["auto", "none"].into_iter().chain(names.iter().copied());
                 let listed = choices.clone().collect::<Vec<_>>().join(", ");
-                self.diags.error(d.hint_closest(
+                self.diags.push(d.hint_closest(
                     other.as_str().unwrap_or(""),
                     choices,
                     format!("one of: {listed}"),
@@ -260,7 +260,7 @@ impl Compiler<'_> {
     fn tool(&mut self, tool: &Value, ptr: &str, node: &str) -> Option<ToolSpec> {
         const KEYS: &[&str] = &["name", "description", "parameters", "action"];
         let Some(t) = tool.as_object() else {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 ptr,
                 "a tool is {name, description, parameters, action}",
             ));
@@ -271,7 +271,7 @@ impl Compiler<'_> {
                 weft_core::validate::child_pointer(ptr, key),
                 format!("a tool has no field `{key}`"),
             );
-            self.diags.error(d.hint_closest(
+            self.diags.push(d.hint_closest(
                 key,
                 KEYS.iter().copied(),
                 format!("its fields: {}", KEYS.join(", ")),
@@ -282,7 +282,7 @@ impl Compiler<'_> {
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty());
         let Some(name) = name else {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/name"),
                 "a tool needs a `name`",
             ));
@@ -303,7 +303,7 @@ impl Compiler<'_> {
                         ),
                     },
                 );
-                self.diags.error(d.hint_closest(
+                self.diags.push(d.hint_closest(
                     action.unwrap_or(""),
                     BUILTIN.iter().copied(),
                     format!("a tool runs one of: {}", BUILTIN.join(", ")),
@@ -338,7 +338,7 @@ impl Compiler<'_> {
         let mut required = Vec::new();
         let empty = serde_json::Map::new();
         let Some(params) = parameters.map_or(Some(&empty), Value::as_object) else {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(
                     ptr,
                     "parameters is a map of argument name to {type, description, required}",
@@ -349,7 +349,7 @@ impl Compiler<'_> {
         };
         for (arg, p) in params {
             let Some(p) = p.as_object() else {
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     weft_core::validate::child_pointer(ptr, arg),
                     format!("the argument `{arg}` is {{type, description?, required?}}"),
                 ));
@@ -359,7 +359,7 @@ impl Compiler<'_> {
             match schema.remove("required") {
                 None | Some(Value::Bool(false)) => {}
                 Some(Value::Bool(true)) => required.push(Value::from(arg.as_str())),
-                Some(_) => self.diags.error(Diagnostic::error(
+                Some(_) => self.diags.push(Diagnostic::error(
                     format!("{}/required", weft_core::validate::child_pointer(ptr, arg)),
                     "required is true or false",
                 )),
@@ -386,7 +386,7 @@ impl Compiler<'_> {
             Some(Value::String(m)) => match self.constant(m) {
                 Some(m) => Some(m),
                 None => {
-                    self.diags.error(
+                    self.diags.push(
                         Diagnostic::error(
                             format!("{wptr}/model"),
                             format!("the model `{m}` is a template Weft cannot resolve when the flow loads"),
@@ -397,7 +397,7 @@ impl Compiler<'_> {
                 }
             },
             Some(_) => {
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     format!("{wptr}/model"),
                     "model is a string",
                 ));

@@ -120,7 +120,7 @@ impl Compiler<'_> {
     fn flow(&mut self, tea: &TeaDoc) -> Option<Flow> {
         self.check_state_schema(&tea.state_schema);
         if tea.nodes.is_empty() {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error("/nodes", "a tea flow needs at least one node")
                     .hint("nodes: [{name: start, run: \"return {}\"}]"),
             );
@@ -157,7 +157,7 @@ impl Compiler<'_> {
             let name = ty.as_str().map(|t| t.split('[').next().unwrap_or(t).trim());
             if !name.is_some_and(|t| TYPES.contains(&t.to_lowercase().as_str())) {
                 let d = Diagnostic::error(&ptr, format!("`{key}` has an unknown type {ty}"));
-                self.diags.error(d.hint_closest(
+                self.diags.push(d.hint_closest(
                     name.unwrap_or_default(),
                     TYPES.iter().copied(),
                     format!("types: {}", TYPES.join(", ")),
@@ -189,7 +189,7 @@ impl Compiler<'_> {
         .filter_map(|(on, m)| on.then_some(m))
         .collect();
         if methods.len() > 1 {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, format!("node `{name}` has {} execution methods; give it one", methods.join(" and ")))
                     .hint("a node runs code (run/script), an action (uses), steps, or is a while_loop or dynamic_parallel"),
             );
@@ -215,7 +215,7 @@ impl Compiler<'_> {
                     format!("{ptr}/type"),
                     format!("unknown node type `{other}`"),
                 );
-                self.diags.error(d.hint_closest(
+                self.diags.push(d.hint_closest(
                     other,
                     ["while_loop", "dynamic_parallel"],
                     "node types: while_loop, dynamic_parallel",
@@ -301,7 +301,7 @@ impl Compiler<'_> {
             (Some(Value::String(s)), _) => (s.clone(), format!("{ptr}/run")),
             (Some(Value::Object(o)), _) => return self.expression(o, &format!("{ptr}/run")),
             (Some(_), _) => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(
                         format!("{ptr}/run"),
                         "`run` is code (a string) or {type: expression, value, output_key}",
@@ -317,12 +317,12 @@ impl Compiler<'_> {
             Ok(l) => l,
             Err(m) => {
                 self.diags
-                    .error(Diagnostic::error(format!("{ptr}/language"), m));
+                    .push(Diagnostic::error(format!("{ptr}/language"), m));
                 return None;
             }
         };
         if source.trim().is_empty() {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 &sptr,
                 format!("node `{name}` has empty code"),
             ));
@@ -338,7 +338,7 @@ impl Compiler<'_> {
     fn expression(&mut self, o: &serde_json::Map<String, Value>, ptr: &str) -> Option<Block> {
         for key in o.keys() {
             if !["type", "value", "output_key"].contains(&key.as_str()) {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(
                         weft_core::validate::child_pointer(ptr, key),
                         format!("unknown key `{key}` in an expression"),
@@ -348,14 +348,14 @@ impl Compiler<'_> {
             }
         }
         if o.get("type").and_then(Value::as_str) != Some("expression") {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(format!("{ptr}/type"), "an object `run` needs `type: expression`")
                     .hint("run: {type: expression, value: \"len(state.items) > 0\", output_key: has_items}"),
             );
             return None;
         }
         let Some(value) = o.get("value").and_then(Value::as_str) else {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/value"),
                 "an expression needs `value`, an expression string",
             ));
@@ -376,7 +376,7 @@ impl Compiler<'_> {
     /// `steps:` run in order, each seeing the state merged so far.
     fn steps(&mut self, steps: &[Node], ptr: &str, in_loop: bool) -> Option<Block> {
         if steps.is_empty() {
-            self.diags.error(Diagnostic::error(ptr, "`steps` is empty"));
+            self.diags.push(Diagnostic::error(ptr, "`steps` is empty"));
             return None;
         }
         let blocks = self.in_order(
@@ -404,7 +404,7 @@ impl Compiler<'_> {
         for (i, n) in nodes.iter().enumerate() {
             let nptr = format!("{ptr}/{i}");
             if n.goto.is_some() || n.fan_in.is_some() {
-                self.diags.error(Diagnostic::error(&nptr, no_navigation));
+                self.diags.push(Diagnostic::error(&nptr, no_navigation));
             }
             let name = n.name.clone().unwrap_or_else(|| default_name(i));
             blocks.extend(self.node(n, &nptr, &name, false, in_loop));
@@ -435,7 +435,7 @@ impl Compiler<'_> {
 
     fn while_loop(&mut self, n: &Node, ptr: &str, name: &str, in_loop: bool) -> Option<Block> {
         if in_loop {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, format!("`{name}` is a while_loop inside a while_loop; nested while-loops are not supported"))
                     .hint("spec 004: \"Nested while-loops are NOT supported\"; move the inner loop into its own node"),
             );
@@ -443,14 +443,14 @@ impl Compiler<'_> {
         }
         let max = match n.max_iterations {
             None => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(ptr, format!("while_loop `{name}` needs `max_iterations`"))
                         .hint("max_iterations is required, from 1 to 1000"),
                 );
                 return None;
             }
             Some(m) if !(1..=1000).contains(&m) => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(
                         format!("{ptr}/max_iterations"),
                         format!("max_iterations is {m}, outside 1-1000"),
@@ -462,7 +462,7 @@ impl Compiler<'_> {
             Some(m) => m as u32,
         };
         let Some(condition) = &n.condition else {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, format!("while_loop `{name}` needs a `condition`"))
                     .hint("condition: \"state.count < 5\" (checked before each iteration)"),
             );
@@ -471,7 +471,7 @@ impl Compiler<'_> {
         let body = match &n.body {
             Some(b) if !b.is_empty() => b,
             _ => {
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     ptr,
                     format!("while_loop `{name}` needs a `body`, a list of nodes"),
                 ));
@@ -502,7 +502,7 @@ impl Compiler<'_> {
         in_loop: bool,
     ) -> Option<Block> {
         let Some(items) = &n.items else {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, format!("dynamic_parallel `{name}` needs `items`"))
                     .hint("items: \"{{ state.urls }}\""),
             );
@@ -521,7 +521,7 @@ impl Compiler<'_> {
         .filter_map(|(on, m)| on.then_some(m))
         .collect();
         if modes.len() != 1 {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(
                     ptr,
                     match modes.len() {
@@ -541,14 +541,14 @@ impl Compiler<'_> {
         if let Some(c) = n.max_concurrency
             && c < 1
         {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/max_concurrency"),
                 "max_concurrency must be a positive integer",
             ));
             return None;
         }
         if n.input.is_some() && n.subgraph.is_none() {
-            self.diags.error(Diagnostic::error(
+            self.diags.push(Diagnostic::error(
                 format!("{ptr}/input"),
                 "`input` belongs to subgraph mode",
             ));
@@ -618,7 +618,7 @@ impl Compiler<'_> {
         let file = n.subgraph.as_deref().expect("subgraph mode");
         let sptr = format!("{ptr}/subgraph");
         if file.contains("://") {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(
                     &sptr,
                     format!("`{file}` is remote; Weft loads subgraphs from local files only"),
@@ -628,7 +628,7 @@ impl Compiler<'_> {
             return None;
         }
         if self.depth >= MAX_SUBGRAPH_DEPTH {
-            self.diags.error(Diagnostic::error(&sptr, format!("subgraphs nest deeper than {MAX_SUBGRAPH_DEPTH} files; is one including itself?")));
+            self.diags.push(Diagnostic::error(&sptr, format!("subgraphs nest deeper than {MAX_SUBGRAPH_DEPTH} files; is one including itself?")));
             return None;
         }
         let path = self.base_dir.unwrap_or(Path::new(".")).join(file);
@@ -659,7 +659,7 @@ impl Compiler<'_> {
         let flow = match loaded {
             Ok(f) => f,
             Err(m) => {
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     &sptr,
                     format!("subgraph `{file}` does not load:\n{m}"),
                 ));
@@ -711,28 +711,28 @@ impl Compiler<'_> {
 
     fn node_name(&mut self, n: &Node, ptr: &str, seen: &IndexMap<String, Block>) -> Option<String> {
         let Some(name) = n.name.clone() else {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(ptr, "a node needs a `name`").hint("nodes: [{name: fetch, ...}]"),
             );
             return None;
         };
         let nptr = format!("{ptr}/name");
         if name.is_empty() || name.contains('/') || name.contains('@') || name.contains('#') {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(nptr, format!("`{name}` cannot name a node"))
                     .hint("use letters, digits, `_`, `-` and `.`"),
             );
             return None;
         }
         if ["__start__", "__end__", weft_core::ir::END].contains(&name.as_str()) {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(nptr, format!("`{name}` is reserved and cannot name a node"))
                     .hint("`__start__` and `__end__` name the graph's ends (and Weft reserves `end`); rename the node"),
             );
             return None;
         }
         if seen.contains_key(&name) {
-            self.diags.error(
+            self.diags.push(
                 Diagnostic::error(nptr, format!("two nodes are named `{name}`"))
                     .hint("node names are unique"),
             );

@@ -37,11 +37,11 @@ impl Compiler<'_> {
             let ptr = format!("/edges/{i}");
             if e.from == START {
                 if e.condition.is_some() || e.when.is_some() || e.kind.is_some() {
-                    self.diags.error(Diagnostic::error(&ptr, "an edge from `__start__` names the first node; it takes no condition or type"));
+                    self.diags.push(Diagnostic::error(&ptr, "an edge from `__start__` names the first node; it takes no condition or type"));
                 }
                 match &entry {
                     None => entry = self.target(&e.to, &format!("{ptr}/to"), &names),
-                    Some(_) => self.diags.error(
+                    Some(_) => self.diags.push(
                         Diagnostic::error(&ptr, "a second edge from `__start__`")
                             .hint("a flow has one first node"),
                     ),
@@ -102,11 +102,11 @@ impl Compiler<'_> {
             None => {}
             Some(Value::Bool(_)) if !dp => {}
             Some(Value::String(_)) if dp => {}
-            Some(_) if dp => self.diags.error(
+            Some(_) if dp => self.diags.push(
                 Diagnostic::error(format!("{ptr}/fan_in"), "on a dynamic_parallel node, `fan_in` names the node that runs after every branch")
                     .hint("fan_in: aggregate"),
             ),
-            Some(_) => self.diags.error(
+            Some(_) => self.diags.push(
                 Diagnostic::error(format!("{ptr}/fan_in"), "`fan_in` marks a join node: `fan_in: true`")
                     .hint("only a dynamic_parallel node names its fan-in node"),
             ),
@@ -132,7 +132,7 @@ impl Compiler<'_> {
                 for (i, r) in rules.iter().enumerate() {
                     let rptr = format!("{ptr}/{i}");
                     let Some(rule) = r.as_object() else {
-                        self.diags.error(Diagnostic::error(
+                        self.diags.push(Diagnostic::error(
                             &rptr,
                             "a goto rule is {if: CONDITION, to: NODE}",
                         ));
@@ -144,7 +144,7 @@ impl Compiler<'_> {
                                 weft_core::validate::child_pointer(&rptr, key),
                                 format!("unknown key `{key}` in a goto rule"),
                             );
-                            self.diags.error(d.hint_closest(
+                            self.diags.push(d.hint_closest(
                                 key,
                                 ["if", "to"],
                                 "a goto rule is {if: CONDITION, to: NODE}",
@@ -152,7 +152,7 @@ impl Compiler<'_> {
                         }
                     }
                     let Some(to) = rule.get("to").and_then(Value::as_str) else {
-                        self.diags.error(Diagnostic::error(
+                        self.diags.push(Diagnostic::error(
                             &rptr,
                             "a goto rule needs `to`, a node name or `__end__`",
                         ));
@@ -163,7 +163,7 @@ impl Compiler<'_> {
                         Some(Value::String(c)) => Some(Expr(strip_braces(c).to_owned())),
                         Some(Value::Bool(true)) => None,
                         Some(_) => {
-                            self.diags.error(Diagnostic::error(
+                            self.diags.push(Diagnostic::error(
                                 format!("{rptr}/if"),
                                 "`if` is a condition, e.g. \"state.score > 0.8\"",
                             ));
@@ -180,7 +180,7 @@ impl Compiler<'_> {
                 // No rule matched: on to the next node, as without a goto.
                 edges.push(plain(from, next.to_owned()));
             }
-            _ => self.diags.error(
+            _ => self.diags.push(
                 Diagnostic::error(ptr, "`goto` is a node name or a list of {if, to} rules")
                     .hint("goto: [{if: \"state.ok\", to: publish}, {to: revise}]"),
             ),
@@ -197,7 +197,7 @@ impl Compiler<'_> {
         let to = self.target(&e.to, &format!("{ptr}/to"), names)?;
         let condition = e.condition.as_ref().map(|c| {
             if c.kind.as_deref().is_some_and(|k| k != "expression") {
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     format!("{ptr}/condition/type"),
                     "a condition's type is `expression`",
                 ));
@@ -211,7 +211,7 @@ impl Compiler<'_> {
             (None, None) => None,
             (None, Some(Value::Bool(b))) => (!b).then(|| "false".to_owned()),
             (Some(_), Some(_)) | (None, Some(_)) => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(
                         format!("{ptr}/when"),
                         "`when` is true or false beside a `condition`, or an expression alone",
@@ -225,7 +225,7 @@ impl Compiler<'_> {
             None => false,
             Some("parallel") => true,
             Some(other) => {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(
                         format!("{ptr}/type"),
                         format!("unknown edge type `{other}`"),
@@ -237,12 +237,12 @@ impl Compiler<'_> {
         };
         if let Some(f) = &e.fan_in {
             if !parallel {
-                self.diags.error(Diagnostic::error(
+                self.diags.push(Diagnostic::error(
                     format!("{ptr}/fan_in"),
                     "`fan_in` belongs to `type: parallel` edges",
                 ));
             } else if !joins.contains(f) {
-                self.diags.error(
+                self.diags.push(
                     Diagnostic::error(
                         format!("{ptr}/fan_in"),
                         format!("the fan-in node `{f}` is not marked `fan_in: true`"),
@@ -274,7 +274,7 @@ impl Compiler<'_> {
         let d = Diagnostic::error(ptr, format!("unknown node `{name}`"));
         let candidates = names.iter().copied().chain([FINISH]);
         self.diags
-            .error(d.hint_closest(name, candidates, format!("nodes: {}", names.join(", "))));
+            .push(d.hint_closest(name, candidates, format!("nodes: {}", names.join(", "))));
     }
 }
 
