@@ -154,6 +154,16 @@ const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 fn open_connection(path: &Path, durability: Durability) -> Result<Connection, OpenError> {
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(BUSY_WAIT)?;
+    // Before anything writes: switching to WAL alone would change a foreign file's header.
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if !tables.is_empty() && !tables.iter().any(|t| t == "meta") {
+        return Err(OpenError::Foreign(tables));
+    }
     // Switching to WAL takes an exclusive lock without calling the busy handler, so
     // several processes opening a new file at once retry it themselves.
     retry_busy(|| conn.pragma_update(None, "journal_mode", "WAL"))?;
@@ -168,15 +178,6 @@ fn open_connection(path: &Path, durability: Durability) -> Result<Connection, Op
     // One writer at a time creates or upgrades the schema: the others wait for the
     // write lock, then find it done.
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let tables: Vec<String> = tx
-        .prepare(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
-        )?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    if !tables.is_empty() && !tables.iter().any(|t| t == "meta") {
-        return Err(OpenError::Foreign(tables));
-    }
     tx.execute_batch(SCHEMA)?;
     let version: Option<String> = tx
         .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
@@ -791,6 +792,10 @@ mod tests {
             )
             .unwrap();
         assert_eq!(tables, 1, "Weft added tables to a foreign database");
+        let mode: String = c
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "delete", "Weft switched a foreign database to WAL");
     }
 
     #[test]
