@@ -1,71 +1,13 @@
 //! The `weft` binary as scripts use it: real processes, a real SQLite file, exit codes.
 
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-struct Env {
-    dir: tempfile::TempDir,
-}
+mod support;
 
-impl Env {
-    fn new() -> Env {
-        Env {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.path(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
-
-    fn cmd(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_weft"));
-        c.env("WEFT_DB", self.path("runs.db"))
-            .env("WEFT_FILES", self.dir.path())
-            .env_remove("WEFT_MODEL")
-            .stdin(Stdio::null());
-        c
-    }
-
-    fn weft(&self, args: &[&str]) -> Output {
-        self.cmd().args(args).output().unwrap()
-    }
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("weft was killed by a signal")
-}
-
-fn stdout_json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn example(name: &str) -> String {
-    // Read at run time: a build cache shared by two clones keeps the other path in `env!`.
-    Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("run by cargo"))
-        .join("../../examples")
-        .join(name)
-        .display()
-        .to_string()
-}
+use support::{Env, code, example, stderr, stdout_json};
 
 #[test]
 fn every_example_runs_offline() {
@@ -973,86 +915,6 @@ fn schema_prints_every_dialect_s_schema_and_reference() {
     let o = env.weft(&["schema", "--list"]);
     assert_eq!(code(&o), 0);
     assert!(String::from_utf8_lossy(&o.stdout).contains("souls"));
-}
-
-/// Two processes answer one approval at the same instant, 50 times: exactly one
-/// continues the run, the other is told who answered (exit 2), and the journal holds one
-/// answer. Also approve against `runs resume`.
-#[test]
-fn the_first_answer_to_an_approval_wins() {
-    let env = Env::new();
-    let flow = example("release-approval.yaml");
-    let (mut both_continued, mut rejected_wins) = (0, 0);
-    for round in 0..50 {
-        let o = env.weft(&["run", &flow, "--json", "-q"]);
-        assert_eq!(code(&o), 3, "{}", stderr(&o));
-        let id = stdout_json(&o)["run_id"].as_str().unwrap().to_owned();
-        let second: Vec<&str> = if round % 5 == 4 {
-            vec!["runs", "resume", &id, "--json", "-q"]
-        } else {
-            vec!["approve", &id, "--reject", "--note", "no", "--json", "-q"]
-        };
-        let a = env
-            .cmd()
-            .args(["approve", &id, "--json", "-q"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let b = env
-            .cmd()
-            .args(&second)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
-        let codes = (code(&a), code(&b));
-        if round % 5 == 4 {
-            // A resume that wins runs the paused run until it pauses again (exit 3); the
-            // approval then answers it after, or is told the run was taken (exit 2) and
-            // is given again here. A resume that loses is told (exit 2).
-            assert!(
-                matches!(codes, (0, 2) | (0, 3) | (2, 0) | (2, 3)),
-                "round {round}: {codes:?}\n{}\n{}",
-                stderr(&a),
-                stderr(&b)
-            );
-            if codes == (2, 3) {
-                assert!(stderr(&a).contains("taken first"), "{}", stderr(&a));
-                let o = env.weft(&["approve", &id, "-q"]);
-                assert_eq!(code(&o), 0, "round {round}: {}", stderr(&o));
-            }
-        } else {
-            if codes == (0, 0) {
-                both_continued += 1;
-            }
-            assert!(
-                matches!(codes, (0, 2) | (2, 0)),
-                "round {round}: {codes:?}\n{}\n{}",
-                stderr(&a),
-                stderr(&b)
-            );
-            let loser = if codes.0 == 2 { &a } else { &b };
-            assert!(
-                stderr(loser).contains("already answered"),
-                "round {round}: {}",
-                stderr(loser)
-            );
-            rejected_wins += usize::from(codes.1 == 0);
-        }
-        let shown = stdout_json(&env.weft(&["runs", "show", &id]));
-        let answers = shown["journal"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["kind"] == "answer")
-            .count();
-        assert_eq!(answers, 1, "round {round}: {shown}");
-        assert_eq!(shown["status"], "completed", "round {round}");
-    }
-    assert_eq!(both_continued, 0);
-    eprintln!("the reject won {rejected_wins} of 40 races");
 }
 
 /// `validate` finds a Lua syntax error without running the flow, at the code's line.

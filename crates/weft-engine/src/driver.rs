@@ -508,7 +508,6 @@ impl Engine {
         };
         let result = exec(cx, &flow.root).await;
         watcher.abort();
-        let flushed = inner.store.flush().await;
         let journal_error = run.journal_error.lock().expect("journal error lock").take();
 
         let mut state = state0;
@@ -517,10 +516,9 @@ impl Engine {
         rec.updated_ms = now_ms() as i64;
         rec.owner = None;
         let mut waiting = Vec::new();
-        let result = match (journal_error, flushed) {
-            (Some(e), _) => Err(Stop::Failed(e)),
-            (None, Err(e)) => Err(Stop::Failed(BlockError::from(e))),
-            (None, Ok(())) => result,
+        let result = match journal_error {
+            Some(e) => Err(Stop::Failed(e)),
+            None => result,
         };
         match result {
             Ok(Outcome { output, patch, .. }) => {

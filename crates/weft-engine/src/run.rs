@@ -74,8 +74,10 @@ impl RunCtx {
         }
     }
 
-    /// Appends to the journal. A store failure is remembered and fails the run at its end,
-    /// because a step whose result cannot be recorded must not be reported as durable.
+    /// Appends to the journal and returns once the entry is durable, so that nothing
+    /// that depends on this step starts before its result would survive a crash. A store
+    /// failure is remembered and fails the run at its end, because a step whose result
+    /// cannot be recorded must not be reported as durable.
     pub(crate) async fn record(&self, key: &str, kind: EntryKind, value: Value) {
         let entry = JournalEntry {
             key: key.to_owned(),

@@ -120,10 +120,6 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn flush(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-
     async fn forget(&self, run_id: &str, keys: &[String]) -> Result<(), StoreError> {
         if let Some(j) = self
             .journals

@@ -1,9 +1,9 @@
 //! The SQLite store: one database file in WAL mode, owned by one writer thread.
 //!
-//! Every request travels to that thread over a channel. Journal appends do not wait:
-//! the thread drains every append queued behind the first and commits them in one
-//! transaction (group commit), in order, so an entry is durable only after every entry
-//! appended before it. `flush` waits until the queue ahead of it is committed.
+//! Every request travels to that thread over a channel. The thread drains every journal
+//! append queued behind the first and commits them in one transaction (group commit),
+//! in order, then answers each: an append returns only once its entry is durable, and
+//! appends made at the same moment (parallel branches, other runs) share one commit.
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -36,9 +36,15 @@ const QUEUE: usize = 8192;
 
 type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 
+/// One journal append waiting for its commit.
+struct Append {
+    run_id: String,
+    entry: JournalEntry,
+    durable: Reply<()>,
+}
+
 enum Request {
-    Append(String, JournalEntry),
-    Flush(Reply<()>),
+    Append(Box<Append>),
     PutFlow(String, String, Reply<()>),
     GetFlow(String, Reply<Option<String>>),
     CreateRun(Box<RunRecord>, Reply<()>),
@@ -227,16 +233,15 @@ fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result
 }
 
 fn writer(mut conn: Connection, mut rx: mpsc::Receiver<Request>) {
-    let mut failed: Option<StoreError> = None;
     while let Some(first) = rx.blocking_recv() {
         let mut next = Some(first);
         while let Some(req) = next.take() {
             match req {
-                Request::Append(run, entry) => {
-                    let mut batch = vec![(run, entry)];
+                Request::Append(first) => {
+                    let mut batch = vec![*first];
                     while batch.len() < MAX_BATCH {
                         match rx.try_recv() {
-                            Ok(Request::Append(r, e)) => batch.push((r, e)),
+                            Ok(Request::Append(a)) => batch.push(*a),
                             Ok(other) => {
                                 next = Some(other);
                                 break;
@@ -244,15 +249,10 @@ fn writer(mut conn: Connection, mut rx: mpsc::Receiver<Request>) {
                             Err(_) => break,
                         }
                     }
-                    if let Err(e) = append_batch(&mut conn, &batch) {
-                        failed.get_or_insert(e);
+                    let committed = append_batch(&mut conn, &batch);
+                    for a in batch {
+                        let _ = a.durable.send(committed.clone());
                     }
-                }
-                Request::Flush(reply) => {
-                    let _ = reply.send(match failed.take() {
-                        Some(e) => Err(e),
-                        None => Ok(()),
-                    });
                 }
                 other => serve(&conn, other),
             }
@@ -260,14 +260,15 @@ fn writer(mut conn: Connection, mut rx: mpsc::Receiver<Request>) {
     }
 }
 
-fn append_batch(conn: &mut Connection, batch: &[(String, JournalEntry)]) -> Result<(), StoreError> {
+fn append_batch(conn: &mut Connection, batch: &[Append]) -> Result<(), StoreError> {
     let tx = conn.transaction().map_err(|e| err("journal", e))?;
     {
         let mut stmt = tx
             .prepare_cached(INSERT_ENTRY)
             .map_err(|e| err("journal", e))?;
-        for (run, e) in batch {
-            stmt.execute(params![run, e.key, e.kind.as_str(), e.value.to_string()])
+        for Append { run_id, entry, .. } in batch {
+            let (key, kind, value) = (&entry.key, entry.kind.as_str(), entry.value.to_string());
+            stmt.execute(params![run_id, key, kind, value])
                 .map_err(|e| err("journal", e))?;
         }
     }
@@ -537,7 +538,7 @@ fn serve(conn: &Connection, req: Request) {
             });
             let _ = reply.send(r);
         }
-        Request::Append(..) | Request::Flush(_) => unreachable!("handled by the writer loop"),
+        Request::Append(_) => unreachable!("handled by the writer loop"),
     }
 }
 
@@ -568,13 +569,14 @@ impl Store for SqliteStore {
         self.ask(|r| Request::Journal(run_id.to_owned(), r)).await
     }
     async fn append(&self, run_id: &str, entry: JournalEntry) -> Result<(), StoreError> {
-        self.tx
-            .send(Request::Append(run_id.to_owned(), entry))
-            .await
-            .map_err(|_| stopped())
-    }
-    async fn flush(&self) -> Result<(), StoreError> {
-        self.ask(Request::Flush).await
+        self.ask(|durable| {
+            Request::Append(Box::new(Append {
+                run_id: run_id.to_owned(),
+                entry,
+                durable,
+            }))
+        })
+        .await
     }
     async fn forget(&self, run_id: &str, keys: &[String]) -> Result<(), StoreError> {
         self.ask(|r| Request::Forget(run_id.to_owned(), keys.to_vec(), r))
@@ -709,7 +711,6 @@ mod tests {
                 };
                 s.append("r1", e).await.unwrap();
             }
-            s.flush().await.unwrap();
         }
         let s = SqliteStore::open(&path, Durability::Process).unwrap();
         let j = s.journal("r1").await.unwrap();
@@ -753,7 +754,6 @@ mod tests {
             for i in 0..200 {
                 s.create_run(&run(&format!("run{i:04}"))).await.unwrap();
             }
-            s.flush().await.unwrap();
         }
         // Checkpoint the WAL into the main file, then cut the file in half.
         let c = Connection::open(&path).unwrap();

@@ -377,11 +377,11 @@ pub trait Store: Send + Sync {
     async fn list_runs(&self, limit: usize) -> Result<Vec<RunRecord>, StoreError>;
     /// Every journal entry of a run, in append order.
     async fn journal(&self, run_id: &str) -> Result<Vec<JournalEntry>, StoreError>;
-    /// Appends an entry. Entries become durable in append order; the call may return
-    /// before the entry is durable (group commit), and [`Store::flush`] waits for it.
+    /// Appends an entry and returns once it is durable, so that a step's result is
+    /// committed before anything that depends on it starts. Entries become durable in
+    /// append order; a store may commit appends made concurrently (by parallel branches
+    /// or other runs) together (group commit), but never reports one durable early.
     async fn append(&self, run_id: &str, entry: JournalEntry) -> Result<(), StoreError>;
-    /// Waits until every entry appended so far is durable.
-    async fn flush(&self) -> Result<(), StoreError>;
     /// Removes journal entries of a run whose key is in `keys` (used to re-ask approvals).
     async fn forget(&self, run_id: &str, keys: &[String]) -> Result<(), StoreError>;
     /// Takes a run for one process, atomically (compare-and-set on its status and owner,

@@ -1,0 +1,283 @@
+//! Crash and race safety as an operator tests it: real processes killed with SIGKILL,
+//! real processes racing for one approval and for one new database file.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+mod support;
+
+use support::{Env, code, example, stderr, stdout_json};
+
+/// Back-to-back effects with nothing in between: the shape that showed a crash
+/// repeating completed steps when results ran ahead of the durable journal.
+const STEPS: usize = 40;
+
+fn appending_flow() -> String {
+    let mut flow = String::from("weft: 1\nname: appends\nroot:\n  sequence:\n");
+    for i in 0..STEPS {
+        flow.push_str(&format!(
+            "    - id: s{i}\n      action: {{uses: file.append, with: {{path: \"{{{{ initial.log }}}}\", content: \"s{i}\\n\"}}}}\n"
+        ));
+    }
+    flow
+}
+
+/// How many times each step's line is in the log.
+fn effects(log: &Path) -> BTreeMap<String, usize> {
+    let mut seen = BTreeMap::new();
+    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
+        *seen.entry(line.to_owned()).or_insert(0) += 1;
+    }
+    seen
+}
+
+fn start(env: &Env, flow: &Path, log: &str, durability: &str) -> Child {
+    env.cmd()
+        .args(["run", flow.to_str().unwrap(), "-q"])
+        .args(["--input", &format!(r#"{{"log": "{log}"}}"#)])
+        .env("WEFT_DURABILITY", durability)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `log` has its first line: the run is inside its effects.
+fn wait_for_first_effect(log: &Path, child: &mut Child) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::metadata(log).map_or(true, |m| m.len() == 0) {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run never started its effects"
+        );
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    true
+}
+
+/// The newest run: its id and the step names its journal holds.
+fn newest_run(env: &Env) -> (String, String, HashSet<String>) {
+    let list = env.weft(&["runs", "list", "--json", "--limit", "1"]);
+    let first = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    let run: Value = serde_json::from_str(&first).unwrap();
+    let id = run["run_id"].as_str().unwrap().to_owned();
+    let shown = stdout_json(&env.weft(&["runs", "show", &id]));
+    let journaled = shown["journal"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "result")
+        .map(|e| {
+            e["key"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    (id, run["status"].as_str().unwrap().to_owned(), journaled)
+}
+
+/// 120 runs of 40 back-to-back file appends, each killed with SIGKILL at a random
+/// moment inside its effects (a quarter with `WEFT_DURABILITY=power`), then resumed:
+/// no step whose result was journaled writes again, every step writes at least once,
+/// and at most the one step in flight at the kill repeats.
+#[test]
+fn a_run_killed_at_random_moments_repeats_no_completed_step() {
+    let env = Env::new();
+    let flow = env.write("appends.yaml", &appending_flow());
+    // How long the effects take uninterrupted, to spread the kills over them.
+    let mut calibrate = start(&env, &flow, "calibrate.txt", "process");
+    assert!(wait_for_first_effect(
+        &env.path("calibrate.txt"),
+        &mut calibrate
+    ));
+    let began = Instant::now();
+    assert!(calibrate.wait().unwrap().success());
+    let span = began.elapsed().as_micros().max(1_000) as u64;
+
+    let (mut mid_flight, mut repeated, mut finished_first) = (0, 0, 0);
+    for round in 0..120 {
+        let name = format!("log{round}.txt");
+        let log = env.path(&name);
+        let durability = if round % 4 == 3 { "power" } else { "process" };
+        let mut child = start(&env, &flow, &name, durability);
+        if !wait_for_first_effect(&log, &mut child) {
+            panic!("round {round}: the run ended before its first effect");
+        }
+        std::thread::sleep(Duration::from_micros(rand::random_range(0..span)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let before = effects(&log);
+        let (id, status, journaled) = newest_run(&env);
+        if status == "completed" {
+            finished_first += 1;
+            continue;
+        }
+        mid_flight += 1;
+        assert_eq!(status, "running", "round {round}");
+        let o = env.weft(&["runs", "resume", &id, "-q"]);
+        assert_eq!(code(&o), 0, "round {round}: {}", stderr(&o));
+        let after = effects(&log);
+        let mut repeats = Vec::new();
+        for i in 0..STEPS {
+            let step = format!("s{i}");
+            let n = after.get(&step).copied().unwrap_or(0);
+            assert!(n >= 1, "round {round}: {step} never ran: {after:?}");
+            if n > 1 {
+                assert!(
+                    !journaled.contains(&step),
+                    "round {round}: {step} was journaled before the kill and ran again ({n} times)"
+                );
+                assert!(
+                    before.contains_key(&step),
+                    "round {round}: {step} ran twice after the kill"
+                );
+                repeats.push(step);
+            }
+        }
+        assert!(
+            repeats.len() <= 1,
+            "round {round}: more than the step in flight repeated: {repeats:?}"
+        );
+        repeated += repeats.len();
+    }
+    eprintln!(
+        "{mid_flight} runs killed mid-flight ({finished_first} finished first); {repeated} in-flight steps repeated, no journaled step did"
+    );
+    assert!(
+        mid_flight >= 60,
+        "only {mid_flight} of 120 kills landed inside the effects"
+    );
+}
+/// Two processes answer one approval at the same instant, 50 times: exactly one
+/// continues the run, the other is told who answered (exit 2), and the journal holds one
+/// answer. Also approve against `runs resume`.
+#[test]
+fn the_first_answer_to_an_approval_wins() {
+    let env = Env::new();
+    let flow = example("release-approval.yaml");
+    let (mut both_continued, mut rejected_wins) = (0, 0);
+    for round in 0..50 {
+        let o = env.weft(&["run", &flow, "--json", "-q"]);
+        assert_eq!(code(&o), 3, "{}", stderr(&o));
+        let id = stdout_json(&o)["run_id"].as_str().unwrap().to_owned();
+        let second: Vec<&str> = if round % 5 == 4 {
+            vec!["runs", "resume", &id, "--json", "-q"]
+        } else {
+            vec!["approve", &id, "--reject", "--note", "no", "--json", "-q"]
+        };
+        let a = env
+            .cmd()
+            .args(["approve", &id, "--json", "-q"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let b = env
+            .cmd()
+            .args(&second)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        let codes = (code(&a), code(&b));
+        if round % 5 == 4 {
+            // A resume that wins runs the paused run until it pauses again (exit 3); the
+            // approval then answers it after, or is told the run was taken (exit 2) and
+            // is given again here. A resume that loses is told (exit 2).
+            assert!(
+                matches!(codes, (0, 2) | (0, 3) | (2, 0) | (2, 3)),
+                "round {round}: {codes:?}\n{}\n{}",
+                stderr(&a),
+                stderr(&b)
+            );
+            if codes == (2, 3) {
+                assert!(stderr(&a).contains("taken first"), "{}", stderr(&a));
+                let o = env.weft(&["approve", &id, "-q"]);
+                assert_eq!(code(&o), 0, "round {round}: {}", stderr(&o));
+            }
+        } else {
+            if codes == (0, 0) {
+                both_continued += 1;
+            }
+            assert!(
+                matches!(codes, (0, 2) | (2, 0)),
+                "round {round}: {codes:?}\n{}\n{}",
+                stderr(&a),
+                stderr(&b)
+            );
+            let loser = if codes.0 == 2 { &a } else { &b };
+            assert!(
+                stderr(loser).contains("already answered"),
+                "round {round}: {}",
+                stderr(loser)
+            );
+            rejected_wins += usize::from(codes.1 == 0);
+        }
+        let shown = stdout_json(&env.weft(&["runs", "show", &id]));
+        let answers = shown["journal"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "answer")
+            .count();
+        assert_eq!(answers, 1, "round {round}: {shown}");
+        assert_eq!(shown["status"], "completed", "round {round}");
+    }
+    assert_eq!(both_continued, 0);
+    eprintln!("the reject won {rejected_wins} of 40 races");
+}
+
+/// Eight processes start runs on one new database file at the same moment, 50 times:
+/// every one succeeds, and the file holds all eight runs.
+#[test]
+fn eight_processes_create_one_database_at_once() {
+    let env = Env::new();
+    let flow = env.write(
+        "tiny.yaml",
+        "weft: 1\nname: tiny\nroot:\n  transform: {output: \"{{ 1 + 1 }}\"}\n",
+    );
+    for round in 0..50 {
+        let db = env.path(&format!("new{round}.db"));
+        let runs: Vec<Child> = (0..8)
+            .map(|_| {
+                env.cmd()
+                    .args([
+                        "run",
+                        flow.to_str().unwrap(),
+                        "-q",
+                        "--db",
+                        db.to_str().unwrap(),
+                    ])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for r in runs {
+            let o = r.wait_with_output().unwrap();
+            assert_eq!(code(&o), 0, "round {round}: {}", stderr(&o));
+        }
+        let list = env.weft(&["runs", "list", "--json", "--db", db.to_str().unwrap()]);
+        assert_eq!(
+            String::from_utf8_lossy(&list.stdout).lines().count(),
+            8,
+            "round {round}"
+        );
+    }
+}
