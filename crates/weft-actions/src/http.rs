@@ -3,7 +3,8 @@
 //! The result is `{status, headers, body}`, with `body` parsed when the server says it is
 //! JSON and text otherwise. A status of 400 or more is an error (kind `rate_limit` for
 //! 429, `action` otherwise) carrying the status and the start of the body, so retry
-//! policies and error routes can act on it.
+//! policies and error routes can act on it. `http.post` sends the step's idempotency
+//! key as `Idempotency-Key` unless the block's `headers` set one.
 
 use super::{as_text, str_param};
 use async_trait::async_trait;
@@ -14,6 +15,15 @@ use weft_core::{BlockError, ErrorKind, Value};
 /// The largest body read; a bigger answer is an error rather than unbounded memory.
 const MAX_BODY: usize = 16 << 20;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The header that carries the step's idempotency key, unless `headers` sets it.
+const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
+/// Whether the `headers` object names `name` (header names ignore case).
+fn has_header(headers: Option<&Value>, name: &str) -> bool {
+    headers
+        .and_then(Value::as_object)
+        .is_some_and(|h| h.keys().any(|k| k.eq_ignore_ascii_case(name)))
+}
 
 /// An HTTP action for one method.
 pub(crate) struct Http {
@@ -91,6 +101,11 @@ impl Native for Http {
             }
         }
         if self.post {
+            // A crash may repeat this request on resume; with the key a service that
+            // deduplicates answers the repeat without acting twice.
+            if !has_header(call.config.get("headers"), IDEMPOTENCY_KEY) {
+                req = req.header(IDEMPOTENCY_KEY, &call.idempotency_key);
+            }
             match (call.config.get("json"), call.config.get("body")) {
                 (Some(j), _) => {
                     req = req

@@ -4,6 +4,7 @@ use crate::cli::{Cli, Command, DbArgs, GraphFormat, OutputArgs, RunsCommand};
 use crate::event_file::{DialectLog, EventFile};
 use crate::exit;
 use crate::progress::Progress;
+use crate::run_settings::RunSettings;
 use crate::settings::Settings;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -114,15 +115,17 @@ impl Session {
     }
 }
 
-/// The session of a command that runs flows over `store`, naming events as `view` does.
+/// The session of a command that runs flows over `store`, naming events as `view` does
+/// and acting as `run` says.
 fn session(
     store: Arc<SqliteStore>,
     settings: &Settings,
     out: &OutputArgs,
     view: EventView,
+    run: &RunSettings,
 ) -> Result<Session, Failure> {
     let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-    let (engine, log) = engine(store, settings, out, progress.clone(), view)?;
+    let (engine, log) = engine(store, settings, out, progress.clone(), view, run)?;
     Ok(Session {
         engine,
         progress,
@@ -137,6 +140,7 @@ fn engine(
     out: &OutputArgs,
     progress: Option<Arc<Progress>>,
     view: EventView,
+    run: &RunSettings,
 ) -> Result<(Engine, Option<Arc<DialectLog>>), Failure> {
     let me = settings.program.clone().ok_or_else(|| {
         Failure::invalid("error: cannot find the weft binary for worker processes")
@@ -156,11 +160,10 @@ fn engine(
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     b = b.code_runner(Arc::new(weft_code::Sandboxes::new(worker, workers)));
     b = b.secrets(settings.secrets.clone());
-    let files = out.files.clone().unwrap_or_else(|| PathBuf::from("."));
-    for (name, action) in weft_actions::builtins(files) {
+    for (name, action) in weft_actions::builtins(run.files.clone()) {
         b = b.action(name, action);
     }
-    match &out.model {
+    match &run.model {
         Some(m) => b = b.default_model(m.clone()),
         // Without --model or $WEFT_MODEL, blocks that name no model use the local one.
         #[cfg(feature = "local")]
@@ -246,7 +249,8 @@ async fn run(
         (None, None) => None,
     };
     let store = open_store(db, settings)?;
-    let session = session(store, settings, out, loaded.events.clone())?;
+    let run_settings = RunSettings::for_new_run(out);
+    let session = session(store, settings, out, loaded.events.clone(), &run_settings)?;
     let opts = RunOptions {
         source: Some(
             std::fs::canonicalize(flow)
@@ -257,6 +261,7 @@ async fn run(
         source_hash: Some(loaded.source_hash.clone()),
         dialect: Some(loaded.dialect.to_owned()),
         view: loaded.events.to_stored(),
+        settings: Some(run_settings.to_value()),
         ..RunOptions::default()
     };
     let result = session.engine.start(prepared, input, opts).await?;
@@ -437,11 +442,20 @@ fn normalize_answer(text: &str) -> Value {
     }
 }
 
-/// The dialect's event names for run `id`, which continues: as stored with the run.
-async fn view_of_run(store: &SqliteStore, id: &str) -> EventView {
+/// How run `id`, which continues, names its events and where it acts: as stored with
+/// the run, with the flags given now winning over its settings. A run that cannot be
+/// read gets the defaults, and the engine reports why.
+async fn continued_run(
+    store: &SqliteStore,
+    id: &str,
+    out: &OutputArgs,
+) -> (EventView, RunSettings) {
     match store.get_run(id).await {
-        Ok(Some(rec)) => weft_dialects::view_of_run(&rec),
-        _ => EventView::default(),
+        Ok(Some(rec)) => (
+            weft_dialects::view_of_run(&rec),
+            RunSettings::for_continued_run(out, rec.settings.as_ref()),
+        ),
+        _ => (EventView::default(), RunSettings::for_new_run(out)),
     }
 }
 
@@ -454,8 +468,8 @@ async fn approve(
     settings: &Settings,
 ) -> Result<u8, Failure> {
     let store = open_store(db, settings)?;
-    let view = view_of_run(&store, id).await;
-    let session = session(store, settings, out, view)?;
+    let (view, run) = continued_run(&store, id, out).await;
+    let session = session(store, settings, out, view, &run)?;
     let result = session.engine.answer(id, step, answer).await?;
     Ok(session.report(&result))
 }
@@ -513,6 +527,8 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
                 "error": r.error,
                 "waiting": r.waiting,
                 "usage": r.usage,
+                "settings": r.settings,
+                "retries": r.retries,
                 "created_ms": r.created_ms,
                 "updated_ms": r.updated_ms,
                 "journal": steps,
@@ -529,8 +545,8 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
             force,
             out,
         } => {
-            let view = view_of_run(&store, &id).await;
-            let session = session(store, settings, &out, view)?;
+            let (view, run) = continued_run(&store, &id, &out).await;
+            let session = session(store, settings, &out, view, &run)?;
             let result = match input {
                 Some(text) => {
                     session
@@ -575,7 +591,8 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
                     view = loaded.events;
                 }
             }
-            let session = session(store, settings, &out, view)?;
+            let run = RunSettings::for_continued_run(&out, rec.settings.as_ref());
+            let session = session(store, settings, &out, view, &run)?;
             let result = session.engine.retry(&rec.id, changed_flow).await?;
             Ok(session.report(&result))
         }

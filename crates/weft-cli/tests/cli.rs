@@ -931,3 +931,57 @@ fn validate_finds_lua_syntax_errors() {
     assert!(out.contains("lua code does not compile"), "{out}");
     assert!(out.contains("lua.yaml:"), "{out}");
 }
+
+/// A run keeps the files directory it started with: approved from another directory
+/// without `--files`, it writes where it began; `--files` given then wins.
+#[test]
+fn a_continued_run_writes_where_it_started() {
+    let env = Env::new();
+    let flow = env.write(
+        "files.yaml",
+        "weft: 1\nname: files\nroot:\n  sequence:\n    - {id: before, action: {uses: file.write, with: {path: before.txt, content: a}}}\n    - {id: ask, approval: {prompt: go on?}}\n    - {id: after, action: {uses: file.write, with: {path: after.txt, content: b}}}\n",
+    );
+    let (started, elsewhere, chosen) = (
+        env.path("started"),
+        env.path("elsewhere"),
+        env.path("chosen"),
+    );
+    for d in [&started, &elsewhere, &chosen] {
+        std::fs::create_dir(d).unwrap();
+    }
+    let in_dir = |dir: &Path, args: &[&str]| {
+        env.cmd()
+            .env_remove("WEFT_FILES")
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let flow = flow.to_str().unwrap();
+    for (i, files_flag) in [None, Some(&chosen)].into_iter().enumerate() {
+        let o = in_dir(&started, &["run", flow, "--json", "-q"]);
+        assert_eq!(code(&o), 3, "{}", stderr(&o));
+        let id = stdout_json(&o)["run_id"].as_str().unwrap().to_owned();
+        let mut approve = vec!["approve", id.as_str(), "-q"];
+        let flag;
+        if let Some(dir) = files_flag {
+            flag = dir.display().to_string();
+            approve.extend(["--files", flag.as_str()]);
+        }
+        let o = in_dir(&elsewhere, &approve);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let target = files_flag.unwrap_or(&started);
+        assert!(
+            target.join("after.txt").exists(),
+            "case {i}: not written in {}",
+            target.display()
+        );
+        assert!(
+            !elsewhere.join("after.txt").exists(),
+            "case {i}: written in the current directory"
+        );
+        std::fs::remove_file(target.join("after.txt")).unwrap();
+        let shown = stdout_json(&env.weft(&["runs", "show", &id]));
+        assert_eq!(shown["settings"]["files"], started.display().to_string());
+    }
+}

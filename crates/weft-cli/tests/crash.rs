@@ -162,6 +162,90 @@ fn a_run_killed_at_random_moments_repeats_no_completed_step() {
         "only {mid_flight} of 120 kills landed inside the effects"
     );
 }
+/// 30 runs of 20 `http.post` calls to a real endpoint, killed at random moments and
+/// resumed: a request repeated by the resume carries the `Idempotency-Key` it had (the
+/// one `step.idempotency_key` renders), and no two steps share a key.
+#[test]
+fn a_repeated_request_carries_the_key_it_had() {
+    let env = Env::new();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let endpoint = runtime.block_on(weft_fakes::Endpoint::start());
+    let mut flow = String::from("weft: 1\nname: posts\nroot:\n  sequence:\n");
+    for i in 0..20 {
+        flow.push_str(&format!(
+            "    - id: p{i}\n      action: {{uses: http.post, with: {{url: \"{{{{ initial.url }}}}\", json: {{run: \"{{{{ run.id }}}}\", step: p{i}, key: \"{{{{ step.idempotency_key }}}}\"}}}}}}\n"
+        ));
+    }
+    let flow = env.write("posts.yaml", &flow);
+    let (mut resumed, mut repeated) = (0, 0);
+    for round in 0..30 {
+        let url = endpoint.url(&format!("round{round}"));
+        let mut child = env
+            .cmd()
+            .args(["run", flow.to_str().unwrap(), "-q"])
+            .args(["--input", &format!(r#"{{"url": "{url}"}}"#)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !endpoint
+            .posted()
+            .iter()
+            .any(|p| p.path == format!("round{round}"))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: no request arrived"
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        std::thread::sleep(Duration::from_micros(rand::random_range(0..20_000)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let (id, status, _) = newest_run(&env);
+        if status != "completed" {
+            resumed += 1;
+            let o = env.weft(&["runs", "resume", &id, "-q"]);
+            assert_eq!(code(&o), 0, "round {round}: {}", stderr(&o));
+        }
+        let mut keys: BTreeMap<String, HashSet<String>> = BTreeMap::new();
+        let mut posts = 0;
+        for p in endpoint
+            .posted()
+            .into_iter()
+            .filter(|p| p.path == format!("round{round}"))
+        {
+            let key = p.idempotency_key.expect("every post carries a key");
+            assert_eq!(
+                p.body["key"],
+                key.as_str(),
+                "round {round}: header and template differ"
+            );
+            assert_eq!(p.body["run"], id.as_str());
+            posts += 1;
+            keys.entry(p.body["step"].as_str().unwrap().to_owned())
+                .or_default()
+                .insert(key);
+        }
+        assert_eq!(keys.len(), 20, "round {round}: {keys:?}");
+        repeated += posts - 20;
+        assert!(
+            keys.values().all(|k| k.len() == 1),
+            "round {round}: a step's key changed: {keys:?}"
+        );
+        let all: HashSet<&String> = keys.values().flatten().collect();
+        assert_eq!(all.len(), 20, "round {round}: two steps share a key");
+    }
+    eprintln!(
+        "{resumed} of 30 runs were killed mid-flight and resumed; {repeated} requests repeated, each with its key"
+    );
+    assert!(
+        resumed >= 10,
+        "only {resumed} of 30 kills landed inside the requests"
+    );
+}
+
 /// Two processes answer one approval at the same instant, 50 times: exactly one
 /// continues the run, the other is told who answered (exit 2), and the journal holds one
 /// answer. Also approve against `runs resume`.

@@ -34,6 +34,9 @@ pub struct RunOptions {
     pub scopes: weft_core::ports::Scopes,
     /// How the flow's dialect presents the run (stored with it, opaque to the engine).
     pub view: Option<Value>,
+    /// The front end's settings the run's effects depend on (stored with it, opaque to
+    /// the engine; see [`RunRecord::settings`]).
+    pub settings: Option<Value>,
 }
 
 /// A changed version of a run's flow to retry the run with: the run keeps the journaled
@@ -181,6 +184,7 @@ impl Engine {
         rec.dialect = opts.dialect;
         rec.scopes = opts.scopes;
         rec.view = opts.view;
+        rec.settings = opts.settings;
         rec.owner = Some(self.inner.owner.clone());
         store.create_run(&rec).await?;
         self.drive(rec, prepared, Vec::new(), false).await
@@ -415,6 +419,7 @@ impl Engine {
             .filter(|e| e.kind != EntryKind::Failure)
             .collect();
         rec.error = None;
+        rec.retries += 1;
         self.drive(rec, prepared, kept, true).await
     }
 
@@ -459,6 +464,8 @@ impl Engine {
                 scopes: Arc::new(rec.scopes.clone()),
                 store: inner.store.clone(),
             }),
+            retries: rec.retries,
+            binding: Arc::new(serde_json::json!({"id": rec.id, "retries": rec.retries})),
         };
         if resumed {
             run.emitter.emit(|| EventKind::RunResumed {
@@ -505,6 +512,8 @@ impl Engine {
             stall: Default::default(),
             parent: None,
             depth: 0,
+            attempt: 1,
+            retried: None,
         };
         let result = exec(cx, &flow.root).await;
         watcher.abort();

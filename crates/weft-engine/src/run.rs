@@ -62,6 +62,10 @@ pub(crate) struct RunCtx {
     pub(crate) journal_error: Mutex<Option<BlockError>>,
     /// The run's scopes, when it has any.
     pub(crate) scoped: Option<weft_core::ports::ScopedStore>,
+    /// How many times the run was retried after failing (part of idempotency keys).
+    pub(crate) retries: u32,
+    /// `run` in expressions: `{id, retries}`.
+    pub(crate) binding: Arc<Value>,
 }
 
 impl RunCtx {
@@ -203,6 +207,11 @@ pub(crate) struct Cx<'r> {
     /// the engine has handlers).
     pub(crate) parent: Option<Arc<ParentBlock>>,
     pub(crate) depth: u32,
+    /// This block's attempt under its own retry policy (1 for the first).
+    pub(crate) attempt: u32,
+    /// The attempts after the first of this block and the blocks around it, as
+    /// `key#n` words: a retried block's steps are new requests, with new keys.
+    pub(crate) retried: Option<Arc<str>>,
 }
 
 impl<'r> Cx<'r> {
@@ -217,8 +226,42 @@ impl<'r> Cx<'r> {
             key,
             input,
             state,
+            attempt: 1,
             ..self.clone()
         }
+    }
+
+    /// This context at attempt `n` of its block's retry policy.
+    pub(crate) fn at_attempt(&self, n: u32) -> Cx<'r> {
+        let earlier = self.retried.as_deref().unwrap_or("");
+        Cx {
+            attempt: n,
+            retried: Some(Arc::from(format!("{earlier}{}#{n} ", self.key))),
+            ..self.clone()
+        }
+    }
+
+    /// The idempotency key of this attempt of this step.
+    pub(crate) fn idempotency_key(&self) -> String {
+        weft_core::hash::idempotency_key(
+            &self.run.id,
+            &self.key,
+            self.run.retries,
+            self.retried.as_deref().unwrap_or(""),
+        )
+    }
+
+    /// This context for an effectful step: `step` (`{key, attempt, idempotency_key}`) is
+    /// bound for its templates and code.
+    pub(crate) fn for_effect(&self) -> Cx<'r> {
+        let step = serde_json::json!({
+            "key": *self.key,
+            "attempt": self.attempt,
+            "idempotency_key": self.idempotency_key(),
+        });
+        let mut cx = self.clone();
+        cx.locals.bind("step", Arc::new(step));
+        cx
     }
 
     /// The expression scope for this block, plus `extra` bindings.
@@ -227,6 +270,7 @@ impl<'r> Cx<'r> {
         s.bind("input", self.input.clone())
             .bind("state", self.state.clone())
             .bind("initial", self.run.initial.clone())
+            .bind("run", self.run.binding.clone())
             .bind("vars", self.vars.clone())
             .bind("secrets", self.run.engine.secrets.clone());
         if let Some(f) = &self.run.engine.functions {

@@ -887,3 +887,70 @@ input: 3
     assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
     assert_eq!(r.output, Some(json!(12)));
 }
+
+/// Each attempt of a step has its own idempotency key, the same in every process that
+/// runs that attempt: `step` in templates and `NativeCall::idempotency_key` agree, a
+/// retry attempt gets a new key and so does the step when the whole run is retried.
+#[tokio::test]
+async fn idempotency_keys_name_one_attempt_of_one_step() {
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let up = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (c, u) = (calls.clone(), up.clone());
+    let engine = weft_engine::Engine::builder(memory())
+        .action(
+            "pay",
+            native(move |call| {
+                let (c, u) = (c.clone(), u.clone());
+                async move {
+                    c.lock().unwrap().push((
+                        call.idempotency_key.clone(),
+                        call.attempt,
+                        call.config,
+                    ));
+                    if u.load(Ordering::SeqCst) {
+                        ok(json!("paid"))
+                    } else {
+                        Err(BlockError::new(ErrorKind::Action, "the bank is down"))
+                    }
+                }
+            }),
+        )
+        .build();
+    let f = flow(
+        r#"weft: 1
+name: pay
+root:
+  sequence:
+    - id: a
+      retry: {attempts: 2, backoff_ms: 1, on: [action]}
+      action:
+        uses: pay
+        with: {key: "{{ step.idempotency_key }}", attempt: "{{ step.attempt }}", run: "{{ run.id }}", step: "{{ step.key }}"}
+"#,
+    );
+    let r = engine.start(f, None, RunOptions::default()).await.unwrap();
+    assert_eq!(r.status, RunStatus::Failed);
+    up.store(true, Ordering::SeqCst);
+    let r = engine.retry(&r.run_id, None).await.unwrap();
+    assert_eq!(r.status, RunStatus::Completed);
+    let calls = calls.lock().unwrap().clone();
+    let id = r.run_id.as_str();
+    let expected = [
+        (weft_core::hash::idempotency_key(id, "root/a", 0, ""), 1),
+        (
+            weft_core::hash::idempotency_key(id, "root/a", 0, "root/a#2 "),
+            2,
+        ),
+        (weft_core::hash::idempotency_key(id, "root/a", 1, ""), 1),
+    ];
+    assert_eq!(calls.len(), 3);
+    for ((key, attempt, config), (want_key, want_attempt)) in calls.iter().zip(&expected) {
+        assert_eq!((key, *attempt), (want_key, *want_attempt));
+        assert_eq!(config["key"], json!(key), "{config}");
+        assert_eq!(config["attempt"], json!(attempt), "{config}");
+        assert_eq!(config["run"], json!(id));
+        assert_eq!(config["step"], json!("root/a"));
+    }
+    let distinct: std::collections::HashSet<_> = calls.iter().map(|c| &c.0).collect();
+    assert_eq!(distinct.len(), 3);
+}

@@ -7,9 +7,15 @@
 //! calls, an HTTP error with `Retry-After`, a connection dropped mid-stream) and reads
 //! back the requests the server received.
 //!
+//! [`Endpoint`] is the other kind of far end: a service that receives a flow's effects
+//! (`http.post`) and records each request with its `Idempotency-Key`.
+//!
 //! Test support only: depends on nothing of Weft's.
 
+mod endpoint;
 mod wire;
+
+pub use endpoint::{Endpoint, Posted};
 
 use axum::Router;
 use axum::body::Body;

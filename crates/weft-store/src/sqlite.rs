@@ -26,9 +26,9 @@ pub enum Durability {
 }
 
 /// Schema version written in the database; a newer one is refused.
-/// 2 added runs.scopes and the scoped table; 3 added runs.view. Older files are upgraded
-/// on open.
-const SCHEMA_VERSION: i64 = 3;
+/// 2 added runs.scopes and the scoped table; 3 added runs.view; 4 added runs.settings
+/// and runs.retries. Older files are upgraded on open.
+const SCHEMA_VERSION: i64 = 4;
 /// Appends committed together at most.
 const MAX_BATCH: usize = 4096;
 /// Requests waiting for the writer before senders wait too.
@@ -136,7 +136,7 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, val
          source TEXT, source_hash TEXT, dialect TEXT, input TEXT NOT NULL,
          status TEXT NOT NULL, output TEXT, state TEXT, error TEXT, waiting TEXT,
          usage TEXT NOT NULL, owner TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
-         scopes TEXT, view TEXT);
+         scopes TEXT, view TEXT, settings TEXT, retries INTEGER NOT NULL DEFAULT 0);
      CREATE TABLE IF NOT EXISTS scoped (key TEXT PRIMARY KEY, value TEXT NOT NULL);
      CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_ms DESC);
      CREATE TABLE IF NOT EXISTS journal (
@@ -149,6 +149,11 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, val
 const MIGRATIONS: &[(i64, &str)] = &[
     (2, "ALTER TABLE runs ADD COLUMN scopes TEXT;"),
     (3, "ALTER TABLE runs ADD COLUMN view TEXT;"),
+    (
+        4,
+        "ALTER TABLE runs ADD COLUMN settings TEXT;
+         ALTER TABLE runs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;",
+    ),
 ];
 
 /// Appends one journal entry: `(run_id, key, kind, value)`.
@@ -288,7 +293,7 @@ fn parse_col(s: Option<String>) -> rusqlite::Result<Option<serde_json::Value>> {
     .transpose()
 }
 
-const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view";
+const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries";
 
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let status: String = r.get(7)?;
@@ -314,17 +319,19 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default(),
         view: parse_col(r.get(17)?)?,
+        settings: parse_col(r.get(18)?)?,
+        retries: r.get(19)?,
     })
 }
 
 fn write_run(conn: &Connection, run: &RunRecord, insert: bool) -> Result<(), StoreError> {
     let sql = if insert {
         format!(
-            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
+            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
         )
     } else {
         format!(
-            "INSERT OR REPLACE INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"
+            "INSERT OR REPLACE INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
         )
     };
     conn.prepare_cached(&sql)
@@ -349,6 +356,8 @@ fn write_run(conn: &Connection, run: &RunRecord, insert: bool) -> Result<(), Sto
                 (!run.scopes.is_empty())
                     .then(|| serde_json::to_string(&run.scopes).unwrap_or_default()),
                 json_col(&run.view),
+                json_col(&run.settings),
+                run.retries,
             ])
         })
         .map(|_| ())

@@ -20,6 +20,12 @@ pub struct NativeCall {
     pub path: String,
     /// The run's id.
     pub run_id: Arc<str>,
+    /// The idempotency key of this attempt of the step (see
+    /// [`crate::hash::idempotency_key`]): the same when a resume after a crash repeats
+    /// the call, new for a retry. Send it to services that deduplicate requests.
+    pub idempotency_key: String,
+    /// The step's attempt under its own retry policy (1 for the first).
+    pub attempt: u32,
     /// Emits `message` events on the run's stream, under the block's path.
     pub messages: Option<MessageSink>,
     /// The nearest enclosing named composite (or model call, for a tool).

@@ -90,6 +90,16 @@ pub struct RunRecord {
     /// later reader presents the run the same way without the flow's file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub view: Option<Value>,
+    /// The settings of the front end that started the run which its effects depend on
+    /// (opaque to the engine and the store): the CLI keeps the files directory and the
+    /// default model here, so a run continued from elsewhere acts where it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Value>,
+    /// How many times the run was retried after failing. Part of every step's
+    /// idempotency key: a deliberate retry is a new request to a service that
+    /// deduplicates, a resume after a crash is the same one.
+    #[serde(default)]
+    pub retries: u32,
 }
 
 /// The session, user and project a run belongs to. Each names a scoped-state document
@@ -234,6 +244,8 @@ impl RunRecord {
             updated_ms: now_ms,
             scopes: Scopes::default(),
             view: None,
+            settings: None,
+            retries: 0,
         }
     }
 }

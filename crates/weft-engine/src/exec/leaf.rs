@@ -203,6 +203,8 @@ fn native_call(cx: &Cx<'_>, config: Value) -> NativeCall {
         config,
         path: cx.key.to_string(),
         run_id: cx.run.id.clone(),
+        idempotency_key: cx.idempotency_key(),
+        attempt: cx.attempt,
         messages,
         parent: cx.parent.clone(),
         scoped: cx.run.scoped.clone(),

@@ -251,7 +251,11 @@ async fn run_with_policy(cx: &Cx<'_>, block: &Block) -> Exec {
 async fn attempt_with_retries(cx: &Cx<'_>, block: &Block) -> Exec {
     let mut attempt = 1u32;
     loop {
-        let result = attempt_once(cx, block).await;
+        let result = if attempt == 1 {
+            attempt_once(cx, block).await
+        } else {
+            attempt_once(&cx.at_attempt(attempt), block).await
+        };
         let Some(retry) = &block.policy.retry else {
             return result;
         };
@@ -306,14 +310,21 @@ async fn attempt_once(cx: &Cx<'_>, block: &Block) -> Exec {
 }
 
 async fn dispatch(cx: &Cx<'_>, block: &Block) -> Exec {
+    // An effectful step that will run (not replay) sees `step`, its idempotency key.
+    let mut effect = None;
+    let ecx = if block.kind.is_effectful() && cx.run.recorded(&cx.key).is_none() {
+        &*effect.insert(cx.for_effect())
+    } else {
+        cx
+    };
     match &block.kind {
         BlockKind::Passthrough => Ok(Outcome::of(cx.input.clone())),
         BlockKind::Transform(t) => leaf::transform(cx, t),
         BlockKind::Approval(a) => leaf::approval(cx, a),
-        BlockKind::Llm(s) => leaf::journaled(cx, llm::run(cx, s)).await,
-        BlockKind::Code(s) => leaf::journaled(cx, leaf::code(cx, s)).await,
-        BlockKind::Handler(s) => leaf::journaled(cx, leaf::handler(cx, s)).await,
-        BlockKind::Action(s) => leaf::journaled(cx, leaf::action(cx, s)).await,
+        BlockKind::Llm(s) => leaf::journaled(ecx, llm::run(ecx, s)).await,
+        BlockKind::Code(s) => leaf::journaled(ecx, leaf::code(ecx, s)).await,
+        BlockKind::Handler(s) => leaf::journaled(ecx, leaf::handler(ecx, s)).await,
+        BlockKind::Action(s) => leaf::journaled(ecx, leaf::action(ecx, s)).await,
         BlockKind::Sequence(steps) => composite::sequence(cx, steps).await,
         BlockKind::Parallel(p) => composite::parallel(cx, p).await,
         BlockKind::Map(m) => composite::map(cx, m).await,
