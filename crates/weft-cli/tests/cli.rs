@@ -985,3 +985,31 @@ fn a_continued_run_writes_where_it_started() {
         assert_eq!(shown["settings"]["files"], started.display().to_string());
     }
 }
+
+/// Text that is not UTF-8 is located at its first bad byte; a binary file is named so.
+#[test]
+fn files_that_are_not_text_get_a_line_and_column() {
+    let env = Env::new();
+    let latin1 = env.path("latin1.yaml");
+    std::fs::write(
+        &latin1,
+        b"weft: 1\nname: x\nroot: {transform: {output: \"caf\xe9\"}}\n",
+    )
+    .unwrap();
+    let o = env.weft(&["validate", latin1.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("latin1.yaml:3:32: error: the file is not UTF-8 text"),
+        "{out}"
+    );
+    let binary = env.path("binary.yaml");
+    std::fs::write(&binary, b"\x7fELF\x02\x01\x01\x00\xff\x00").unwrap();
+    let o = env.weft(&["run", binary.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("binary.yaml:1:9: error: the file is binary"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -109,7 +109,7 @@ fn to_json(t: Term) -> Value {
             }
         }
         Term::Var(_) => Value::Null,
-        other => Value::String(format!("{other:?}")),
+        other => Value::String(written(&other)),
     }
 }
 
@@ -201,10 +201,23 @@ impl Prolog {
             ));
         }
         let steps = req.limits.time_ms.saturating_mul(INFERENCES_PER_MS);
+        // The goal's own exceptions are caught here, inside the query: scryer 0.10 lets
+        // some escape `call_with_inference_limit/3` badly (an unknown procedure spun
+        // until the deadline; a type error came back as `[]`).
         let query = format!(
-            "retractall('$weft_return'(_, _)), call_with_inference_limit(weft_main, {steps}, WeftLimit), findall(K-V, '$weft_return'(K, V), WeftResults)."
+            "retractall('$weft_return'(_, _)), catch(call_with_inference_limit(weft_main, {steps}, WeftLimit), WeftError, true), findall(K-V, '$weft_return'(K, V), WeftResults)."
         );
         let first = self.machine.run_query(query).next();
+        if let Some(Ok(LeafAnswer::LeafAnswer { bindings, .. })) = &first
+            && let Some(error) = bindings
+                .get("WeftError")
+                .filter(|e| !matches!(e, Term::Var(_)))
+        {
+            return Err(Failure::new(
+                FailureKind::Code,
+                format!("Prolog error: {}", describe(error)),
+            ));
+        }
         match first {
             Some(Ok(LeafAnswer::LeafAnswer { bindings, .. })) if matches!(bindings.get("WeftLimit"), Some(Term::Atom(a)) if a == "inference_limit_exceeded") => {
                 Err(Failure::new(

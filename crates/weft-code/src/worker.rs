@@ -94,11 +94,18 @@ fn answer(req: &Request, it: &mut Interpreters) -> Response {
                     it.poisoned |= machine.broken();
                     r
                 }
-                Err(_) => {
+                Err(panic) => {
                     it.poisoned = true;
+                    let why = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "no message".into());
                     Err(Failure::new(
                         FailureKind::Crash,
-                        "the Prolog engine failed on this code",
+                        format!(
+                            "the Prolog engine failed on this code (scryer-prolog: {why}); a builtin probably got an argument of a type it does not expect"
+                        ),
                     ))
                 }
             }

@@ -809,3 +809,91 @@ async fn prolog_failures_and_escapes_end_in_named_errors() {
         .unwrap();
     assert_eq!(v, json!({"ok": "yes"}));
 }
+
+/// Prolog builtins applied to state values of every JSON kind (text with quotes,
+/// backslashes, newlines and non-ASCII; numbers big and small; lists; objects): each
+/// answers or fails with a named error at once. Never a crashed worker or a goal that
+/// spins until its time limit (`atom_length/2` on a string once killed the worker and
+/// an unknown `string_length/2` ran out the clock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prolog_builtins_on_state_values_answer_or_fail_at_once() {
+    let s = sandboxes();
+    let goals = [
+        "atom_length(V, L), return(r, L)",
+        "string_length(V, L), return(r, L)",
+        "length(V, L), return(r, L)",
+        "atom_codes(V, C), return(r, C)",
+        "atom_chars(V, C), return(r, C)",
+        "number_codes(N, V), return(r, N)",
+        "atom_number(V, N), return(r, N)",
+        "sub_atom(V, 0, 1, _, S), return(r, S)",
+        "upcase_atom(V, U), return(r, U)",
+        "X is V + 1, return(r, X)",
+        "msort(V, X), return(r, X)",
+        "V =.. L, return(r, L)",
+        "nth0(0, V, X), return(r, X)",
+        "sum_list(V, X), return(r, X)",
+        "char_code(V, C), return(r, C)",
+        "atom_concat(V, V, X), return(r, X)",
+        "format(atom(A), \"~w|~a\", [V, V]), return(r, A)",
+        "term_to_atom(V, A), return(r, A)",
+    ];
+    let values = [
+        json!("ab"),
+        json!(""),
+        json!("Hello"),
+        json!("héllo wörld 😀"),
+        json!("it's \"quoted\" \\ back\nslash"),
+        json!(42),
+        json!(-7),
+        json!(12345678901234567_i64),
+        json!(2.5),
+        json!(["a", 1, "ü"]),
+        json!({"k": "v", "n": 1}),
+        json!(null),
+        json!(true),
+    ];
+    let mut limits = limits();
+    limits.time_ms = 3000;
+    let (mut problems, mut contained) = (Vec::new(), Vec::new());
+    let mut answered = 0;
+    for goal in goals {
+        for value in &values {
+            let source = format!("state(s, V), {goal}.");
+            let started = Instant::now();
+            let outcome = s
+                .run(CodeRequest {
+                    language: "prolog",
+                    source: &source,
+                    entry: None,
+                    args: json!({"state": {"s": value}}),
+                    imports: None,
+                    builtins: None,
+                    limits: &limits,
+                })
+                .await;
+            let took = started.elapsed();
+            match outcome {
+                Ok(_) => answered += 1,
+                Err(e) if e.kind == ErrorKind::Code && e.detail_field("limit").is_none() => {}
+                // A panic inside scryer (`format/2`'s `~a` on a list) is contained: the
+                // worker answers with this error and makes way for a fresh one.
+                Err(e) if e.kind == ErrorKind::Code && e.message.contains("scryer-prolog:") => {
+                    contained.push(format!("`{goal}` on {value}"))
+                }
+                Err(e) => problems.push(format!("`{goal}` on {value}: {:?} {}", e.kind, e.message)),
+            }
+            // Generous: a fresh worker starts its Prolog machine (seconds in a debug
+            // build); a goal that spins ends as a `timeout` error, caught above.
+            if took > Duration::from_secs(15) {
+                problems.push(format!("`{goal}` on {value} took {took:?}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    eprintln!(
+        "{answered} of {} goals answered; scryer panicked (contained) on {}: {contained:?}",
+        goals.len() * values.len(),
+        contained.len()
+    );
+}

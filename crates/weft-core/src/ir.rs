@@ -85,7 +85,8 @@ impl Flow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
-    /// Node executions one graph may perform before it fails (bounds cycles).
+    /// Executions of nodes that already ran, per graph, before it fails: bounds cycles,
+    /// never an acyclic graph however long.
     #[serde(default = "default_graph_steps")]
     pub max_graph_steps: u32,
     /// How deeply sub-flows may nest.
@@ -894,7 +895,8 @@ pub struct GraphSpec {
     /// Error routes: node -> node that runs (with `{error, input}`) when it fails.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub on_error: IndexMap<String, String>,
-    /// Node executions before the graph fails (default: the flow's `max_graph_steps`).
+    /// Executions of nodes that already ran (steps around cycles) before the graph fails
+    /// (default: the flow's `max_graph_steps`). A graph without cycles never reaches it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
     /// Branch state writes stay in their branch: a join sees them in its input, and the

@@ -709,15 +709,17 @@ fn check_graph(g: &GraphSpec, ptr: &str, diags: &mut Vec<Diagnostic>) {
         }
     }
     // Nodes no path reaches are almost always a wiring mistake.
+    let mut successors: HashMap<&str, Vec<&str>> = HashMap::new();
+    for e in &g.edges {
+        successors.entry(&e.from).or_default().push(&e.to);
+    }
     let mut reached: HashSet<&str> = HashSet::new();
     let mut stack = vec![g.entry.as_str()];
     while let Some(n) = stack.pop() {
         if !reached.insert(n) {
             continue;
         }
-        for e in g.edges.iter().filter(|e| e.from == n) {
-            stack.push(&e.to);
-        }
+        stack.extend(successors.get(n).into_iter().flatten());
         if let Some(t) = g.on_error.get(n) {
             stack.push(t);
         }

@@ -144,13 +144,42 @@ pub fn load_file(path: &Path, dialect: Option<&str>) -> Result<Loaded, LoadError
                 .hint("check the path; flows are YAML or JSON files"),
         )
     })?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        LoadError::one(
-            &file,
-            Diagnostic::error("", format!("the file is not UTF-8 text: {e}")),
-        )
-    })?;
+    let text = String::from_utf8(bytes).map_err(|e| LoadError::one(&file, not_text(&e)))?;
     load_str(&text, &file, path.parent(), dialect)
+}
+
+/// Where and why bytes that are not UTF-8 cannot be a flow: the first bad byte's line
+/// and column, and whether the file looks binary altogether.
+fn not_text(e: &std::string::FromUtf8Error) -> Diagnostic {
+    let bytes = e.as_bytes();
+    let valid = &bytes[..e.utf8_error().valid_up_to()];
+    let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+    let line_start = valid.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let col = String::from_utf8_lossy(&valid[line_start..])
+        .chars()
+        .count()
+        + 1;
+    let binary = bytes.iter().take(8192).any(|b| *b == 0);
+    let d = if binary {
+        Diagnostic::error("", "the file is binary, not a YAML or JSON flow")
+            .hint("check the path: flows are YAML or JSON text files")
+    } else {
+        Diagnostic::error(
+            "",
+            format!(
+                "the file is not UTF-8 text: byte 0x{:02x} here starts no UTF-8 character",
+                bytes[valid.len()]
+            ),
+        )
+        .hint("save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)")
+    };
+    Diagnostic {
+        loc: Some(weft_core::Loc {
+            line: line as u32,
+            col: col as u32,
+        }),
+        ..d
+    }
 }
 
 /// Compiles the flow in `text`; `file` names it in diagnostics and `base_dir` resolves

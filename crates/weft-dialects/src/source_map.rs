@@ -143,9 +143,11 @@ impl<'de> Deserialize<'de> for Node {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Node, A::Error> {
                 let mut out: Vec<(Spanned<Key>, Spanned<Node>)> = Vec::new();
+                // A set, not a scan of `out`: a graph's `nodes` may have 10^5 keys.
+                let mut seen = std::collections::HashSet::new();
                 while let Some(k) = a.next_key::<Spanned<Key>>()? {
                     let v = a.next_value::<Spanned<Node>>()?;
-                    if out.iter().any(|(ek, _)| ek.value.0 == k.value.0) {
+                    if !seen.insert(k.value.0.clone()) {
                         return Err(de::Error::custom(format!(
                             "duplicate key `{}` at line {}",
                             k.value.0,
@@ -163,10 +165,10 @@ impl<'de> Deserialize<'de> for Node {
 
 /// The line a scalar's text starts on, when its lines are the file's: a literal block
 /// scalar (`|`) starts below its header; a one-line scalar on its own line.
-fn text_start(text: &[&str], at: Loc, value: &str) -> Option<u32> {
-    let line_at = |n: u32| text.get((n as usize).wrapping_sub(1)).copied();
+fn text_start(text: &Lines<'_>, at: Loc, value: &str) -> Option<u32> {
+    let line_at = |n: u32| text.line(n);
     // The parser places a block scalar at its header or at its first line of text.
-    match line_at(at.line).and_then(|l| l.chars().nth((at.col as usize).saturating_sub(1))) {
+    match text.char_at(at) {
         Some('|') => return Some(at.line + 1),
         Some('>') => return None,
         _ => {}
@@ -203,7 +205,45 @@ fn loc_of<T>(s: &Spanned<T>) -> Loc {
     }
 }
 
-fn build(node: Spanned<Node>, pointer: String, map: &mut SourceMap, text: &[&str]) -> Value {
+/// The file's lines, with the character at a line and column found without counting
+/// from the line's start each time: minified JSON is one long line, and counting its
+/// characters for every value made reading it quadratic.
+struct Lines<'a> {
+    lines: Vec<&'a str>,
+    /// Per line: the byte offset of each character, for lines that are not ASCII
+    /// (built when first asked for).
+    offsets: Vec<std::cell::OnceCell<Option<Vec<usize>>>>,
+}
+
+impl<'a> Lines<'a> {
+    fn new(text: &'a str) -> Lines<'a> {
+        let lines: Vec<&str> = text.lines().collect();
+        let offsets = lines.iter().map(|_| std::cell::OnceCell::new()).collect();
+        Lines { lines, offsets }
+    }
+
+    /// Line `n` (1-based).
+    fn line(&self, n: u32) -> Option<&'a str> {
+        self.lines.get((n as usize).wrapping_sub(1)).copied()
+    }
+
+    /// The character at `at` (1-based line and character column).
+    fn char_at(&self, at: Loc) -> Option<char> {
+        let i = (at.line as usize).wrapping_sub(1);
+        let line = *self.lines.get(i)?;
+        let col = (at.col as usize).saturating_sub(1);
+        let offsets = self.offsets[i].get_or_init(|| {
+            (!line.is_ascii()).then(|| line.char_indices().map(|(o, _)| o).collect())
+        });
+        let start = match offsets {
+            None => col,
+            Some(o) => *o.get(col)?,
+        };
+        line.get(start..)?.chars().next()
+    }
+}
+
+fn build(node: Spanned<Node>, pointer: String, map: &mut SourceMap, text: &Lines<'_>) -> Value {
     let loc = loc_of(&node);
     map.values.insert(pointer.clone(), loc);
     if let Node::Str(s) = &node.value
@@ -250,8 +290,34 @@ fn clean_yaml_message(msg: &str) -> String {
     m.to_owned()
 }
 
+/// Values (mappings, keys, lists and scalars) one document may hold, YAML or JSON alike:
+/// room for a 100,000-node graph in every dialect (spec 003's editor JSON spends 28
+/// values per node), and a bound on the memory a hostile file can make Weft spend.
+pub const MAX_NODES: usize = 4_000_000;
+
+fn count_nodes(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => 1 + items.iter().map(count_nodes).sum::<usize>(),
+        Value::Object(m) => 1 + m.values().map(|x| 1 + count_nodes(x)).sum::<usize>(),
+        _ => 1,
+    }
+}
+
+fn too_many_nodes(max_nodes: usize) -> Diagnostic {
+    Diagnostic::error(
+        "",
+        format!("the document holds more than {max_nodes} values"),
+    )
+    .hint("split it into sub-flows or several files")
+}
+
 /// Parses `text` into a value and its source map, or a located syntax error.
 pub fn parse(text: &str) -> Result<(Value, SourceMap), Diagnostic> {
+    parse_within(text, MAX_NODES)
+}
+
+/// [`parse`] with a budget of `max_nodes` values, for YAML and JSON alike.
+fn parse_within(text: &str, max_nodes: usize) -> Result<(Value, SourceMap), Diagnostic> {
     if text.trim().is_empty() {
         return Err(Diagnostic::error("", "the file is empty")
             .hint("a flow starts with `weft: 1` and `name:`"));
@@ -260,17 +326,24 @@ pub fn parse(text: &str) -> Result<(Value, SourceMap), Diagnostic> {
     // silently become a boolean (the "Norway problem").
     let mut options = serde_saphyr::Options::default();
     options.strict_booleans = true;
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_nodes = max_nodes;
+    budget.max_events = 2 * max_nodes;
+    options.budget = Some(budget);
     match serde_saphyr::from_str_with_options::<Spanned<Node>>(text, options) {
         Ok(root) => {
             let mut map = SourceMap::default();
-            let lines: Vec<&str> = text.lines().collect();
-            let value = build(root, String::new(), &mut map, &lines);
+            let value = build(root, String::new(), &mut map, &Lines::new(text));
             Ok((value, map))
         }
         Err(e) => {
-            // JSON that YAML rejects (tabs, for one) still deserves JSON's own verdict.
+            // JSON that YAML rejects (a key longer than its 1024-character lookahead, for
+            // one) still deserves JSON's own verdict.
             if text.trim_start().starts_with(['{', '[']) {
                 match serde_json::from_str::<Value>(text) {
+                    Ok(v) if count_nodes(&v) > max_nodes => {
+                        return Err(too_many_nodes(max_nodes));
+                    }
                     Ok(v) => return Ok((v, SourceMap::default())),
                     Err(je) => {
                         return Err(Diagnostic {
@@ -371,5 +444,24 @@ mod tests {
             parse("{\n  \"name\": \"x\",\n  \"root\": {\"passthrough\": {}}\n}").unwrap();
         assert_eq!(v["name"], "x");
         assert!(map.loc("/root").is_some());
+    }
+
+    #[test]
+    fn yaml_and_json_share_one_node_budget() {
+        let items = |n: usize| vec!["1"; n].join(", ");
+        let yaml = format!("items: [{}]\n", items(50));
+        // A key longer than YAML's 1024-character lookahead is JSON but not YAML: it
+        // takes serde_json's path, under the same budget.
+        let json = format!("{{\"{}\": [{}]}}", "k".repeat(2000), items(50));
+        assert!(serde_saphyr::from_str::<Value>(&json).is_err());
+        for text in [&yaml, &json] {
+            assert!(parse_within(text, 100).is_ok(), "{text}");
+            let e = parse_within(text, 40).unwrap_err();
+            assert!(
+                e.message.contains("more than 40 values") || e.message.contains("budget"),
+                "{}",
+                e.message
+            );
+        }
     }
 }

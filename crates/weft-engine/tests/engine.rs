@@ -334,7 +334,11 @@ async fn graph_cycles_are_bounded_and_error_routes_catch_failures() {
     let r = h.run(f).await;
     let e = r.error.unwrap();
     assert_eq!(e.kind, ErrorKind::Limit);
-    assert!(e.message.contains("more than 50"), "{}", e.message);
+    assert!(
+        e.message.contains("again more than 50 times"),
+        "{}",
+        e.message
+    );
 
     let f = flow(
         "weft: 1\nname: e\nroot:\n  graph:\n    entry: risky\n    nodes:\n      risky: {handler: {name: fail}}\n      recover: {transform: {output: 'recovered from {{ input.error.message }}'}}\n    on_error: {risky: recover}\n",

@@ -23,7 +23,7 @@ use crate::source_map::SourceMap;
 use doc::{Config, Soul, SoulsDoc, Transition};
 use indexmap::IndexMap;
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use weft_core::Diagnostic;
 use weft_core::ir::{
@@ -129,7 +129,7 @@ pub(super) struct Compiler<'a> {
 
 impl Compiler<'_> {
     fn is_block(&self, id: &str) -> bool {
-        self.ids.iter().any(|b| b == id)
+        self.raw_blocks.contains_key(id)
     }
 
     /// An error unless `id` names a block; `what` says what refers to it.
@@ -161,7 +161,7 @@ impl Compiler<'_> {
             }
         }
         // Loops run their inner blocks themselves.
-        let mut inner: Vec<String> = Vec::new();
+        let mut inner: HashSet<String> = HashSet::new();
         for (id, raw) in &self.raw_blocks {
             if raw.get("type").and_then(Value::as_str) == Some("loop")
                 && let Some(refs) = raw.get("inner_block_refs").and_then(Value::as_array)
@@ -181,10 +181,14 @@ impl Compiler<'_> {
             }
         }
         let edges = self.edges(file);
+        let routed_ids: HashSet<&str> = edges
+            .iter()
+            .flat_map(|e| [e.from.as_str(), e.to.as_str()])
+            .chain([file.workflow.entry.as_str()])
+            .collect();
         let mut nodes = IndexMap::new();
         for (id, raw) in self.raw_blocks.clone() {
-            let routed =
-                file.workflow.entry == id || edges.iter().any(|e| e.from == id || e.to == id);
+            let routed = routed_ids.contains(id.as_str());
             if inner.contains(&id) && !routed {
                 continue;
             }
@@ -282,6 +286,7 @@ impl Compiler<'_> {
     fn edges(&mut self, file: &SoulsDoc) -> Vec<Edge> {
         let mut on_exit = Vec::new();
         let mut plain = Vec::new();
+        let mut has_plain: HashSet<String> = HashSet::new();
         let target = |to: &Option<String>| to.clone().unwrap_or_else(|| END.to_owned());
         for (i, Transition { from, to }) in file.workflow.transitions.iter().enumerate() {
             let ptr = format!("/workflow/transitions/{i}");
@@ -289,7 +294,7 @@ impl Compiler<'_> {
             if let Some(t) = to {
                 self.block_ref(t, &format!("{ptr}/to"), "the transition's `to`");
             }
-            if plain.iter().any(|e: &Edge| &e.from == from) {
+            if !has_plain.insert(from.clone()) {
                 self.diags.push(
                     Diagnostic::error(&ptr, format!("`{from}` has two transitions")).hint(
                         "a block goes to one next block; branch with conditional_transitions",

@@ -28,7 +28,7 @@ impl Compiler<'_> {
         tea: &TeaDoc,
         nodes: &IndexMap<String, Block>,
     ) -> Option<(String, Vec<Edge>)> {
-        let names: Vec<&str> = nodes.keys().map(String::as_str).collect();
+        let names: IndexSet<&str> = nodes.keys().map(String::as_str).collect();
         let mut legacy: IndexMap<&str, Vec<(usize, &EdgeDoc)>> = IndexMap::new();
         let mut entry = None;
         // A node that a parallel edge starts goes on to that edge's fan-in node.
@@ -48,7 +48,7 @@ impl Compiler<'_> {
                 }
                 continue;
             }
-            if !names.contains(&e.from.as_str()) {
+            if !names.contains(e.from.as_str()) {
                 self.unknown_node(&e.from, &format!("{ptr}/from"), &names);
                 continue;
             }
@@ -69,9 +69,8 @@ impl Compiler<'_> {
             };
             let ptr = format!("/nodes/{i}");
             let next = names
-                .iter()
-                .position(|x| *x == name)
-                .and_then(|p| names.get(p + 1))
+                .get_index_of(name)
+                .and_then(|p| names.get_index(p + 1))
                 .map_or(END, |x| x);
             self.check_fan_in_key(n, &ptr);
             if let Some(goto) = &n.goto {
@@ -119,7 +118,7 @@ impl Compiler<'_> {
         goto: &Value,
         ptr: &str,
         next: &str,
-        names: &[&str],
+        names: &IndexSet<&str>,
         edges: &mut Vec<Edge>,
     ) {
         match goto {
@@ -191,7 +190,7 @@ impl Compiler<'_> {
         &mut self,
         e: &EdgeDoc,
         ptr: &str,
-        names: &[&str],
+        names: &IndexSet<&str>,
         joins: &IndexSet<String>,
     ) -> Option<Edge> {
         let to = self.target(&e.to, &format!("{ptr}/to"), names)?;
@@ -259,22 +258,28 @@ impl Compiler<'_> {
     }
 
     /// A node name (or `__end__`) as a graph target.
-    fn target(&mut self, to: &str, ptr: &str, names: &[&str]) -> Option<String> {
+    fn target(&mut self, to: &str, ptr: &str, names: &IndexSet<&str>) -> Option<String> {
         if to == FINISH {
             return Some(END.to_owned());
         }
-        if names.contains(&to) {
+        if names.contains(to) {
             return Some(to.to_owned());
         }
         self.unknown_node(to, ptr, names);
         None
     }
 
-    fn unknown_node(&mut self, name: &str, ptr: &str, names: &[&str]) {
+    fn unknown_node(&mut self, name: &str, ptr: &str, names: &IndexSet<&str>) {
         let d = Diagnostic::error(ptr, format!("unknown node `{name}`"));
         let candidates = names.iter().copied().chain([FINISH]);
-        self.diags
-            .push(d.hint_closest(name, candidates, format!("nodes: {}", names.join(", "))));
+        self.diags.push(d.hint_closest(
+            name,
+            candidates,
+            format!(
+                "nodes: {}",
+                names.iter().copied().collect::<Vec<_>>().join(", ")
+            ),
+        ));
     }
 }
 

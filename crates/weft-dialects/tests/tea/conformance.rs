@@ -636,7 +636,26 @@ nodes:
     assert_eq!(ran.result.status, RunStatus::Failed);
     let e = ran.result.error.unwrap();
     assert_eq!(e.kind.as_str(), "limit");
-    assert!(e.message.contains("more than 1000 nodes"), "{}", e.message);
+    assert!(e.message.contains("more than 1000 times"), "{}", e.message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_chain_without_cycles_never_meets_the_step_limit() {
+    // The limit counts steps around cycles: 5,000 nodes in a row each run once.
+    let mut yaml = String::from("name: chain\nnodes:\n");
+    for i in 0..5000 {
+        yaml.push_str(&format!(
+            "  - name: n{i}\n    run:\n      type: expression\n      value: \"{i}\"\n      output_key: last\n"
+        ));
+    }
+    let ran = run(&yaml, json!({})).await;
+    assert_eq!(
+        ran.result.status,
+        RunStatus::Completed,
+        "{:?}",
+        ran.result.error
+    );
+    assert_eq!(ran.result.state["last"], json!(4999));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,7 +15,7 @@ use super::exec;
 use crate::run::{Cx, Exec, Outcome, Stop, Suspension};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use weft_core::event::EventKind;
 use weft_core::ir::{END, Edge, GraphSpec, Routing};
@@ -56,7 +56,10 @@ struct Walk<'g> {
     edges: HashMap<&'g str, Vec<&'g Edge>>,
     frames: Vec<Frame<'g>>,
     visits: HashMap<(String, &'g str), u32>,
-    steps: u32,
+    /// Nodes executed so far, by name: running one again is a step around a cycle.
+    executed: HashSet<&'g str>,
+    /// Executions of nodes that had run before, bounded by `max_steps`.
+    repeats: u32,
     max_steps: u32,
     tasks: FuturesUnordered<BoxFuture<'g, (Token<'g>, Exec)>>,
     result: Option<Outcome>,
@@ -74,7 +77,8 @@ pub(crate) async fn run<'g>(cx: &'g Cx<'g>, g: &'g GraphSpec) -> Exec {
         edges,
         frames: Vec::new(),
         visits: HashMap::new(),
-        steps: 0,
+        executed: HashSet::new(),
+        repeats: 0,
         max_steps: g.max_steps.unwrap_or(cx.flow.limits.max_graph_steps),
         tasks: FuturesUnordered::new(),
         result: None,
@@ -172,18 +176,22 @@ impl<'g> Walk<'g> {
                 "the run was cancelled",
             )));
         }
-        self.steps += 1;
-        if self.steps > self.max_steps {
-            return Err(Stop::Failed(
-                BlockError::new(
-                    ErrorKind::Limit,
-                    format!(
-                        "the graph executed more than {} nodes; it probably loops forever",
-                        self.max_steps
-                    ),
-                )
-                .with_detail(serde_json::json!({"hint": "raise the graph's max_steps (or the flow's limits.max_graph_steps) if the loop is meant to run longer"})),
-            ));
+        // Only repeats count: a graph without cycles never reaches the limit, however
+        // many nodes it has.
+        if !self.executed.insert(token.node) {
+            self.repeats += 1;
+            if self.repeats > self.max_steps {
+                return Err(Stop::Failed(
+                    BlockError::new(
+                        ErrorKind::Limit,
+                        format!(
+                            "the graph ran its nodes again more than {} times (at `{}`); it probably loops forever",
+                            self.max_steps, token.node
+                        ),
+                    )
+                    .with_detail(serde_json::json!({"hint": "raise the graph's max_steps (or the flow's limits.max_graph_steps) if the loop is meant to run longer"})),
+                ));
+            }
         }
         let visit = self
             .visits
