@@ -12,7 +12,9 @@ use std::sync::Arc;
 pub struct Event {
     /// The run.
     pub run_id: Arc<str>,
-    /// Position in the run's stream, from 0 for each process that drives the run.
+    /// Position in the run's stream: 0 for its first event, one more for each stored
+    /// event after it, across every process that drives the run. A live-only event
+    /// (`llm_delta`) carries the number of the stored event that will follow it.
     pub seq: u64,
     /// Unix time in milliseconds.
     pub at_ms: u64,

@@ -370,8 +370,13 @@ impl Engine {
         };
         self.take(&rec, vec![RunStatus::Paused], None, Some(entry))
             .await?;
-        let emitter = Emitter::new(Arc::from(rec.id.as_str()), self.inner.sinks.clone());
+        let mut sinks = self.inner.sinks.clone();
+        sinks.push(self.inner.event_log.clone());
+        let first_seq = self.inner.store.next_event_seq(&rec.id).await?;
+        let emitter = Emitter::new(Arc::from(rec.id.as_str()), sinks, first_seq);
         emitter.emit(|| EventKind::ApprovalAnswered { key, answer });
+        // Stored before the continued run numbers its own events after it.
+        self.inner.event_log.flush().await;
         self.continue_run(rec).await
     }
 
@@ -450,12 +455,19 @@ impl Engine {
         let inner = &self.inner;
         let id: Arc<str> = Arc::from(rec.id.as_str());
         let cancel = Arc::new(Cancel::default());
+        let first_seq = if resumed {
+            inner.store.next_event_seq(&rec.id).await?
+        } else {
+            0
+        };
+        let mut sinks = inner.sinks.clone();
+        sinks.push(inner.event_log.clone());
         let run = RunCtx {
             id: id.clone(),
             engine: inner.clone(),
             prepared: prepared.clone(),
             journal: recorded(journal),
-            emitter: Arc::new(Emitter::new(id.clone(), inner.sinks.clone())),
+            emitter: Arc::new(Emitter::new(id.clone(), sinks, first_seq)),
             cancel: cancel.clone(),
             usage: Mutex::new(Usage::default()),
             initial: Arc::new(rec.input.clone()),
@@ -566,6 +578,9 @@ impl Engine {
             }
         }
         rec.state = Some((*state).clone());
+        // The run's last events are durable before its record says it ended: a follower
+        // that sees the end has every event.
+        inner.event_log.flush().await;
         inner.store.update_run(&rec).await?;
         Ok(RunResult {
             run_id: rec.id.clone(),

@@ -22,10 +22,11 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 impl Emitter {
-    pub(crate) fn new(run_id: Arc<str>, sinks: Vec<Arc<dyn EventSink>>) -> Emitter {
+    /// Numbers the run's events from `first_seq`.
+    pub(crate) fn new(run_id: Arc<str>, sinks: Vec<Arc<dyn EventSink>>, first_seq: u64) -> Emitter {
         Emitter {
             run_id,
-            seq: AtomicU64::new(0),
+            seq: AtomicU64::new(first_seq),
             sinks,
         }
     }
@@ -40,11 +41,19 @@ impl Emitter {
         if self.sinks.is_empty() {
             return;
         }
+        let kind = kind();
+        // A live-only event takes the number of the next stored one without using it,
+        // so the stored log is numbered without gaps.
+        let seq = if crate::event_log::is_live_only(&kind) {
+            self.seq.load(Ordering::Relaxed)
+        } else {
+            self.seq.fetch_add(1, Ordering::Relaxed)
+        };
         let event = Event {
             run_id: self.run_id.clone(),
-            seq: self.seq.fetch_add(1, Ordering::Relaxed),
+            seq,
             at_ms: now_ms(),
-            kind: kind(),
+            kind,
         };
         for s in &self.sinks {
             s.emit(&event);

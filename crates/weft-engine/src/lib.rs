@@ -14,6 +14,7 @@
 
 mod budget;
 mod driver;
+mod event_log;
 mod events;
 mod exec;
 mod prepared;
@@ -42,6 +43,8 @@ pub(crate) struct Inner {
     /// Functions templates call as `native(name, ...)`; `None` when none is registered.
     pub(crate) functions: Option<Arc<Functions>>,
     pub(crate) sinks: Vec<Arc<dyn EventSink>>,
+    /// Every run's events, stored and followed.
+    pub(crate) event_log: Arc<event_log::EventLog>,
     pub(crate) default_model: Option<String>,
     pub(crate) secrets: Arc<serde_json::Value>,
     pub(crate) owner: String,
@@ -87,6 +90,7 @@ impl Engine {
     pub fn builder(store: Arc<dyn Store>) -> EngineBuilder {
         EngineBuilder {
             inner: Inner {
+                event_log: Arc::new(event_log::EventLog::new(store.clone())),
                 store,
                 models: None,
                 code: Vec::new(),
@@ -104,6 +108,19 @@ impl Engine {
     /// The store this engine keeps runs in.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
+    }
+
+    /// Follows run `run_id`'s events with `seq` above `after` (from its first event when
+    /// `None`): the stored ones, then each as it becomes durable, ending after the run's
+    /// last event (`run_completed`, `run_failed` or `run_cancelled`). Token deltas of
+    /// runs this engine drives arrive live and are never replayed. Runs driven by
+    /// another process are followed through the store. Needs a Tokio runtime.
+    pub fn follow(
+        &self,
+        run_id: &str,
+        after: Option<u64>,
+    ) -> tokio::sync::mpsc::Receiver<Result<weft_core::event::Event, EngineError>> {
+        event_log::follow(&self.inner.event_log, run_id.to_owned(), after)
     }
 }
 

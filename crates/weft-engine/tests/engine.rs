@@ -958,3 +958,57 @@ root:
     let distinct: std::collections::HashSet<_> = calls.iter().map(|c| &c.0).collect();
     assert_eq!(distinct.len(), 3);
 }
+
+/// A run's events are stored as they happen, numbered without a gap across the
+/// processes that drive it; a follower replays them from any point, waits through a
+/// pause, follows the continuation live and ends after the run's last event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_s_events_are_stored_and_followed_from_any_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let open =
+        || Arc::new(weft_store::SqliteStore::open(&db, weft_store::Durability::Process).unwrap());
+    let yaml = "weft: 1\nname: f\nroot:\n  sequence:\n    - {id: a, transform: {output: 1}}\n    - {id: ask, approval: {prompt: go?}}\n    - {id: b, transform: {output: 2}}\n";
+    let first = harness(open(), vec![]);
+    let paused = first.run(flow(yaml)).await;
+    assert_eq!(paused.status, RunStatus::Paused);
+    // A second engine over the same file, as another process would: it follows the
+    // paused run, then answers it.
+    let second = harness(open(), vec![]);
+    let mut follower = second.engine.follow(&paused.run_id, None);
+    let mut seen = Vec::new();
+    while seen
+        .last()
+        .is_none_or(|k: &EventKind| !matches!(k, EventKind::RunPaused { .. }))
+    {
+        let e = follower.recv().await.unwrap().unwrap();
+        assert_eq!(e.seq, seen.len() as u64);
+        seen.push(e.kind);
+    }
+    let done = second
+        .engine
+        .answer(&paused.run_id, None, json!({"decision": "approve"}))
+        .await
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    while let Some(e) = follower.recv().await {
+        let e = e.unwrap();
+        assert_eq!(e.seq, seen.len() as u64, "{:?}", e.kind);
+        seen.push(e.kind);
+    }
+    assert!(
+        matches!(seen.last(), Some(EventKind::RunCompleted { .. })),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|k| matches!(k, EventKind::ApprovalAnswered { .. }))
+    );
+    // From the middle, after the run ended: the rest, then the end.
+    let mut again = second.engine.follow(&paused.run_id, Some(3));
+    let mut rest = Vec::new();
+    while let Some(e) = again.recv().await {
+        rest.push(e.unwrap().seq);
+    }
+    assert_eq!(rest, (4..seen.len() as u64).collect::<Vec<_>>());
+}

@@ -3,14 +3,17 @@
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::Mutex;
+use weft_core::event::Event;
 use weft_core::ports::{Claim, Claimed, JournalEntry, RunRecord, ScopedChange, Store, StoreError};
 
-/// Keeps flows, runs and journals in memory.
+/// Keeps flows, runs, journals and event logs in memory.
 #[derive(Default)]
 pub struct MemoryStore {
     flows: Mutex<HashMap<String, String>>,
     runs: Mutex<HashMap<String, RunRecord>>,
     journals: Mutex<HashMap<String, Vec<JournalEntry>>>,
+    /// Each run's events by `seq`.
+    events: Mutex<HashMap<String, std::collections::BTreeMap<u64, Event>>>,
     scoped: Mutex<HashMap<String, serde_json::Value>>,
 }
 
@@ -118,6 +121,43 @@ impl Store for MemoryStore {
             .or_default()
             .push(entry);
         Ok(())
+    }
+
+    async fn append_events(&self, events: &[Event]) -> Result<(), StoreError> {
+        let mut logs = self.events.lock().map_err(|_| poisoned())?;
+        for e in events {
+            logs.entry(e.run_id.to_string())
+                .or_default()
+                .entry(e.seq)
+                .or_insert_with(|| e.clone());
+        }
+        Ok(())
+    }
+
+    async fn events(
+        &self,
+        run_id: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let logs = self.events.lock().map_err(|_| poisoned())?;
+        let Some(log) = logs.get(run_id) else {
+            return Ok(Vec::new());
+        };
+        let from = after.map_or(0, |a| a.saturating_add(1));
+        Ok(log
+            .range(from..)
+            .take(limit)
+            .map(|(_, e)| e.clone())
+            .collect())
+    }
+
+    async fn next_event_seq(&self, run_id: &str) -> Result<u64, StoreError> {
+        let logs = self.events.lock().map_err(|_| poisoned())?;
+        Ok(logs
+            .get(run_id)
+            .and_then(|l| l.keys().next_back())
+            .map_or(0, |last| last + 1))
     }
 
     async fn forget(&self, run_id: &str, keys: &[String]) -> Result<(), StoreError> {

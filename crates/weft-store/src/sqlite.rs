@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use tokio::sync::{mpsc, oneshot};
+use weft_core::event::Event;
 use weft_core::ports::{
     Claim, Claimed, EntryKind, JournalEntry, RunRecord, RunStatus, ScopedChange, Store, StoreError,
     Usage,
@@ -27,8 +28,8 @@ pub enum Durability {
 
 /// Schema version written in the database; a newer one is refused.
 /// 2 added runs.scopes and the scoped table; 3 added runs.view; 4 added runs.settings
-/// and runs.retries. Older files are upgraded on open.
-const SCHEMA_VERSION: i64 = 4;
+/// and runs.retries; 5 the events table. Older files are upgraded on open.
+const SCHEMA_VERSION: i64 = 5;
 /// Appends committed together at most.
 const MAX_BATCH: usize = 4096;
 /// Requests waiting for the writer before senders wait too.
@@ -43,8 +44,32 @@ struct Append {
     durable: Reply<()>,
 }
 
+/// Events waiting for their commit: `(run_id, seq, body)` each.
+struct EventBatch {
+    rows: Vec<(String, u64, String)>,
+    durable: Reply<()>,
+}
+
+/// What one group commit writes.
+enum Write {
+    Entry(Append),
+    Events(EventBatch),
+}
+
+impl Write {
+    fn reply(self, result: Result<(), StoreError>) {
+        let _ = match self {
+            Write::Entry(a) => a.durable.send(result),
+            Write::Events(b) => b.durable.send(result),
+        };
+    }
+}
+
 enum Request {
     Append(Box<Append>),
+    Events(Box<EventBatch>),
+    ReadEvents(String, Option<u64>, usize, Reply<Vec<Event>>),
+    NextEventSeq(String, Reply<u64>),
     PutFlow(String, String, Reply<()>),
     GetFlow(String, Reply<Option<String>>),
     CreateRun(Box<RunRecord>, Reply<()>),
@@ -142,7 +167,10 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, val
      CREATE TABLE IF NOT EXISTS journal (
          seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
          key TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL);
-     CREATE INDEX IF NOT EXISTS journal_by_run ON journal (run_id, seq);";
+     CREATE INDEX IF NOT EXISTS journal_by_run ON journal (run_id, seq);
+     CREATE TABLE IF NOT EXISTS events (
+         run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+         PRIMARY KEY (run_id, seq)) WITHOUT ROWID;";
 
 /// What each schema version added to the one before, by the version it leads to (new
 /// tables are created by [`SCHEMA`] itself).
@@ -154,7 +182,12 @@ const MIGRATIONS: &[(i64, &str)] = &[
         "ALTER TABLE runs ADD COLUMN settings TEXT;
          ALTER TABLE runs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;",
     ),
+    (5, ""),
 ];
+
+/// Appends one event: `(run_id, seq, body)`; the log is append-only, so a repeat of a
+/// stored `seq` is ignored.
+const INSERT_EVENT: &str = "INSERT OR IGNORE INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)";
 
 /// Appends one journal entry: `(run_id, key, kind, value)`.
 const INSERT_ENTRY: &str = "INSERT INTO journal (run_id, key, kind, value) VALUES (?1, ?2, ?3, ?4)";
@@ -242,39 +275,66 @@ fn writer(mut conn: Connection, mut rx: mpsc::Receiver<Request>) {
         let mut next = Some(first);
         while let Some(req) = next.take() {
             match req {
-                Request::Append(first) => {
-                    let mut batch = vec![*first];
-                    while batch.len() < MAX_BATCH {
-                        match rx.try_recv() {
-                            Ok(Request::Append(a)) => batch.push(*a),
-                            Ok(other) => {
-                                next = Some(other);
-                                break;
-                            }
-                            Err(_) => break,
-                        }
-                    }
-                    let committed = append_batch(&mut conn, &batch);
-                    for a in batch {
-                        let _ = a.durable.send(committed.clone());
-                    }
-                }
+                Request::Append(a) => next = group_commit(&mut conn, &mut rx, Write::Entry(*a)),
+                Request::Events(b) => next = group_commit(&mut conn, &mut rx, Write::Events(*b)),
                 other => serve(&conn, other),
             }
         }
     }
 }
 
-fn append_batch(conn: &mut Connection, batch: &[Append]) -> Result<(), StoreError> {
+/// Commits `first` with every write queued behind it in one transaction, answers each,
+/// and returns the request that ended the batch, if any.
+fn group_commit(
+    conn: &mut Connection,
+    rx: &mut mpsc::Receiver<Request>,
+    first: Write,
+) -> Option<Request> {
+    let mut batch = vec![first];
+    let mut next = None;
+    while batch.len() < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(Request::Append(a)) => batch.push(Write::Entry(*a)),
+            Ok(Request::Events(b)) => batch.push(Write::Events(*b)),
+            Ok(other) => {
+                next = Some(other);
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    let committed = append_batch(conn, &batch);
+    for w in batch {
+        w.reply(committed.clone());
+    }
+    next
+}
+
+fn append_batch(conn: &mut Connection, batch: &[Write]) -> Result<(), StoreError> {
     let tx = conn.transaction().map_err(|e| err("journal", e))?;
     {
-        let mut stmt = tx
+        let mut entries = tx
             .prepare_cached(INSERT_ENTRY)
             .map_err(|e| err("journal", e))?;
-        for Append { run_id, entry, .. } in batch {
-            let (key, kind, value) = (&entry.key, entry.kind.as_str(), entry.value.to_string());
-            stmt.execute(params![run_id, key, kind, value])
-                .map_err(|e| err("journal", e))?;
+        let mut events = tx
+            .prepare_cached(INSERT_EVENT)
+            .map_err(|e| err("events", e))?;
+        for w in batch {
+            match w {
+                Write::Entry(Append { run_id, entry, .. }) => {
+                    let (key, kind) = (&entry.key, entry.kind.as_str());
+                    entries
+                        .execute(params![run_id, key, kind, entry.value.to_string()])
+                        .map_err(|e| err("journal", e))?;
+                }
+                Write::Events(b) => {
+                    for (run_id, seq, body) in &b.rows {
+                        events
+                            .execute(params![run_id, *seq as i64, body])
+                            .map_err(|e| err("events", e))?;
+                    }
+                }
+            }
         }
     }
     tx.commit().map_err(|e| err("journal commit", e))
@@ -427,6 +487,31 @@ fn claim_run(conn: &Connection, claim: Claim) -> Result<Claimed, StoreError> {
     Ok(Claimed::Taken)
 }
 
+fn read_events(
+    conn: &Connection,
+    run_id: &str,
+    after: Option<u64>,
+    limit: usize,
+) -> Result<Vec<Event>, StoreError> {
+    // seq > -1 reads from the start.
+    let after = after.map_or(-1, |a| a as i64);
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+        )
+        .map_err(|e| err("events", e))?;
+    let rows = stmt
+        .query_map(params![run_id, after, limit as i64], |r| {
+            r.get::<_, String>(0)
+        })
+        .map_err(|e| err("events", e))?;
+    rows.map(|body| {
+        let body = body.map_err(|e| err("events", e))?;
+        serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(format!("a stored event: {e}")))
+    })
+    .collect()
+}
+
 fn scoped(conn: &Connection, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
     let text: Option<String> = conn
         .query_row(
@@ -547,7 +632,21 @@ fn serve(conn: &Connection, req: Request) {
             });
             let _ = reply.send(r);
         }
-        Request::Append(_) => unreachable!("handled by the writer loop"),
+        Request::ReadEvents(run_id, after, limit, reply) => {
+            let _ = reply.send(read_events(conn, &run_id, after, limit));
+        }
+        Request::NextEventSeq(run_id, reply) => {
+            let r = conn
+                .query_row(
+                    "SELECT max(seq) FROM events WHERE run_id = ?1",
+                    params![run_id],
+                    |r| r.get::<_, Option<i64>>(0),
+                )
+                .map(|last| last.map_or(0, |s| s as u64 + 1))
+                .map_err(|e| err("events", e));
+            let _ = reply.send(r);
+        }
+        Request::Append(_) | Request::Events(_) => unreachable!("handled by the writer loop"),
     }
 }
 
@@ -586,6 +685,33 @@ impl Store for SqliteStore {
             }))
         })
         .await
+    }
+    async fn append_events(&self, events: &[Event]) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let rows = events
+            .iter()
+            .map(|e| {
+                let body = serde_json::to_string(e).map_err(|x| err("events", x))?;
+                Ok((e.run_id.to_string(), e.seq, body))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        self.ask(|durable| Request::Events(Box::new(EventBatch { rows, durable })))
+            .await
+    }
+    async fn events(
+        &self,
+        run_id: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.ask(|r| Request::ReadEvents(run_id.to_owned(), after, limit, r))
+            .await
+    }
+    async fn next_event_seq(&self, run_id: &str) -> Result<u64, StoreError> {
+        self.ask(|r| Request::NextEventSeq(run_id.to_owned(), r))
+            .await
     }
     async fn forget(&self, run_id: &str, keys: &[String]) -> Result<(), StoreError> {
         self.ask(|r| Request::Forget(run_id.to_owned(), keys.to_vec(), r))
@@ -819,6 +945,40 @@ mod tests {
         let e = SqliteStore::open(&path, Durability::Process).err().unwrap();
         assert!(matches!(e, StoreError::TooNew(_)), "{e:?}");
         assert!(e.to_string().contains("newer Weft"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn event_logs_are_read_from_any_point_and_survive_reopening() {
+        use weft_core::event::EventKind;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.db");
+        let event = |run: &str, seq| weft_core::event::Event {
+            run_id: run.into(),
+            seq,
+            at_ms: 1,
+            kind: EventKind::RunCancelled,
+        };
+        {
+            let s = SqliteStore::open(&path, Durability::Process).unwrap();
+            assert_eq!(s.next_event_seq("r").await.unwrap(), 0);
+            let first: Vec<_> = (0..5).map(|i| event("r", i)).collect();
+            s.append_events(&first).await.unwrap();
+            s.append_events(&[event("other", 0)]).await.unwrap();
+            // A repeat of a stored seq is ignored, never a failure of the batch.
+            s.append_events(&[event("r", 2), event("r", 5)])
+                .await
+                .unwrap();
+        }
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        let seqs =
+            |v: Vec<weft_core::event::Event>| v.into_iter().map(|e| e.seq).collect::<Vec<_>>();
+        assert_eq!(
+            seqs(s.events("r", None, 100).await.unwrap()),
+            [0, 1, 2, 3, 4, 5]
+        );
+        assert_eq!(seqs(s.events("r", Some(2), 2).await.unwrap()), [3, 4]);
+        assert_eq!(s.next_event_seq("r").await.unwrap(), 6);
+        assert_eq!(s.events("r", None, 1).await.unwrap()[0], event("r", 0));
     }
 
     /// 8 openers of one new file at once, 50 times: every one succeeds.

@@ -1,6 +1,7 @@
-//! The store port: durable flows, runs, journals and scoped state.
+//! The store port: durable flows, runs, journals, event logs and scoped state.
 
 use crate::error::BlockError;
+use crate::event::Event;
 use crate::usage::Usage;
 use crate::value::Value;
 use async_trait::async_trait;
@@ -394,6 +395,20 @@ pub trait Store: Send + Sync {
     /// append order; a store may commit appends made concurrently (by parallel branches
     /// or other runs) together (group commit), but never reports one durable early.
     async fn append(&self, run_id: &str, entry: JournalEntry) -> Result<(), StoreError>;
+    /// Appends events to their runs' event logs and returns once they are durable (in
+    /// the same group commits as journal entries). An event whose run already has one
+    /// at its `seq` is ignored: the log is append-only.
+    async fn append_events(&self, events: &[Event]) -> Result<(), StoreError>;
+    /// A run's stored events with `seq` above `after` (all when `None`), in order, at
+    /// most `limit`.
+    async fn events(
+        &self,
+        run_id: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError>;
+    /// The `seq` a run's next event takes: one past the last stored.
+    async fn next_event_seq(&self, run_id: &str) -> Result<u64, StoreError>;
     /// Removes journal entries of a run whose key is in `keys` (used to re-ask approvals).
     async fn forget(&self, run_id: &str, keys: &[String]) -> Result<(), StoreError>;
     /// Takes a run for one process, atomically (compare-and-set on its status and owner,

@@ -1,0 +1,255 @@
+//! Every run's event log: each event but token deltas is written to the store (in the
+//! journal's group commits) and, once durable, published to live followers. A follower
+//! reads the log from any point and then follows it, so a reconnect, a restart or a
+//! month's delay never loses an event; deltas are live only.
+
+use crate::driver::EngineError;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use weft_core::event::{Event, EventKind};
+use weft_core::ports::{EventSink, RunStatus, Store};
+
+/// Events written to the store together at most.
+const BATCH: usize = 1024;
+/// Events a live follower may fall behind by before it reads the store instead.
+const LIVE_BUFFER: usize = 4096;
+/// How often a follower looks at the store for events live publishing cannot bring
+/// (a run driven by another process).
+const POLL: Duration = Duration::from_millis(250);
+/// Events read from the store per page when replaying.
+const PAGE: usize = 512;
+
+enum Message {
+    Event(Event),
+    /// Answered once every event sent before it is durable.
+    Flush(oneshot::Sender<()>),
+}
+
+/// The writer of every run's events for one engine, and the live feed of them.
+pub(crate) struct EventLog {
+    store: Arc<dyn Store>,
+    /// Started on first use, inside the runtime that drives runs.
+    writer: OnceLock<mpsc::UnboundedSender<Message>>,
+    live: broadcast::Sender<Arc<Event>>,
+}
+
+impl EventLog {
+    pub(crate) fn new(store: Arc<dyn Store>) -> EventLog {
+        EventLog {
+            store,
+            writer: OnceLock::new(),
+            live: broadcast::channel(LIVE_BUFFER).0,
+        }
+    }
+
+    fn writer(&self) -> &mpsc::UnboundedSender<Message> {
+        self.writer.get_or_init(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(write_events(self.store.clone(), self.live.clone(), rx));
+            tx
+        })
+    }
+
+    /// Waits until every event emitted so far is durable (and published).
+    pub(crate) async fn flush(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.writer().send(Message::Flush(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// A live receiver of events as they become durable (and of deltas as they happen).
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.live.subscribe()
+    }
+}
+
+impl EventSink for EventLog {
+    fn emit(&self, event: &Event) {
+        if is_live_only(&event.kind) {
+            let _ = self.live.send(Arc::new(event.clone()));
+        } else {
+            let _ = self.writer().send(Message::Event(event.clone()));
+        }
+    }
+}
+
+/// Token deltas are for whoever watches now; the step's output replaces them later.
+pub(crate) fn is_live_only(kind: &EventKind) -> bool {
+    matches!(kind, EventKind::LlmDelta { .. })
+}
+
+/// Whether `kind` is a run's last event: the stream of a finished run ends with it.
+fn is_final(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::RunCompleted { .. } | EventKind::RunFailed { .. } | EventKind::RunCancelled
+    )
+}
+
+async fn write_events(
+    store: Arc<dyn Store>,
+    live: broadcast::Sender<Arc<Event>>,
+    mut rx: mpsc::UnboundedReceiver<Message>,
+) {
+    let mut events = Vec::new();
+    let mut flushes = Vec::new();
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        while let Some(m) = next.take() {
+            match m {
+                Message::Event(e) => events.push(e),
+                Message::Flush(f) => flushes.push(f),
+            }
+            if events.len() < BATCH {
+                next = rx.try_recv().ok();
+            }
+        }
+        // A store that cannot take events must not fail the run: the journal is the
+        // record the run depends on; the log is what watchers see of it.
+        if store.append_events(&events).await.is_ok() {
+            for e in events.drain(..) {
+                let _ = live.send(Arc::new(e));
+            }
+        }
+        events.clear();
+        for f in flushes.drain(..) {
+            let _ = f.send(());
+        }
+    }
+}
+
+/// Follows run `run_id`'s events with `seq` above `after` (from the start when `None`):
+/// the stored ones first, then each as it becomes durable, until the run's last event.
+/// The receiver ends after that event, or with an error.
+pub(crate) fn follow(
+    log: &EventLog,
+    run_id: String,
+    after: Option<u64>,
+) -> mpsc::Receiver<Result<Event, EngineError>> {
+    let (tx, rx) = mpsc::channel(PAGE);
+    let live = log.subscribe();
+    tokio::spawn(
+        Follower {
+            store: log.store.clone(),
+            run_id,
+            next: after.map_or(0, |a| a + 1),
+            tx,
+        }
+        .run(live),
+    );
+    rx
+}
+
+struct Follower {
+    store: Arc<dyn Store>,
+    run_id: String,
+    /// The `seq` of the next stored event to deliver.
+    next: u64,
+    tx: mpsc::Sender<Result<Event, EngineError>>,
+}
+
+/// Why following stopped.
+enum Stopped {
+    /// The run's last event was delivered, or the follower went away.
+    Done,
+}
+
+impl Follower {
+    async fn run(mut self, mut live: broadcast::Receiver<Arc<Event>>) {
+        if let Err(e) = self.follow(&mut live).await {
+            let _ = self.tx.send(Err(e)).await;
+        }
+    }
+
+    async fn follow(
+        &mut self,
+        live: &mut broadcast::Receiver<Arc<Event>>,
+    ) -> Result<(), EngineError> {
+        loop {
+            if let Some(Stopped::Done) = self.catch_up().await? {
+                return Ok(());
+            }
+            if self.finished_without_more_events().await? {
+                return Ok(());
+            }
+            let wait = tokio::time::sleep(POLL);
+            tokio::pin!(wait);
+            loop {
+                tokio::select! {
+                    got = live.recv() => match got {
+                        Ok(e) if *e.run_id == *self.run_id => {
+                            if is_live_only(&e.kind) {
+                                if self.tx.send(Ok((*e).clone())).await.is_err() {
+                                    return Ok(());
+                                }
+                            } else if e.seq == self.next {
+                                if let Some(Stopped::Done) = self.deliver((*e).clone()).await {
+                                    return Ok(());
+                                }
+                            } else if e.seq > self.next {
+                                // A gap: what is missing is in the store.
+                                break;
+                            }
+                        }
+                        Ok(_) => {}
+                        // Fallen behind, or the engine is gone: the store has it all.
+                        Err(broadcast::error::RecvError::Lagged(_)) => break,
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
+                    _ = &mut wait => break,
+                    _ = self.tx.closed() => return Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Delivers every stored event from `next` on.
+    async fn catch_up(&mut self) -> Result<Option<Stopped>, EngineError> {
+        loop {
+            let page = self
+                .store
+                .events(&self.run_id, self.next.checked_sub(1), PAGE)
+                .await?;
+            let full = page.len() == PAGE;
+            for e in page {
+                if let Some(stopped) = self.deliver(e).await {
+                    return Ok(Some(stopped));
+                }
+            }
+            if !full {
+                return Ok(None);
+            }
+        }
+    }
+
+    async fn deliver(&mut self, e: Event) -> Option<Stopped> {
+        self.next = e.seq + 1;
+        let last = is_final(&e.kind);
+        if self.tx.send(Ok(e)).await.is_err() || last {
+            return Some(Stopped::Done);
+        }
+        None
+    }
+
+    /// A run that has finished and has no events after `next` (a run recorded before
+    /// event logs, or one whose last events a crash lost) ends the stream.
+    async fn finished_without_more_events(&self) -> Result<bool, EngineError> {
+        let run = self
+            .store
+            .get_run(&self.run_id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(self.run_id.clone()))?;
+        let finished = matches!(
+            run.status,
+            RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
+        );
+        Ok(finished
+            && self
+                .store
+                .events(&self.run_id, self.next.checked_sub(1), 1)
+                .await?
+                .is_empty())
+    }
+}
