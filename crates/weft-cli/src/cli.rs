@@ -132,6 +132,25 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["reference"])]
         list: bool,
     },
+    /// Serve the HTTP API (docs/server.md): start, read, answer and follow runs.
+    Serve {
+        /// Where to listen; any address but a loopback one needs a token.
+        #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+        /// A file holding the bearer token every route but /healthz demands (default:
+        /// $WEFT_TOKEN).
+        #[arg(long, value_name = "PATH")]
+        token_file: Option<PathBuf>,
+        /// The model for llm blocks that name none (default: $WEFT_MODEL).
+        #[arg(long, value_name = "ID", env = "WEFT_MODEL")]
+        model: Option<String>,
+        /// The only directory file actions may read and write (default: $WEFT_FILES,
+        /// else the current directory).
+        #[arg(long, value_name = "DIR", env = "WEFT_FILES")]
+        files: Option<PathBuf>,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Serve sandboxed code on stdin/stdout (started by Weft itself, not by people).
     #[command(hide = true, name = "sandbox-worker")]
     SandboxWorker {

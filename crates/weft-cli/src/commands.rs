@@ -71,6 +71,22 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
                 json!({"decision": if reject { "reject" } else { "approve" }, "note": note});
             approve(&id, step.as_deref(), answer, &db, &out, settings).await
         }
+        Command::Serve {
+            addr,
+            token_file,
+            model,
+            files,
+            db,
+        } => {
+            let out = OutputArgs {
+                json: false,
+                events: None,
+                quiet: true,
+                model,
+                files,
+            };
+            serve(addr, token_file.as_deref(), &db, &out, settings).await
+        }
         Command::SandboxWorker { .. } | Command::ModelWorker { .. } => {
             unreachable!("handled before the runtime starts")
         }
@@ -603,6 +619,49 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
             Ok(exit::OK)
         }
     }
+}
+
+/// `weft serve`: the HTTP API over the same engine `weft run` builds, until Ctrl-C.
+async fn serve(
+    addr: std::net::SocketAddr,
+    token_file: Option<&Path>,
+    db: &DbArgs,
+    out: &OutputArgs,
+    settings: &Settings,
+) -> Result<u8, Failure> {
+    let token = match token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| {
+                    Failure::invalid(format!(
+                        "error: cannot read the token file {}: {e}",
+                        path.display()
+                    ))
+                })?
+                .trim()
+                .to_owned(),
+        ),
+        None => settings.token.clone(),
+    };
+    let store = open_store(db, settings)?;
+    let run = RunSettings::for_new_run(out);
+    let (engine, _) = engine(store, settings, out, None, EventView::default(), &run)?;
+    let config = weft_server::ServerConfig {
+        token,
+        run_settings: Some(run.to_value()),
+        ..weft_server::ServerConfig::new(addr)
+    };
+    let fail = |e: weft_server::ServerError| Failure::invalid(format!("error: {e}"));
+    let listener = weft_server::bind(&config).await.map_err(fail)?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    eprintln!("weft serve: listening on http://{bound} (docs/server.md)");
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    weft_server::serve(listener, engine, config, shutdown)
+        .await
+        .map_err(fail)?;
+    Ok(exit::OK)
 }
 
 fn format_ms(ms: i64) -> String {

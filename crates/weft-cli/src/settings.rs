@@ -23,6 +23,9 @@ pub struct Settings {
     pub secrets: serde_json::Value,
     /// `$WEFT_MODELS`: where `local/<name>` model files are found.
     pub models_dir: Option<PathBuf>,
+    /// `$WEFT_TOKEN`: the bearer token `weft serve` demands when `--token-file` names
+    /// none.
+    pub token: Option<String>,
     /// This binary, which also serves as the sandbox and model worker.
     pub program: Option<PathBuf>,
     /// The variables model providers read (API keys, base URLs, `WEFT_PRICES`, ...).
@@ -64,6 +67,7 @@ impl Settings {
             durability,
             secrets,
             models_dir: get("WEFT_MODELS").map(PathBuf::from),
+            token: get("WEFT_TOKEN").map(|t| t.trim().to_owned()),
             program,
             vars: Arc::new(vars),
         }

@@ -159,13 +159,48 @@ impl Engine {
         Prepared::new(flow).map(Arc::new)
     }
 
-    /// Starts a new run of `prepared` with `input` (default: the flow's own `input`).
+    /// Starts a new run of `prepared` with `input` (default: the flow's own `input`) and
+    /// drives it until it ends or pauses.
     pub async fn start(
         &self,
         prepared: Arc<Prepared>,
         input: Option<Value>,
         opts: RunOptions,
     ) -> Result<RunResult, EngineError> {
+        let rec = self.create(&prepared, input, opts).await?;
+        self.drive(rec, prepared, Vec::new(), false).await
+    }
+
+    /// Creates a new run durably, then drives it on its own task: the run id is known
+    /// (and the run survives a crash, to be resumed) before the returned handle's run
+    /// ends. For servers, which answer as soon as a run is accepted. Needs a Tokio
+    /// runtime.
+    pub async fn start_detached(
+        &self,
+        prepared: Arc<Prepared>,
+        input: Option<Value>,
+        opts: RunOptions,
+    ) -> Result<
+        (
+            String,
+            tokio::task::JoinHandle<Result<RunResult, EngineError>>,
+        ),
+        EngineError,
+    > {
+        let rec = self.create(&prepared, input, opts).await?;
+        let id = rec.id.clone();
+        let engine = self.clone();
+        let run = tokio::spawn(async move { engine.drive(rec, prepared, Vec::new(), false).await });
+        Ok((id, run))
+    }
+
+    /// Stores the flow and a new `running` run of it, owned by this process.
+    async fn create(
+        &self,
+        prepared: &Prepared,
+        input: Option<Value>,
+        opts: RunOptions,
+    ) -> Result<RunRecord, EngineError> {
         let store = &self.inner.store;
         store.put_flow(&prepared.hash, &prepared.ir_json).await?;
         let now = now_ms() as i64;
@@ -187,7 +222,7 @@ impl Engine {
         rec.settings = opts.settings;
         rec.owner = Some(self.inner.owner.clone());
         store.create_run(&rec).await?;
-        self.drive(rec, prepared, Vec::new(), false).await
+        Ok(rec)
     }
 
     /// Loads the flow a run was started with.
@@ -307,6 +342,32 @@ impl Engine {
         key: Option<&str>,
         answer: Value,
     ) -> Result<RunResult, EngineError> {
+        let rec = self.accept_answer(run_id, key, answer).await?;
+        self.continue_run(rec).await
+    }
+
+    /// Answers a paused run's approval (the first answer wins, as in [`Engine::answer`])
+    /// and continues the run on its own task. Errors about the answer are returned here;
+    /// the handle's run ends when the run does. Needs a Tokio runtime.
+    pub async fn answer_detached(
+        &self,
+        run_id: &str,
+        key: Option<&str>,
+        answer: Value,
+    ) -> Result<tokio::task::JoinHandle<Result<RunResult, EngineError>>, EngineError> {
+        let rec = self.accept_answer(run_id, key, answer).await?;
+        let engine = self.clone();
+        Ok(tokio::spawn(async move { engine.continue_run(rec).await }))
+    }
+
+    /// Checks `answer` against the run's waiting approval and journals it, taking the
+    /// run for this process; a run answered, resumed or retried first is `Taken`.
+    async fn accept_answer(
+        &self,
+        run_id: &str,
+        key: Option<&str>,
+        answer: Value,
+    ) -> Result<RunRecord, EngineError> {
         let rec = self.load(run_id).await?;
         if rec.status != RunStatus::Paused {
             let answer = self.last_answer(&rec.id).await;
@@ -377,7 +438,7 @@ impl Engine {
         emitter.emit(|| EventKind::ApprovalAnswered { key, answer });
         // Stored before the continued run numbers its own events after it.
         self.inner.event_log.flush().await;
-        self.continue_run(rec).await
+        Ok(rec)
     }
 
     /// Runs a failed run again from the steps that failed, reusing every journaled

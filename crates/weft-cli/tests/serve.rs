@@ -1,0 +1,255 @@
+//! `weft serve` as an operator runs it: the real binary on 127.0.0.1, a real HTTP
+//! client, a SQLite file, and a SIGKILL in the middle of fifty runs.
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+mod support;
+
+use support::{Env, stdout_json};
+
+/// A `weft serve` process and its address.
+struct Served {
+    child: Child,
+    base: String,
+}
+
+impl Served {
+    /// Starts `weft serve` on a free port and waits until it listens.
+    fn start(env: &Env) -> Served {
+        let mut child = env
+            .cmd()
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let base = loop {
+            let line = lines
+                .next()
+                .expect("weft serve ended before listening")
+                .unwrap();
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                break rest.split_whitespace().next().unwrap().to_owned();
+            }
+        };
+        // Keep draining what it says, so it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Served { child, base }
+    }
+
+    /// SIGKILL: no chance to clean up, exactly like a crash.
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const STEPS: usize = 10;
+
+/// Ten steps, each an append to the run's own log and a short sleep.
+fn slow_flow() -> String {
+    let mut flow = String::from("weft: 1\nname: slow\nroot:\n  sequence:\n");
+    for i in 0..STEPS {
+        flow.push_str(&format!(
+            "    - id: s{i}\n      action: {{uses: file.append, with: {{path: \"{{{{ initial.log }}}}\", content: \"s{i}\\n\"}}}}\n    - id: w{i}\n      action: {{uses: time.sleep, with: {{ms: 40}}}}\n"
+        ));
+    }
+    flow
+}
+
+/// The `s<i>` steps a run's journal holds.
+fn journaled(env: &Env, id: &str) -> HashSet<String> {
+    let shown = stdout_json(&env.weft(&["runs", "show", id]));
+    shown["journal"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "result")
+        .map(|e| {
+            e["key"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .filter(|k| k.starts_with('s'))
+        .collect()
+}
+
+fn lines(log: &Path) -> BTreeMap<String, usize> {
+    let mut seen = BTreeMap::new();
+    for l in std::fs::read_to_string(log).unwrap_or_default().lines() {
+        *seen.entry(l.to_owned()).or_insert(0) += 1;
+    }
+    seen
+}
+
+/// Reads a run's whole event stream (it ends with the run), from `after` on.
+async fn events(
+    client: &reqwest::Client,
+    base: &str,
+    id: &str,
+    after: Option<u64>,
+) -> Vec<(u64, String)> {
+    let mut req = client.get(format!("{base}/v1/runs/{id}/events"));
+    if let Some(a) = after {
+        req = req.header("Last-Event-ID", a.to_string());
+    }
+    let mut body = req.send().await.unwrap().bytes_stream();
+    let (mut text, mut out) = (String::new(), Vec::new());
+    while let Some(chunk) = body.next().await {
+        text.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        while let Some(end) = text.find("\n\n") {
+            let block: String = text.drain(..end + 2).collect();
+            let id = block
+                .lines()
+                .find_map(|l| l.strip_prefix("id:"))
+                .map(|v| v.trim().parse().unwrap());
+            let kind = block
+                .lines()
+                .find_map(|l| l.strip_prefix("event:"))
+                .map(|v| v.trim().to_owned());
+            if let (Some(id), Some(kind)) = (id, kind) {
+                out.push((id, kind));
+            }
+        }
+    }
+    out
+}
+
+/// Fifty runs accepted, the server killed with SIGKILL while they run, then started
+/// again: every accepted run completes, no journaled step writes twice (at most the one
+/// in flight at the kill does), and each run's event stream, read across the crash and
+/// resumed from its middle, has every event once, numbered without a gap.
+#[test]
+fn a_killed_server_finishes_every_accepted_run_on_restart() {
+    let env = Env::new();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = reqwest::Client::new();
+    let flow = slow_flow();
+    let server = Served::start(&env);
+    let base = server.base.clone();
+    let ids: Vec<String> = runtime.block_on(async {
+        let mut ids = Vec::new();
+        for i in 0..50 {
+            let r = client
+                .post(format!("{base}/v1/runs"))
+                .json(&json!({"source": flow, "input": {"log": format!("log{i}.txt")}}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 202);
+            let v: Value = r.json().await.unwrap();
+            ids.push(v["run_id"].as_str().unwrap().to_owned());
+        }
+        ids
+    });
+    // Inside the runs: some steps done, most to come.
+    std::thread::sleep(Duration::from_millis(150));
+    server.kill();
+    let before: Vec<HashSet<String>> = ids.iter().map(|id| journaled(&env, id)).collect();
+    let logs_before: Vec<BTreeMap<String, usize>> = (0..50)
+        .map(|i| lines(&env.path(&format!("log{i}.txt"))))
+        .collect();
+    assert!(
+        before.iter().any(|j| j.len() < STEPS),
+        "the kill came after every run had finished"
+    );
+
+    let server = Served::start(&env);
+    let base = server.base.clone();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    runtime.block_on(async {
+        for id in &ids {
+            loop {
+                let v: Value = client
+                    .get(format!("{base}/v1/runs/{id}"))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                if v["status"] == "completed" {
+                    break;
+                }
+                assert!(v["status"] == "running", "run {id}: {v}");
+                assert!(
+                    Instant::now() < deadline,
+                    "run {id} never completed after the restart"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    });
+    let mut repeated = 0;
+    for (i, journal) in before.iter().enumerate() {
+        let after = lines(&env.path(&format!("log{i}.txt")));
+        let mut repeats = Vec::new();
+        for s in 0..STEPS {
+            let step = format!("s{s}");
+            let n = after.get(&step).copied().unwrap_or(0);
+            assert!(n >= 1, "run {i}: {step} never ran");
+            if n > 1 {
+                assert!(
+                    !journal.contains(&step),
+                    "run {i}: {step} was journaled and ran again"
+                );
+                assert!(
+                    logs_before[i].contains_key(&step),
+                    "run {i}: {step} ran twice after the restart"
+                );
+                repeats.push(step);
+            }
+        }
+        assert!(repeats.len() <= 1, "run {i}: {repeats:?}");
+        repeated += repeats.len();
+    }
+    eprintln!("{repeated} in-flight steps of 50 runs repeated after the restart");
+
+    let interrupted: Vec<&String> = ids
+        .iter()
+        .zip(&before)
+        .filter(|(_, j)| j.len() < STEPS)
+        .map(|(id, _)| id)
+        .collect();
+    eprintln!(
+        "{} of 50 runs were interrupted by the kill",
+        interrupted.len()
+    );
+    runtime.block_on(async {
+        for id in interrupted.iter().take(5) {
+            let whole = events(&client, &base, id, None).await;
+            let seqs: Vec<u64> = whole.iter().map(|e| e.0).collect();
+            assert_eq!(
+                seqs,
+                (0..whole.len() as u64).collect::<Vec<_>>(),
+                "run {id}"
+            );
+            assert_eq!(whole.last().unwrap().1, "run_completed");
+            assert!(
+                whole.iter().any(|e| e.1 == "run_resumed"),
+                "run {id} was not resumed: {whole:?}"
+            );
+            let middle = whole.len() as u64 / 2;
+            let rest = events(&client, &base, id, Some(middle)).await;
+            assert_eq!(rest, whole[middle as usize + 1..]);
+        }
+    });
+}

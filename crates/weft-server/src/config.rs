@@ -1,0 +1,70 @@
+//! How a server is set up, checked before it listens.
+
+use std::net::SocketAddr;
+
+/// A server's settings, resolved by the caller (flags, environment) before it starts.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// The bearer token every route but `/healthz` demands, when set.
+    pub token: Option<String>,
+    /// The largest request body accepted.
+    pub max_body_bytes: usize,
+    /// Stored with every run the server starts (what its effects depend on).
+    pub run_settings: Option<serde_json::Value>,
+}
+
+impl ServerConfig {
+    /// Listens on `addr` with no token and a 4 MiB body limit.
+    pub fn new(addr: SocketAddr) -> ServerConfig {
+        ServerConfig {
+            addr,
+            token: None,
+            max_body_bytes: 4 << 20,
+            run_settings: None,
+        }
+    }
+
+    /// Refuses to expose an unauthenticated API beyond this machine.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if !self.addr.ip().is_loopback() && self.token.is_none() {
+            return Err(ConfigError::NoToken(self.addr));
+        }
+        if self.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err(ConfigError::EmptyToken);
+        }
+        Ok(())
+    }
+}
+
+/// A configuration the server refuses.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ConfigError {
+    /// A non-loopback address without a token.
+    #[error(
+        "refusing to listen on {0} without a token: anyone who reaches it could run flows; set --token-file or WEFT_TOKEN, or listen on 127.0.0.1"
+    )]
+    NoToken(SocketAddr),
+    /// The token is empty.
+    #[error("the token is empty")]
+    EmptyToken,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_may_go_without_a_token() {
+        let local = ServerConfig::new("127.0.0.1:8080".parse().unwrap());
+        assert_eq!(local.check(), Ok(()));
+        let open = ServerConfig::new("0.0.0.0:8080".parse().unwrap());
+        assert!(matches!(open.check(), Err(ConfigError::NoToken(_))));
+        let with_token = ServerConfig {
+            token: Some("s3cret".into()),
+            ..open
+        };
+        assert_eq!(with_token.check(), Ok(()));
+    }
+}

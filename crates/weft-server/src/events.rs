@@ -1,0 +1,101 @@
+//! `GET /v1/runs/{id}/events`: a run's events as Server-Sent Events, read from its
+//! stored log from any point (`Last-Event-ID` or `?after=N`) and then followed live.
+
+use crate::App;
+use crate::problem::Problem;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures::Stream;
+use serde::Deserialize;
+use std::convert::Infallible;
+use std::time::Duration;
+use weft_core::event::Event;
+use weft_dialects::EventView;
+use weft_engine::EngineError;
+
+/// A comment line this often keeps proxies from closing a quiet stream.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+#[derive(Deserialize)]
+pub(crate) struct EventsQuery {
+    /// Start after this `seq` (`Last-Event-ID` wins when both are given).
+    after: Option<u64>,
+    /// `dialect`: the names and shapes the flow's dialect documents, instead of Weft's.
+    view: Option<String>,
+}
+
+pub(crate) async fn stream(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Query(q): Query<EventsQuery>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, Problem> {
+    let run = app
+        .engine
+        .store()
+        .get_run(&id)
+        .await
+        .map_err(EngineError::from)?
+        .ok_or_else(|| EngineError::NotFound(id.clone()))?;
+    let last_event_id = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .ok_or_else(|| {
+                    Problem::new(StatusCode::BAD_REQUEST, "invalid request")
+                        .detail("Last-Event-ID is the `seq` of an event: a whole number")
+                })?,
+        ),
+    };
+    let view = match q.view.as_deref() {
+        None | Some("weft") => None,
+        Some("dialect") => Some(weft_dialects::view_of_run(&run)),
+        Some(other) => {
+            return Err(
+                Problem::new(StatusCode::BAD_REQUEST, "invalid request").detail(format!(
+                    "`view={other}`: use `weft` (the default) or `dialect`"
+                )),
+            );
+        }
+    };
+    let rx = app.engine.follow(&run.id, last_event_id.or(q.after));
+    let events = futures::stream::unfold((rx, view), |(mut rx, view)| async move {
+        loop {
+            let next = rx.recv().await?;
+            let sse = match next {
+                Ok(e) => match to_sse(&e, view.as_ref()) {
+                    Some(sse) => sse,
+                    None => continue,
+                },
+                Err(e) => SseEvent::default()
+                    .event("error")
+                    .data(serde_json::to_string(&Problem::from(e)).unwrap_or_default()),
+            };
+            return Some((Ok(sse), (rx, view)));
+        }
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}
+
+/// One event as SSE: `id` its `seq` (none for live-only deltas, which are never
+/// replayed), `event` its type, `data` its JSON, in Weft's shape or the dialect's.
+fn to_sse(e: &Event, view: Option<&EventView>) -> Option<SseEvent> {
+    let data = match view {
+        None => serde_json::to_value(e).ok()?,
+        Some(v) => v.translate(e)?,
+    };
+    let kind = data
+        .get("type")
+        .or_else(|| data.get("event"))
+        .and_then(|t| t.as_str())
+        .unwrap_or("event")
+        .to_owned();
+    let mut sse = SseEvent::default().event(kind).data(data.to_string());
+    if !matches!(e.kind, weft_core::event::EventKind::LlmDelta { .. }) {
+        sse = sse.id(e.seq.to_string());
+    }
+    Some(sse)
+}

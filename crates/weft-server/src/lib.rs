@@ -1,0 +1,96 @@
+//! # weft-server
+//!
+//! Weft's HTTP API (`weft serve`): runs are started from a flow's text in any dialect,
+//! read, answered, cancelled, and followed as Server-Sent Events read from the run's
+//! stored event log, so a client that reconnects (after a minute or a restart) gets
+//! every event it missed. The routes and their JSON are documented in `docs/server.md`.
+//!
+//! It owns the HTTP surface only: requests become calls on one [`weft_engine::Engine`]
+//! built by the caller (with its models, sandboxes and actions), and every error
+//! becomes a JSON problem object. It must not depend on the command line or on any
+//! store, model or sandbox adapter.
+
+mod auth;
+mod config;
+mod events;
+mod problem;
+mod runs;
+
+pub use config::{ConfigError, ServerConfig};
+pub use problem::Problem;
+
+use axum::Router;
+use axum::routing::{get, post};
+use std::sync::Arc;
+use weft_engine::Engine;
+
+/// What every request handler shares.
+#[derive(Clone)]
+pub(crate) struct App {
+    pub(crate) engine: Engine,
+    /// Settings stored with each run this server starts (see `RunRecord::settings`).
+    pub(crate) run_settings: Option<serde_json::Value>,
+}
+
+/// The API's routes over `engine`, with the configuration's token and body limit.
+pub fn router(engine: Engine, config: &ServerConfig) -> Router {
+    let app = App {
+        engine,
+        run_settings: config.run_settings.clone(),
+    };
+    let api = Router::new()
+        .route("/v1/runs", post(runs::create).get(runs::list))
+        .route("/v1/runs/{id}", get(runs::show))
+        .route("/v1/runs/{id}/events", get(events::stream))
+        .route("/v1/runs/{id}/approve", post(runs::approve))
+        .route("/v1/runs/{id}/cancel", post(runs::cancel))
+        .fallback(problem::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(config.token.clone()),
+            auth::require_token,
+        ));
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .merge(api)
+        .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
+        .with_state(app)
+}
+
+/// Checks `config` and binds its address (port 0 picks a free one: read it from the
+/// listener).
+pub async fn bind(config: &ServerConfig) -> Result<tokio::net::TcpListener, ServerError> {
+    config.check()?;
+    tokio::net::TcpListener::bind(config.addr)
+        .await
+        .map_err(|e| ServerError::Bind(config.addr, e))
+}
+
+/// Serves the API on `listener` until `shutdown` completes. Runs that were running
+/// when a previous server on the same store died are resumed first.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    engine: Engine,
+    config: ServerConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    runs::resume_orphans(&engine).await;
+    let app = router(engine, &config);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(ServerError::Serve)
+}
+
+/// Why the server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The configuration is unsafe or incomplete.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The address could not be bound.
+    #[error("cannot listen on {0}: {1}")]
+    Bind(std::net::SocketAddr, std::io::Error),
+    /// Serving failed.
+    #[error("the server stopped: {0}")]
+    Serve(std::io::Error),
+}

@@ -1,0 +1,247 @@
+//! `/v1/runs`: start a run from a flow's text, list and read runs, answer, cancel.
+
+use crate::App;
+use crate::problem::Problem;
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use weft_core::ports::{RunRecord, RunStatus};
+use weft_engine::{Engine, EngineError, RunOptions, RunResult};
+
+/// The longest `?wait=` honoured, in seconds.
+const MAX_WAIT_S: f64 = 300.0;
+
+/// `POST /v1/runs`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewRun {
+    /// The flow's text (YAML or JSON, any dialect).
+    source: String,
+    /// The dialect, when detection should not decide.
+    dialect: Option<String>,
+    /// The run's input (default: the flow's own).
+    input: Option<Value>,
+    /// A name for the flow's text in diagnostics (default `flow`).
+    name: Option<String>,
+}
+
+/// `?wait=SECONDS`: answer when the run ends or pauses, if it does within that time.
+#[derive(Deserialize)]
+pub(crate) struct Wait {
+    wait: Option<f64>,
+}
+
+impl Wait {
+    fn duration(&self) -> Option<Duration> {
+        self.wait
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(|s| Duration::from_secs_f64(s.min(MAX_WAIT_S)))
+    }
+}
+
+/// A request body that is not the JSON a route expects.
+pub(crate) fn bad_body(rejection: JsonRejection) -> Problem {
+    Problem::new(rejection.status(), "invalid request").detail(rejection.body_text())
+}
+
+pub(crate) async fn create(
+    State(app): State<App>,
+    Query(wait): Query<Wait>,
+    body: Result<Json<NewRun>, JsonRejection>,
+) -> Result<(StatusCode, Json<Value>), Problem> {
+    let Json(new) = body.map_err(bad_body)?;
+    let name = new.name.as_deref().unwrap_or("flow");
+    let loaded = weft_dialects::load_str(&new.source, name, None, new.dialect.as_deref())
+        .map_err(|e| Problem::invalid_flow(e.diagnostics))?;
+    let prepared = app.engine.prepare(loaded.flow.clone()).map_err(|diags| {
+        Problem::invalid_flow(diags.into_iter().map(|d| loaded.locate(d)).collect())
+    })?;
+    let opts = RunOptions {
+        source_hash: Some(loaded.source_hash.clone()),
+        dialect: Some(loaded.dialect.to_owned()),
+        view: loaded.events.to_stored(),
+        settings: app.run_settings.clone(),
+        ..RunOptions::default()
+    };
+    let (run_id, run) = app.engine.start_detached(prepared, new.input, opts).await?;
+    answer_when_done(run_id, run, wait.duration()).await
+}
+
+/// `200` with the run's result if `run` ends or pauses within `wait`, else `202` with
+/// the run id (the run goes on).
+async fn answer_when_done(
+    run_id: String,
+    run: JoinHandle<Result<RunResult, EngineError>>,
+    wait: Option<Duration>,
+) -> Result<(StatusCode, Json<Value>), Problem> {
+    let accepted = || {
+        (
+            StatusCode::ACCEPTED,
+            Json(json!({"run_id": run_id, "status": "running"})),
+        )
+    };
+    let Some(wait) = wait else {
+        return Ok(accepted());
+    };
+    match tokio::time::timeout(wait, run).await {
+        Ok(Ok(Ok(result))) => Ok((StatusCode::OK, Json(result_json(&result)))),
+        Ok(Ok(Err(e))) => Err(e.into()),
+        Ok(Err(join)) => Err(
+            Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "run aborted")
+                .detail(format!("the task driving run {run_id} stopped: {join}")),
+        ),
+        Err(_) => Ok(accepted()),
+    }
+}
+
+/// The object `weft run --json` prints.
+fn result_json(r: &RunResult) -> Value {
+    let mut v = json!({
+        "run_id": r.run_id,
+        "status": r.status.as_str(),
+        "output": r.output,
+        "state": r.state,
+        "error": r.error,
+        "usage": r.usage,
+    });
+    if !r.waiting.is_empty() {
+        v["waiting"] = Value::Array(r.waiting.clone());
+    }
+    v
+}
+
+/// `GET /v1/runs?status=&limit=`.
+#[derive(Deserialize)]
+pub(crate) struct ListQuery {
+    status: Option<String>,
+    limit: Option<usize>,
+}
+
+pub(crate) async fn list(
+    State(app): State<App>,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Value>, Problem> {
+    let status = match q.status.as_deref() {
+        None => None,
+        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
+            Problem::new(StatusCode::BAD_REQUEST, "invalid request").detail(format!(
+                "`{s}` is not a status: running, paused, completed, failed or cancelled"
+            ))
+        })?),
+    };
+    let limit = q.limit.unwrap_or(50).clamp(1, 1000);
+    let store = app.engine.store();
+    // Filtering after reading keeps one store query; a status index comes with cursors.
+    let runs = store
+        .list_runs(if status.is_some() { 10 * limit } else { limit })
+        .await
+        .map_err(EngineError::from)?;
+    let runs: Vec<Value> = runs
+        .iter()
+        .filter(|r| status.is_none_or(|s| r.status == s))
+        .take(limit)
+        .map(summary)
+        .collect();
+    Ok(Json(json!({"runs": runs})))
+}
+
+fn summary(r: &RunRecord) -> Value {
+    json!({
+        "run_id": r.id,
+        "flow": r.flow_name,
+        "dialect": r.dialect,
+        "status": r.status.as_str(),
+        "created_ms": r.created_ms,
+        "updated_ms": r.updated_ms,
+    })
+}
+
+pub(crate) async fn show(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, Problem> {
+    let store = app.engine.store();
+    let r = store
+        .get_run(&id)
+        .await
+        .map_err(EngineError::from)?
+        .ok_or_else(|| EngineError::NotFound(id.clone()))?;
+    let journal = store.journal(&r.id).await.map_err(EngineError::from)?;
+    let steps: Vec<Value> = journal
+        .iter()
+        .map(|e| json!({"key": e.key, "kind": e.kind.as_str(), "value": e.value}))
+        .collect();
+    let mut shown = summary(&r);
+    for (k, v) in [
+        ("input", r.input.clone()),
+        ("output", r.output.clone().unwrap_or(Value::Null)),
+        ("state", r.state.clone().unwrap_or(Value::Null)),
+        ("error", r.error.clone().unwrap_or(Value::Null)),
+        (
+            "waiting",
+            r.waiting.clone().unwrap_or(Value::Array(Vec::new())),
+        ),
+        (
+            "usage",
+            serde_json::to_value(r.usage).unwrap_or(Value::Null),
+        ),
+        ("steps", Value::Array(steps)),
+    ] {
+        shown[k] = v;
+    }
+    Ok(Json(shown))
+}
+
+/// `POST /v1/runs/{id}/approve`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Answer {
+    decision: String,
+    #[serde(default)]
+    note: String,
+    step: Option<String>,
+}
+
+pub(crate) async fn approve(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Query(wait): Query<Wait>,
+    body: Result<Json<Answer>, JsonRejection>,
+) -> Result<(StatusCode, Json<Value>), Problem> {
+    let Json(a) = body.map_err(bad_body)?;
+    let answer = json!({"decision": a.decision, "note": a.note});
+    let run = app
+        .engine
+        .answer_detached(&id, a.step.as_deref(), answer)
+        .await?;
+    answer_when_done(id, run, wait.duration()).await
+}
+
+pub(crate) async fn cancel(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, Problem> {
+    let r = app.engine.cancel(&id).await?;
+    Ok(Json(summary(&r)))
+}
+
+/// Resumes, on their own tasks, the runs a server that died left `running`: those whose
+/// recorded owner process is gone. A run another live process drives is left alone.
+pub(crate) async fn resume_orphans(engine: &Engine) {
+    let Ok(runs) = engine.store().list_runs(usize::MAX >> 1).await else {
+        return;
+    };
+    for r in runs.into_iter().filter(|r| r.status == RunStatus::Running) {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            if let Err(e) = engine.resume(&r.id, false).await {
+                eprintln!("weft serve: run {} was not resumed: {e}", r.id);
+            }
+        });
+    }
+}

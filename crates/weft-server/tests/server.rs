@@ -1,0 +1,303 @@
+//! The API over a real socket: a server on 127.0.0.1, reqwest as the client, a SQLite
+//! file as the store.
+
+use serde_json::{Value, json};
+use std::sync::Arc;
+use weft_server::{ServerConfig, router};
+
+const APPROVAL: &str = "weft: 1\nname: gate\nroot:\n  sequence:\n    - {id: draft, transform: {output: 'v1'}}\n    - {id: review, approval: {prompt: 'Ship it?'}}\n    - {id: ship, transform: {output: '{{ input.decision }}'}}\n";
+
+struct Server {
+    base: String,
+    client: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+async fn server(token: Option<&str>) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        weft_store::SqliteStore::open(dir.path().join("runs.db"), weft_store::Durability::Process)
+            .unwrap();
+    let engine = weft_engine::Engine::builder(Arc::new(store)).build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = ServerConfig {
+        token: token.map(str::to_owned),
+        max_body_bytes: 64 << 10,
+        ..ServerConfig::new(addr)
+    };
+    let app = router(engine, &config);
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    Server {
+        base: format!("http://{addr}"),
+        client: reqwest::Client::new(),
+        _dir: dir,
+    }
+}
+
+impl Server {
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Reads SSE events from `path` until `stop` says so or the stream ends.
+    async fn events(
+        &self,
+        path: &str,
+        last_event_id: Option<u64>,
+        mut stop: impl FnMut(&Sse) -> bool,
+    ) -> Vec<Sse> {
+        use futures::StreamExt;
+        let mut req = self.client.get(format!("{}{path}", self.base));
+        if let Some(id) = last_event_id {
+            req = req.header("Last-Event-ID", id.to_string());
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(
+            r.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/event-stream")
+        );
+        let mut body = r.bytes_stream();
+        let (mut buffer, mut out) = (String::new(), Vec::new());
+        while let Some(chunk) = body.next().await {
+            buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            while let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                let Some(e) = Sse::parse(&block) else {
+                    continue;
+                };
+                let done = stop(&e);
+                out.push(e);
+                if done {
+                    return out;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq)]
+struct Sse {
+    id: Option<u64>,
+    event: String,
+    data: Value,
+}
+
+impl Sse {
+    fn parse(block: &str) -> Option<Sse> {
+        let (mut id, mut event, mut data) = (None, String::new(), None);
+        for line in block.lines() {
+            if let Some(v) = line.strip_prefix("id:") {
+                id = v.trim().parse().ok();
+            } else if let Some(v) = line.strip_prefix("event:") {
+                event = v.trim().to_owned();
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data = serde_json::from_str(v.trim()).ok();
+            }
+        }
+        Some(Sse {
+            id,
+            event,
+            data: data?,
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_pauses_is_approved_over_the_api_and_its_stream_follows_to_the_end() {
+    let s = server(None).await;
+    let (status, created) = s.post("/v1/runs", json!({"source": APPROVAL})).await;
+    assert_eq!(status, 202, "{created}");
+    let id = created["run_id"].as_str().unwrap().to_owned();
+    let events = format!("/v1/runs/{id}/events");
+    let until_pause = s.events(&events, None, |e| e.event == "run_paused").await;
+    assert_eq!(until_pause.first().unwrap().event, "run_started");
+    // Another client watches while the approval arrives; a second answer loses.
+    let watcher = {
+        let (base, events) = (s.base.clone(), events.clone());
+        tokio::spawn(async move {
+            let s2 = Server {
+                base,
+                client: reqwest::Client::new(),
+                _dir: tempfile::tempdir().unwrap(),
+            };
+            s2.events(&events, None, |_| false).await
+        })
+    };
+    let approve = format!("/v1/runs/{id}/approve?wait=10");
+    let (a, b) = tokio::join!(
+        s.post(&approve, json!({"decision": "approve"})),
+        s.post(&approve, json!({"decision": "reject", "note": "no"})),
+    );
+    let mut codes = [a.0, b.0];
+    codes.sort();
+    assert_eq!(codes, [200, 409], "{a:?} {b:?}");
+    let (winner, loser) = if a.0 == 200 { (a.1, b.1) } else { (b.1, a.1) };
+    assert_eq!(winner["status"], "completed");
+    assert_eq!(loser["title"], "already answered", "{loser}");
+    let all = watcher.await.unwrap();
+    assert_eq!(
+        all.last().unwrap().event,
+        "run_completed",
+        "the stream ends with the run"
+    );
+    let ids: Vec<u64> = all.iter().filter_map(|e| e.id).collect();
+    assert_eq!(
+        ids,
+        (0..all.len() as u64).collect::<Vec<_>>(),
+        "no gap, no repeat"
+    );
+    let (status, shown) = s.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(shown["status"], "completed");
+    assert_eq!(
+        shown["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["kind"] == "answer")
+            .count(),
+        1
+    );
+    let (_, listed) = s.get("/v1/runs?status=completed").await;
+    assert_eq!(listed["runs"][0]["run_id"], id.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_reconnects_gets_every_event_once() {
+    let s = server(None).await;
+    let (status, done) = s
+        .post("/v1/runs?wait=10", json!({"source": APPROVAL}))
+        .await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["status"], "paused");
+    let id = done["run_id"].as_str().unwrap().to_owned();
+    let (status, _) = s
+        .post(
+            &format!("/v1/runs/{id}/approve?wait=10"),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let events = format!("/v1/runs/{id}/events");
+    let whole = s.events(&events, None, |_| false).await;
+    assert!(whole.len() > 6, "{whole:?}");
+    // Read half, drop the connection, reconnect from the last id seen.
+    let half = whole.len() / 2;
+    let mut n = 0;
+    let first = s
+        .events(&events, None, |_| {
+            n += 1;
+            n == half
+        })
+        .await;
+    let rest = s.events(&events, first.last().unwrap().id, |_| false).await;
+    let joined: Vec<Sse> = first.into_iter().chain(rest).collect();
+    assert_eq!(joined, whole);
+    // `?after=` does the same; `?view=dialect` is refused for nothing but a bad name.
+    let tail = s
+        .events(&format!("{events}?after=2"), None, |_| false)
+        .await;
+    assert_eq!(tail, whole[3..]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_problem_objects_and_the_server_keeps_serving() {
+    let s = server(None).await;
+    let (status, p) = s
+        .post(
+            "/v1/runs",
+            json!({"source": "weft: 1\nname: x\nroot:\n  sequnce: []\n"}),
+        )
+        .await;
+    assert_eq!(status, 400, "{p}");
+    assert_eq!(p["title"], "invalid flow");
+    let d = &p["diagnostics"][0];
+    assert_eq!(
+        (d["loc"]["line"].as_u64(), d["loc"]["col"].is_u64()),
+        (Some(4), true),
+        "{p}"
+    );
+    assert!(p["detail"].as_str().unwrap().contains("sequnce"), "{p}");
+    let (status, p) = s.post("/v1/runs", json!({"sorce": "x"})).await;
+    assert_eq!(
+        (status, p["title"].as_str()),
+        (422, Some("invalid request")),
+        "{p}"
+    );
+    let (status, p) = s.get("/v1/runs/nope").await;
+    assert_eq!((status, p["title"].as_str()), (404, Some("no such run")));
+    let (status, _) = s.get("/v1/runs/nope/events").await;
+    assert_eq!(status, 404);
+    let (status, p) = s.get("/v1/nothing").await;
+    assert_eq!((status, p["title"].as_str()), (404, Some("not found")));
+    let (status, p) = s.get("/v1/runs?status=sleeping").await;
+    assert_eq!(status, 400, "{p}");
+    let big = "x".repeat(100 << 10);
+    let (status, _) = s.post("/v1/runs", json!({"source": big})).await;
+    assert_eq!(status, 413);
+    let r = s
+        .client
+        .post(format!("{}/v1/runs", s.base))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.headers()["content-type"], "application/problem+json");
+    let (status, _) = s.post("/v1/runs?wait=5", json!({"source": APPROVAL})).await;
+    assert_eq!(status, 200, "still serving");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_token_every_route_but_healthz_demands_it() {
+    let s = server(Some("s3cret")).await;
+    let health = s
+        .client
+        .get(format!("{}/healthz", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let (status, p) = s.get("/v1/runs").await;
+    assert_eq!((status, p["title"].as_str()), (401, Some("unauthorized")));
+    let wrong = s
+        .client
+        .get(format!("{}/v1/runs", s.base))
+        .bearer_auth("s3cre")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let right = s
+        .client
+        .get(format!("{}/v1/runs", s.base))
+        .bearer_auth("s3cret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status(), 200);
+}
