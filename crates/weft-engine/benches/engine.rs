@@ -28,6 +28,14 @@ fn engine(store: Arc<dyn Store>) -> Engine {
         .build()
 }
 
+/// The same engine with runs' events kept out of the store.
+fn engine_without_event_log(store: Arc<dyn Store>) -> Engine {
+    Engine::builder(store)
+        .handler("noop", Arc::new(Noop))
+        .without_event_log()
+        .build()
+}
+
 fn prepared(root: Block) -> Arc<Prepared> {
     Arc::new(Prepared::new(Flow::new("bench", root)).unwrap())
 }
@@ -76,6 +84,12 @@ fn benches(c: &mut Criterion) {
         |b| b.iter(|| run(&rt, &mem, &seq_pass)),
     );
 
+    let mem_quiet = engine_without_event_log(Arc::new(MemoryStore::new()));
+    g.bench_function(
+        BenchmarkId::new("sequence_1000", "passthrough_memory_no_event_log"),
+        |b| b.iter(|| run(&rt, &mem_quiet, &seq_pass)),
+    );
+
     let seq_handler = prepared(sequence_of(1000, handler));
     g.bench_function(
         BenchmarkId::new("sequence_1000", "handler_memory_journal"),
@@ -87,6 +101,29 @@ fn benches(c: &mut Criterion) {
         BenchmarkId::new("sequence_1000", "handler_sqlite_journal"),
         |b| b.iter(|| run(&rt, &durable, &seq_handler)),
     );
+    let (_dir_quiet, sq_quiet) = sqlite();
+    let durable_quiet = engine_without_event_log(sq_quiet);
+    g.bench_function(
+        BenchmarkId::new("sequence_1000", "handler_sqlite_journal_no_event_log"),
+        |b| b.iter(|| run(&rt, &durable_quiet, &seq_handler)),
+    );
+    // Ten runs at once: their steps share commits.
+    g.throughput(Throughput::Elements(10_000));
+    g.bench_function(
+        BenchmarkId::new("sequence_1000_x10_concurrent", "handler_sqlite_journal"),
+        |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let runs = (0..10)
+                        .map(|_| durable.start(seq_handler.clone(), None, RunOptions::default()));
+                    for r in futures::future::join_all(runs).await {
+                        assert_eq!(r.unwrap().status, RunStatus::Completed);
+                    }
+                })
+            })
+        },
+    );
+    g.throughput(Throughput::Elements(1000));
 
     let items: Vec<serde_json::Value> = (0..10_000).map(|i| json!(i)).collect();
     let fan = prepared(Block::new(BlockKind::Sequence(vec![

@@ -431,13 +431,12 @@ impl Engine {
         };
         self.take(&rec, vec![RunStatus::Paused], None, Some(entry))
             .await?;
-        let mut sinks = self.inner.sinks.clone();
-        sinks.push(self.inner.event_log.clone());
+        let sinks = self.inner.run_sinks();
         let first_seq = self.inner.store.next_event_seq(&rec.id).await?;
         let emitter = Emitter::new(Arc::from(rec.id.as_str()), sinks, first_seq);
         emitter.emit(|| EventKind::ApprovalAnswered { key, answer });
         // Stored before the continued run numbers its own events after it.
-        self.inner.event_log.flush().await;
+        self.inner.flush_events().await;
         Ok(rec)
     }
 
@@ -521,8 +520,7 @@ impl Engine {
         } else {
             0
         };
-        let mut sinks = inner.sinks.clone();
-        sinks.push(inner.event_log.clone());
+        let sinks = inner.run_sinks();
         let run = RunCtx {
             id: id.clone(),
             engine: inner.clone(),
@@ -641,7 +639,7 @@ impl Engine {
         rec.state = Some((*state).clone());
         // The run's last events are durable before its record says it ended: a follower
         // that sees the end has every event.
-        inner.event_log.flush().await;
+        inner.flush_events().await;
         inner.store.update_run(&rec).await?;
         Ok(RunResult {
             run_id: rec.id.clone(),

@@ -45,9 +45,29 @@ pub(crate) struct Inner {
     pub(crate) sinks: Vec<Arc<dyn EventSink>>,
     /// Every run's events, stored and followed.
     pub(crate) event_log: Arc<event_log::EventLog>,
+    /// Whether runs write their events to the store (see [`EngineBuilder::without_event_log`]).
+    pub(crate) record_events: bool,
     pub(crate) default_model: Option<String>,
     pub(crate) secrets: Arc<serde_json::Value>,
     pub(crate) owner: String,
+}
+
+impl Inner {
+    /// The sinks of a run: the engine's, and the event log when runs record events.
+    pub(crate) fn run_sinks(&self) -> Vec<Arc<dyn EventSink>> {
+        let mut sinks = self.sinks.clone();
+        if self.record_events {
+            sinks.push(self.event_log.clone());
+        }
+        sinks
+    }
+
+    /// Waits until the events emitted so far are stored, when runs record events.
+    pub(crate) async fn flush_events(&self) {
+        if self.record_events {
+            self.event_log.flush().await;
+        }
+    }
 }
 
 /// A pure host function, as templates call it.
@@ -91,6 +111,7 @@ impl Engine {
         EngineBuilder {
             inner: Inner {
                 event_log: Arc::new(event_log::EventLog::new(store.clone())),
+                record_events: true,
                 store,
                 models: None,
                 code: Vec::new(),
@@ -168,6 +189,14 @@ impl EngineBuilder {
             .expect("functions are shared only once the engine is built")
             .0
             .insert(name.into(), Arc::new(f));
+        self
+    }
+
+    /// Keeps runs' events out of the store: nothing can follow or replay them then
+    /// (`Engine::follow` sees only what earlier engines stored), and each block costs
+    /// less (docs/performance.md). For embedders that only want results.
+    pub fn without_event_log(mut self) -> Self {
+        self.inner.record_events = false;
         self
     }
 
