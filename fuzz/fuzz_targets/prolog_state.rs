@@ -5,15 +5,12 @@
 //! same in CI.)
 #![no_main]
 
+#[path = "shared/prolog.rs"]
+mod shared;
+
 use serde_json::{Value, json};
-use std::cell::RefCell;
-use weft_code::PrologInterpreter;
 use weft_code::protocol::Request;
 use weft_core::ir::CodeLimits;
-
-thread_local! {
-    static MACHINE: RefCell<Option<PrologInterpreter>> = const { RefCell::new(None) };
-}
 
 const GOALS: &[&str] = &[
     "atom_length(V, L), return(r, L)",
@@ -78,15 +75,5 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             output_bytes: 1 << 16,
         },
     };
-    MACHINE.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let machine = slot.get_or_insert_with(PrologInterpreter::start);
-        let hook = std::panic::take_hook();
-        std::panic::set_hook(Box::new(|_| {}));
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| machine.run(&req)));
-        std::panic::set_hook(hook);
-        if outcome.is_err() || machine.broken() {
-            *slot = None;
-        }
-    });
+    shared::run(&req);
 });

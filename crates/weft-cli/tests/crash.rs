@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 mod support;
 
-use support::{Env, code, example, stderr, stdout_json};
+use support::{Env, code, example, journaled_steps, line_counts, stderr, stdout_json};
 
 /// Back-to-back effects with nothing in between: the shape that showed a crash
 /// repeating completed steps when results ran ahead of the durable journal.
@@ -23,15 +23,6 @@ fn appending_flow() -> String {
         ));
     }
     flow
-}
-
-/// How many times each step's line is in the log.
-fn effects(log: &Path) -> BTreeMap<String, usize> {
-    let mut seen = BTreeMap::new();
-    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
-        *seen.entry(line.to_owned()).or_insert(0) += 1;
-    }
-    seen
 }
 
 fn start(env: &Env, flow: &Path, log: &str, durability: &str) -> Child {
@@ -71,22 +62,7 @@ fn newest_run(env: &Env) -> (String, String, HashSet<String>) {
         .to_owned();
     let run: Value = serde_json::from_str(&first).unwrap();
     let id = run["run_id"].as_str().unwrap().to_owned();
-    let shown = stdout_json(&env.weft(&["runs", "show", &id]));
-    let journaled = shown["journal"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "result")
-        .map(|e| {
-            e["key"]
-                .as_str()
-                .unwrap()
-                .rsplit('/')
-                .next()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let journaled = journaled_steps(env, &id);
     (id, run["status"].as_str().unwrap().to_owned(), journaled)
 }
 
@@ -120,7 +96,7 @@ fn a_run_killed_at_random_moments_repeats_no_completed_step() {
         std::thread::sleep(Duration::from_micros(rand::random_range(0..span)));
         child.kill().unwrap();
         child.wait().unwrap();
-        let before = effects(&log);
+        let before = line_counts(&log);
         let (id, status, journaled) = newest_run(&env);
         if status == "completed" {
             finished_first += 1;
@@ -130,7 +106,7 @@ fn a_run_killed_at_random_moments_repeats_no_completed_step() {
         assert_eq!(status, "running", "round {round}");
         let o = env.weft(&["runs", "resume", &id, "-q"]);
         assert_eq!(code(&o), 0, "round {round}: {}", stderr(&o));
-        let after = effects(&log);
+        let after = line_counts(&log);
         let mut repeats = Vec::new();
         for i in 0..STEPS {
             let step = format!("s{i}");

@@ -5,13 +5,12 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 mod support;
 
-use support::{Env, stdout_json};
+use support::{Env, journaled_steps, line_counts};
 
 /// A `weft serve` process and its address.
 struct Served {
@@ -69,35 +68,6 @@ fn slow_flow() -> String {
         ));
     }
     flow
-}
-
-/// The `s<i>` steps a run's journal holds.
-fn journaled(env: &Env, id: &str) -> HashSet<String> {
-    let shown = stdout_json(&env.weft(&["runs", "show", id]));
-    shown["journal"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "result")
-        .map(|e| {
-            e["key"]
-                .as_str()
-                .unwrap()
-                .rsplit('/')
-                .next()
-                .unwrap()
-                .to_owned()
-        })
-        .filter(|k| k.starts_with('s'))
-        .collect()
-}
-
-fn lines(log: &Path) -> BTreeMap<String, usize> {
-    let mut seen = BTreeMap::new();
-    for l in std::fs::read_to_string(log).unwrap_or_default().lines() {
-        *seen.entry(l.to_owned()).or_insert(0) += 1;
-    }
-    seen
 }
 
 /// Reads a run's whole event stream (it ends with the run), from `after` on.
@@ -163,9 +133,9 @@ fn a_killed_server_finishes_every_accepted_run_on_restart() {
     // Inside the runs: some steps done, most to come.
     std::thread::sleep(Duration::from_millis(150));
     server.kill();
-    let before: Vec<HashSet<String>> = ids.iter().map(|id| journaled(&env, id)).collect();
+    let before: Vec<HashSet<String>> = ids.iter().map(|id| journaled_steps(&env, id)).collect();
     let logs_before: Vec<BTreeMap<String, usize>> = (0..50)
-        .map(|i| lines(&env.path(&format!("log{i}.txt"))))
+        .map(|i| line_counts(&env.path(&format!("log{i}.txt"))))
         .collect();
     assert!(
         before.iter().any(|j| j.len() < STEPS),
@@ -200,7 +170,7 @@ fn a_killed_server_finishes_every_accepted_run_on_restart() {
     });
     let mut repeated = 0;
     for (i, journal) in before.iter().enumerate() {
-        let after = lines(&env.path(&format!("log{i}.txt")));
+        let after = line_counts(&env.path(&format!("log{i}.txt")));
         let mut repeats = Vec::new();
         for s in 0..STEPS {
             let step = format!("s{s}");

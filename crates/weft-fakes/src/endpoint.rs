@@ -33,13 +33,7 @@ impl Endpoint {
         let app = Router::new()
             .route("/{*path}", axum::routing::post(receive))
             .with_state(posted.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1");
-        let addr = listener.local_addr().expect("local address");
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, task) = crate::serve_on_loopback(app).await;
         Endpoint { addr, posted, task }
     }
 

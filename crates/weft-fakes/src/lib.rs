@@ -146,13 +146,7 @@ impl FakeServer {
         let app = Router::new()
             .route("/{*path}", axum::routing::post(handle))
             .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1");
-        let addr = listener.local_addr().expect("local address");
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, task) = serve_on_loopback(app).await;
         FakeServer { addr, shared, task }
     }
 
@@ -181,6 +175,18 @@ impl Drop for FakeServer {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// Serves `app` on a free port of 127.0.0.1 until the task is aborted.
+async fn serve_on_loopback(app: Router) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1");
+    let addr = listener.local_addr().expect("local address");
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, task)
 }
 
 fn credential(headers: &HeaderMap) -> Option<String> {

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses its own part
 
 use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -69,4 +70,26 @@ pub fn example(name: &str) -> String {
         .join(name)
         .display()
         .to_string()
+}
+
+/// The last segment of each step key whose result run `id`'s journal holds (`s3` for
+/// `root/s3`), read with `weft runs show`.
+pub fn journaled_steps(env: &Env, id: &str) -> HashSet<String> {
+    let shown = stdout_json(&env.weft(&["runs", "show", id]));
+    shown["journal"]
+        .as_array()
+        .expect("runs show prints the journal")
+        .iter()
+        .filter(|e| e["kind"] == "result")
+        .filter_map(|e| e["key"].as_str()?.rsplit('/').next().map(str::to_owned))
+        .collect()
+}
+
+/// How many times each line occurs in the file at `path` (none when it is missing).
+pub fn line_counts(path: &Path) -> BTreeMap<String, usize> {
+    let mut seen = BTreeMap::new();
+    for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
+        *seen.entry(line.to_owned()).or_insert(0) += 1;
+    }
+    seen
 }
