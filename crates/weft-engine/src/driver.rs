@@ -257,6 +257,24 @@ impl Engine {
 
     /// Continues a paused run, or a run whose process died, from its journal.
     pub async fn resume(&self, run_id: &str, force: bool) -> Result<RunResult, EngineError> {
+        let rec = self.accept_resume(run_id, force).await?;
+        self.continue_run(rec).await
+    }
+
+    /// [`Engine::resume`], driving the run on its own task once this process has taken
+    /// it: a refusal comes back here, the run's end through the handle.
+    pub async fn resume_detached(
+        &self,
+        run_id: &str,
+        force: bool,
+    ) -> Result<tokio::task::JoinHandle<Result<RunResult, EngineError>>, EngineError> {
+        let rec = self.accept_resume(run_id, force).await?;
+        let engine = self.clone();
+        Ok(tokio::spawn(async move { engine.continue_run(rec).await }))
+    }
+
+    /// Checks that run `run_id` may resume and takes it for this process.
+    async fn accept_resume(&self, run_id: &str, force: bool) -> Result<RunRecord, EngineError> {
         let rec = self.load(run_id).await?;
         match rec.status {
             RunStatus::Paused => {}
@@ -286,7 +304,7 @@ impl Engine {
         }
         let owner_was = Some(rec.owner.clone());
         self.take(&rec, vec![rec.status], owner_was, None).await?;
-        self.continue_run(rec).await
+        Ok(rec)
     }
 
     /// Continues a run this process has taken, from its journal.
@@ -448,6 +466,31 @@ impl Engine {
         run_id: &str,
         flow: Option<Revision>,
     ) -> Result<RunResult, EngineError> {
+        let (rec, prepared, kept) = self.accept_retry(run_id, flow).await?;
+        self.drive(rec, prepared, kept, true).await
+    }
+
+    /// [`Engine::retry`], driving the run on its own task once this process has taken
+    /// it: a refusal comes back here, the run's end through the handle.
+    pub async fn retry_detached(
+        &self,
+        run_id: &str,
+        flow: Option<Revision>,
+    ) -> Result<tokio::task::JoinHandle<Result<RunResult, EngineError>>, EngineError> {
+        let (rec, prepared, kept) = self.accept_retry(run_id, flow).await?;
+        let engine = self.clone();
+        Ok(tokio::spawn(async move {
+            engine.drive(rec, prepared, kept, true).await
+        }))
+    }
+
+    /// Checks that run `run_id` may be retried, takes it for this process and forgets
+    /// its journaled failures: the run, its flow and the journal it continues from.
+    async fn accept_retry(
+        &self,
+        run_id: &str,
+        flow: Option<Revision>,
+    ) -> Result<(RunRecord, Arc<Prepared>, Vec<JournalEntry>), EngineError> {
         let mut rec = self.load(run_id).await?;
         if !matches!(rec.status, RunStatus::Failed | RunStatus::Cancelled) {
             return Err(EngineError::Refused(format!(
@@ -485,7 +528,7 @@ impl Engine {
             .collect();
         rec.error = None;
         rec.retries += 1;
-        self.drive(rec, prepared, kept, true).await
+        Ok((rec, prepared, kept))
     }
 
     /// Marks a run cancelled. A process executing it notices within a second and stops.

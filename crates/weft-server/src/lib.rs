@@ -44,6 +44,8 @@ pub fn router(engine: Engine, config: &ServerConfig) -> Router {
         .route("/v1/runs/{id}/events", get(events::stream))
         .route("/v1/runs/{id}/approve", post(runs::approve))
         .route("/v1/runs/{id}/cancel", post(runs::cancel))
+        .route("/v1/runs/{id}/resume", post(runs::resume))
+        .route("/v1/runs/{id}/retry", post(runs::retry))
         .fallback(problem::not_found)
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(config.token.clone()),

@@ -1,4 +1,5 @@
-//! `/v1/runs`: start a run from a flow's text, list and read runs, answer, cancel.
+//! `/v1/runs`: start a run from a flow's text, list and read runs, answer, resume,
+//! retry, cancel.
 
 use crate::App;
 use crate::problem::Problem;
@@ -219,6 +220,28 @@ pub(crate) async fn approve(
         .engine
         .answer_detached(&id, a.step.as_deref(), answer)
         .await?;
+    answer_when_done(id, run, wait.duration()).await
+}
+
+/// `POST /v1/runs/{id}/resume`: continues a paused run (its approvals are asked again)
+/// or one whose process died. Refused (`409`) while its process is alive.
+pub(crate) async fn resume(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Query(wait): Query<Wait>,
+) -> Result<(StatusCode, Json<Value>), Problem> {
+    let run = app.engine.resume_detached(&id, false).await?;
+    answer_when_done(id, run, wait.duration()).await
+}
+
+/// `POST /v1/runs/{id}/retry`: runs a failed or cancelled run again from the steps that
+/// failed, reusing every journaled result, with the flow it was started with.
+pub(crate) async fn retry(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    Query(wait): Query<Wait>,
+) -> Result<(StatusCode, Json<Value>), Problem> {
+    let run = app.engine.retry_detached(&id, None).await?;
     answer_when_done(id, run, wait.duration()).await
 }
 

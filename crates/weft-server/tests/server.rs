@@ -7,6 +7,26 @@ use weft_server::{ServerConfig, router};
 
 const APPROVAL: &str = "weft: 1\nname: gate\nroot:\n  sequence:\n    - {id: draft, transform: {output: 'v1'}}\n    - {id: review, approval: {prompt: 'Ship it?'}}\n    - {id: ship, transform: {output: '{{ input.decision }}'}}\n";
 
+/// Fails its first call, then answers: a service that was down for a moment.
+struct Flaky(std::sync::atomic::AtomicUsize);
+
+#[async_trait::async_trait]
+impl weft_core::ports::Native for Flaky {
+    async fn call(
+        &self,
+        _: weft_core::ports::NativeCall,
+    ) -> Result<weft_core::ports::NativeOutput, weft_core::BlockError> {
+        if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            Err(weft_core::BlockError::new(
+                weft_core::ErrorKind::Handler,
+                "down",
+            ))
+        } else {
+            Ok(weft_core::ports::NativeOutput::from(json!("up")))
+        }
+    }
+}
+
 struct Server {
     base: String,
     client: reqwest::Client,
@@ -18,7 +38,9 @@ async fn server(token: Option<&str>) -> Server {
     let store =
         weft_store::SqliteStore::open(dir.path().join("runs.db"), weft_store::Durability::Process)
             .unwrap();
-    let engine = weft_engine::Engine::builder(Arc::new(store)).build();
+    let engine = weft_engine::Engine::builder(Arc::new(store))
+        .handler("flaky", Arc::new(Flaky(Default::default())))
+        .build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = ServerConfig {
@@ -300,4 +322,50 @@ async fn with_a_token_every_route_but_healthz_demands_it() {
         .await
         .unwrap();
     assert_eq!(right.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_runs_are_retried_and_paused_runs_resumed_over_the_api() {
+    let s = server(None).await;
+    let flaky = "weft: 1\nname: flaky\nroot:\n  sequence:\n    - {id: once, transform: {output: 1}}\n    - {id: call, handler: {name: flaky}}\n";
+    let (status, failed) = s.post("/v1/runs?wait=10", json!({"source": flaky})).await;
+    assert_eq!(
+        (status, failed["status"].as_str()),
+        (200, Some("failed")),
+        "{failed}"
+    );
+    let id = failed["run_id"].as_str().unwrap().to_owned();
+    let (status, done) = s
+        .post(&format!("/v1/runs/{id}/retry?wait=10"), json!({}))
+        .await;
+    assert_eq!(
+        (status, done["status"].as_str()),
+        (200, Some("completed")),
+        "{done}"
+    );
+    assert_eq!(done["output"], "up");
+    let (status, p) = s.post(&format!("/v1/runs/{id}/retry"), json!({})).await;
+    assert_eq!(
+        (status, p["title"].as_str()),
+        (409, Some("not allowed now")),
+        "{p}"
+    );
+    let (status, p) = s.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
+    assert_eq!(status, 409, "{p}");
+
+    let (_, paused) = s
+        .post("/v1/runs?wait=10", json!({"source": APPROVAL}))
+        .await;
+    let id = paused["run_id"].as_str().unwrap().to_owned();
+    let (status, again) = s
+        .post(&format!("/v1/runs/{id}/resume?wait=10"), json!({}))
+        .await;
+    assert_eq!(
+        (status, again["status"].as_str()),
+        (200, Some("paused")),
+        "{again}"
+    );
+    assert_eq!(again["waiting"][0]["key"], "root/review");
+    let (status, p) = s.post("/v1/runs/nope/resume", json!({})).await;
+    assert_eq!((status, p["title"].as_str()), (404, Some("no such run")));
 }
