@@ -22,7 +22,7 @@ pub(crate) async fn require_token(
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(bearer)
         .unwrap_or("");
     if bool::from(given.as_bytes().ct_eq(expected.as_bytes())) {
         next.run(request).await
@@ -30,5 +30,23 @@ pub(crate) async fn require_token(
         Problem::new(StatusCode::UNAUTHORIZED, "unauthorized")
             .detail("this server needs `Authorization: Bearer <token>`")
             .into_response()
+    }
+}
+
+/// The credentials of an `Authorization` value with the `Bearer` scheme (whose name
+/// ignores case, RFC 9110).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_scheme_ignores_case() {
+        assert_eq!(super::bearer("Bearer abc"), Some("abc"));
+        assert_eq!(super::bearer("bearer abc"), Some("abc"));
+        assert_eq!(super::bearer("Basic abc"), None);
+        assert_eq!(super::bearer("Bearer"), None);
     }
 }
