@@ -6,12 +6,12 @@ use crate::problem::Problem;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::task::JoinHandle;
-use weft_core::ports::{RunRecord, RunStatus};
+use weft_core::ports::{RunRecord, RunStatus, StoreError};
 use weft_engine::{Engine, EngineError, RunOptions, RunResult};
 
 /// The longest `?wait=` honoured, in seconds.
@@ -53,24 +53,50 @@ pub(crate) fn bad_body(rejection: JsonRejection) -> Problem {
 pub(crate) async fn create(
     State(app): State<App>,
     Query(wait): Query<Wait>,
+    headers: HeaderMap,
     body: Result<Json<NewRun>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let Json(new) = body.map_err(bad_body)?;
+    let key = idempotency::key(&headers)?;
     let name = new.name.as_deref().unwrap_or("flow");
     let loaded = weft_dialects::load_str(&new.source, name, None, new.dialect.as_deref())
         .map_err(|e| Problem::invalid_flow(e.diagnostics))?;
     let prepared = app.engine.prepare(loaded.flow.clone()).map_err(|diags| {
         Problem::invalid_flow(diags.into_iter().map(|d| loaded.locate(d)).collect())
     })?;
+    // The input the run will have, so that a repeated request can be compared with it.
+    let input = new
+        .input
+        .or_else(|| prepared.flow().input.clone())
+        .unwrap_or_else(|| json!({}));
+    let run_id = key.as_deref().map(idempotency::run_id);
+    if let Some(id) = &run_id
+        && let Some(existing) = idempotency::existing(&app.engine, id, &prepared, &input).await?
+    {
+        return Ok(existing);
+    }
     let opts = RunOptions {
+        run_id: run_id.clone(),
         source_hash: Some(loaded.source_hash.clone()),
         dialect: Some(loaded.dialect.to_owned()),
         view: loaded.events.to_stored(),
         settings: app.run_settings.clone(),
         ..RunOptions::default()
     };
-    let (run_id, run) = app.engine.start_detached(prepared, new.input, opts).await?;
-    answer_when_done(run_id, run, wait.duration()).await
+    let started = app
+        .engine
+        .start_detached(prepared.clone(), Some(input.clone()), opts)
+        .await;
+    match (started, &run_id) {
+        (Ok((run_id, run)), _) => answer_when_done(run_id, run, wait.duration()).await,
+        // Two requests with one key at the same moment: the other created the run.
+        (Err(EngineError::Store(StoreError::Conflict(_))), Some(id)) => {
+            idempotency::existing(&app.engine, id, &prepared, &input)
+                .await?
+                .ok_or_else(|| EngineError::NotFound(id.clone()).into())
+        }
+        (Err(e), _) => Err(e.into()),
+    }
 }
 
 /// `200` with the run's result if `run` ends or pauses within `wait`, else `202` with
@@ -97,6 +123,71 @@ async fn answer_when_done(
                 .detail(format!("the task driving run {run_id} stopped: {join}")),
         ),
         Err(_) => Ok(accepted()),
+    }
+}
+
+/// `Idempotency-Key` on `POST /v1/runs`: the same key names the same run.
+mod idempotency {
+    use super::*;
+
+    /// The longest key accepted.
+    const MAX_KEY: usize = 255;
+
+    /// The request's `Idempotency-Key`, if it has one.
+    pub(super) fn key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
+        let Some(value) = headers.get("idempotency-key") else {
+            return Ok(None);
+        };
+        let key = value
+            .to_str()
+            .ok()
+            .map(str::trim)
+            .filter(|k| !k.is_empty() && k.len() <= MAX_KEY);
+        key.map(|k| Some(k.to_owned())).ok_or_else(|| {
+            Problem::new(StatusCode::BAD_REQUEST, "invalid request").detail(format!(
+                "Idempotency-Key is 1 to {MAX_KEY} visible ASCII characters"
+            ))
+        })
+    }
+
+    /// The run id a key names: the same on every request and every restart.
+    pub(super) fn run_id(key: &str) -> String {
+        weft_core::hash::content_hash(format!("idempotency-key\0{key}").as_bytes())[..32].to_owned()
+    }
+
+    /// The answer for a key whose run exists: `200` with where it stands, or `422` when
+    /// the key was used for another flow or input.
+    pub(super) async fn existing(
+        engine: &Engine,
+        id: &str,
+        prepared: &weft_engine::Prepared,
+        input: &Value,
+    ) -> Result<Option<(StatusCode, Json<Value>)>, Problem> {
+        let Some(run) = engine
+            .store()
+            .get_run(id)
+            .await
+            .map_err(EngineError::from)?
+        else {
+            return Ok(None);
+        };
+        if run.flow_hash != prepared.hash() || &run.input != input {
+            return Err(Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "idempotency key reused")
+                .detail(format!(
+                    "this Idempotency-Key started run {id} with another flow or input; use a new key for a new run"
+                )));
+        }
+        let mut shown = summary(&run);
+        for (k, v) in [
+            ("output", run.output.clone()),
+            ("error", run.error.clone()),
+            ("waiting", run.waiting.clone()),
+        ] {
+            if let Some(v) = v {
+                shown[k] = v;
+            }
+        }
+        Ok(Some((StatusCode::OK, Json(shown))))
     }
 }
 

@@ -369,3 +369,52 @@ async fn failed_runs_are_retried_and_paused_runs_resumed_over_the_api() {
     let (status, p) = s.post("/v1/runs/nope/resume", json!({})).await;
     assert_eq!((status, p["title"].as_str()), (404, Some("no such run")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_idempotency_key_starts_one_run() {
+    let s = server(None).await;
+    let post = |key: &'static str, input: Value| {
+        let (client, base) = (s.client.clone(), s.base.clone());
+        async move {
+            let r = client
+                .post(format!("{base}/v1/runs"))
+                .header("Idempotency-Key", key)
+                .json(&json!({"source": APPROVAL, "input": input}))
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    // Ten at the same moment, then one later: one run.
+    let tries = futures::future::join_all((0..10).map(|_| post("order-17", json!({"n": 1})))).await;
+    let later = post("order-17", json!({"n": 1})).await;
+    let ids: std::collections::HashSet<&str> = tries
+        .iter()
+        .chain([&later])
+        .map(|(status, v)| {
+            assert!(matches!(status, 200 | 202), "{status} {v}");
+            v["run_id"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(ids.len(), 1, "{tries:?}");
+    let (_, listed) = s.get("/v1/runs").await;
+    assert_eq!(listed["runs"].as_array().unwrap().len(), 1);
+    let (status, p) = post("order-17", json!({"n": 2})).await;
+    assert_eq!(
+        (status, p["title"].as_str()),
+        (422, Some("idempotency key reused")),
+        "{p}"
+    );
+    let (status, _) = post("order-18", json!({"n": 2})).await;
+    assert_eq!(status, 202);
+    let r = s
+        .client
+        .post(format!("{}/v1/runs", s.base))
+        .header("Idempotency-Key", "k".repeat(300))
+        .json(&json!({"source": APPROVAL}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+}

@@ -421,7 +421,14 @@ fn write_run(conn: &Connection, run: &RunRecord, insert: bool) -> Result<(), Sto
             ])
         })
         .map(|_| ())
-        .map_err(|e| err("runs", e))
+        .map_err(|e| match e {
+            rusqlite::Error::SqliteFailure(f, _)
+                if insert && f.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                StoreError::Conflict(format!("a run with id {} exists already", run.id))
+            }
+            e => err("runs", e),
+        })
 }
 
 fn get_run(conn: &Connection, id: &str) -> Result<Option<RunRecord>, StoreError> {
@@ -945,6 +952,15 @@ mod tests {
         let e = SqliteStore::open(&path, Durability::Process).err().unwrap();
         assert!(matches!(e, StoreError::TooNew(_)), "{e:?}");
         assert!(e.to_string().contains("newer Weft"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_second_run_with_one_id_is_a_conflict() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SqliteStore::open(dir.path().join("c.db"), Durability::Process).unwrap();
+        s.create_run(&run("same")).await.unwrap();
+        let e = s.create_run(&run("same")).await.unwrap_err();
+        assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
     }
 
     #[tokio::test]

@@ -380,7 +380,7 @@ pub trait Store: Send + Sync {
     async fn put_flow(&self, hash: &str, ir_json: &str) -> Result<(), StoreError>;
     /// The IR (JSON) stored under `hash`.
     async fn get_flow(&self, hash: &str) -> Result<Option<String>, StoreError>;
-    /// Creates a run.
+    /// Creates a run; [`StoreError::Conflict`] when a run with its id exists.
     async fn create_run(&self, run: &RunRecord) -> Result<(), StoreError>;
     /// Replaces a run's record.
     async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError>;
