@@ -62,21 +62,25 @@ pub(crate) async fn stream(
         }
     };
     let rx = app.engine.follow(&run.id, last_event_id.or(q.after));
-    let events = futures::stream::unfold((rx, view), |(mut rx, view)| async move {
-        loop {
-            let next = rx.recv().await?;
-            let sse = match next {
-                Ok(e) => match to_sse(&e, view.as_ref()) {
-                    Some(sse) => sse,
-                    None => continue,
-                },
-                Err(e) => SseEvent::default()
-                    .event("error")
-                    .data(serde_json::to_string(&Problem::from(e)).unwrap_or_default()),
-            };
-            return Some((Ok(sse), (rx, view)));
-        }
-    });
+    let subscribed = crate::metrics::Subscribed::new(app.live.clone());
+    let events = futures::stream::unfold(
+        (rx, view, subscribed),
+        |(mut rx, view, subscribed)| async move {
+            loop {
+                let next = rx.recv().await?;
+                let sse = match next {
+                    Ok(e) => match to_sse(&e, view.as_ref()) {
+                        Some(sse) => sse,
+                        None => continue,
+                    },
+                    Err(e) => SseEvent::default()
+                        .event("error")
+                        .data(serde_json::to_string(&Problem::from(e)).unwrap_or_default()),
+                };
+                return Some((Ok(sse), (rx, view, subscribed)));
+            }
+        },
+    );
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
 

@@ -13,6 +13,7 @@
 mod auth;
 mod config;
 mod events;
+mod metrics;
 mod problem;
 mod runs;
 
@@ -30,6 +31,8 @@ pub(crate) struct App {
     pub(crate) engine: Engine,
     /// Settings stored with each run this server starts (see `RunRecord::settings`).
     pub(crate) run_settings: Option<serde_json::Value>,
+    /// The server's own gauges.
+    pub(crate) live: Arc<metrics::Live>,
 }
 
 /// The API's routes over `engine`, with the configuration's token and body limit.
@@ -37,6 +40,7 @@ pub fn router(engine: Engine, config: &ServerConfig) -> Router {
     let app = App {
         engine,
         run_settings: config.run_settings.clone(),
+        live: Arc::default(),
     };
     let api = Router::new()
         .route("/v1/runs", post(runs::create).get(runs::list))
@@ -46,6 +50,7 @@ pub fn router(engine: Engine, config: &ServerConfig) -> Router {
         .route("/v1/runs/{id}/cancel", post(runs::cancel))
         .route("/v1/runs/{id}/resume", post(runs::resume))
         .route("/v1/runs/{id}/retry", post(runs::retry))
+        .route("/metrics", get(metrics::render))
         .fallback(problem::not_found)
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(config.token.clone()),

@@ -418,3 +418,72 @@ async fn one_idempotency_key_starts_one_run() {
         .unwrap();
     assert_eq!(r.status(), 400);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_runs_steps_and_open_streams() {
+    let s = server(None).await;
+    let (_, paused) = s
+        .post("/v1/runs?wait=10", json!({"source": APPROVAL}))
+        .await;
+    let id = paused["run_id"].as_str().unwrap().to_owned();
+    let flaky = "weft: 1\nname: f\nroot: {handler: {name: flaky}}\n";
+    let (_, failed) = s.post("/v1/runs?wait=10", json!({"source": flaky})).await;
+    assert_eq!(failed["status"], "failed");
+    // A watcher of the paused run keeps its stream open.
+    let stream = s
+        .client
+        .get(format!("{}/v1/runs/{id}/events", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let metrics = |s: &Server| {
+        let (client, base) = (s.client.clone(), s.base.clone());
+        async move {
+            let r = client.get(format!("{base}/metrics")).send().await.unwrap();
+            assert!(
+                r.headers()["content-type"]
+                    .to_str()
+                    .unwrap()
+                    .contains("openmetrics")
+            );
+            r.text().await.unwrap()
+        }
+    };
+    let text = metrics(&s).await;
+    for line in [
+        "weft_runs{status=\"paused\"} 1",
+        "weft_runs{status=\"failed\"} 1",
+        "weft_sse_subscribers 1",
+        "weft_queue_depth 0",
+        "# EOF",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
+    }
+    drop(stream);
+    let (status, _) = s
+        .post(
+            &format!("/v1/runs/{id}/approve?wait=10"),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let text = metrics(&s).await;
+        if text.lines().any(|l| l == "weft_sse_subscribers 0") {
+            assert!(
+                text.lines()
+                    .any(|l| l == "weft_runs{status=\"completed\"} 1"),
+                "{text}"
+            );
+            assert!(text.lines().any(|l| l.starts_with("weft_steps ")), "{text}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the closed stream is still counted:\n{text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -4,7 +4,9 @@ use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use weft_core::event::Event;
-use weft_core::ports::{Claim, Claimed, JournalEntry, RunRecord, ScopedChange, Store, StoreError};
+use weft_core::ports::{
+    Claim, Claimed, EntryKind, JournalEntry, RunRecord, RunStats, ScopedChange, Store, StoreError,
+};
 
 /// Keeps flows, runs, journals and event logs in memory.
 #[derive(Default)]
@@ -121,6 +123,26 @@ impl Store for MemoryStore {
             .or_default()
             .push(entry);
         Ok(())
+    }
+
+    async fn run_stats(&self) -> Result<RunStats, StoreError> {
+        let mut stats = RunStats::default();
+        for r in self.runs.lock().map_err(|_| poisoned())?.values() {
+            match stats.runs.iter_mut().find(|(s, _)| *s == r.status) {
+                Some((_, n)) => *n += 1,
+                None => stats.runs.push((r.status, 1)),
+            }
+            stats.usage.add(&r.usage);
+        }
+        stats.steps = self
+            .journals
+            .lock()
+            .map_err(|_| poisoned())?
+            .values()
+            .flatten()
+            .filter(|e| e.kind == EntryKind::Result)
+            .count() as u64;
+        Ok(stats)
     }
 
     async fn append_events(&self, events: &[Event]) -> Result<(), StoreError> {

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use tokio::sync::{mpsc, oneshot};
 use weft_core::event::Event;
 use weft_core::ports::{
-    Claim, Claimed, EntryKind, JournalEntry, RunRecord, RunStatus, ScopedChange, Store, StoreError,
-    Usage,
+    Claim, Claimed, EntryKind, JournalEntry, RunRecord, RunStats, RunStatus, ScopedChange, Store,
+    StoreError, Usage,
 };
 
 /// How hard a commit works to survive a crash.
@@ -69,6 +69,7 @@ enum Request {
     Append(Box<Append>),
     Events(Box<EventBatch>),
     ReadEvents(String, Option<u64>, usize, Reply<Vec<Event>>),
+    Stats(Reply<RunStats>),
     NextEventSeq(String, Reply<u64>),
     PutFlow(String, String, Reply<()>),
     GetFlow(String, Reply<Option<String>>),
@@ -494,6 +495,49 @@ fn claim_run(conn: &Connection, claim: Claim) -> Result<Claimed, StoreError> {
     Ok(Claimed::Taken)
 }
 
+fn run_stats(conn: &Connection) -> Result<RunStats, StoreError> {
+    let mut stats = RunStats::default();
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT status, count(*),
+                    coalesce(sum(json_extract(usage, '$.input_tokens')), 0),
+                    coalesce(sum(json_extract(usage, '$.output_tokens')), 0),
+                    coalesce(sum(json_extract(usage, '$.cost_usd')), 0.0)
+             FROM runs GROUP BY status",
+        )
+        .map_err(|e| err("stats", e))?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, f64>(4)?,
+            ))
+        })
+        .map_err(|e| err("stats", e))?;
+    for row in rows {
+        let (status, n, input, output, cost) = row.map_err(|e| err("stats", e))?;
+        if let Some(s) = RunStatus::parse(&status) {
+            stats.runs.push((s, n as u64));
+        }
+        stats.usage.add(&Usage {
+            input_tokens: input as u64,
+            output_tokens: output as u64,
+            cost_usd: cost,
+        });
+    }
+    stats.steps = conn
+        .query_row(
+            "SELECT count(*) FROM journal WHERE kind = 'result'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(|e| err("stats", e))? as u64;
+    Ok(stats)
+}
+
 fn read_events(
     conn: &Connection,
     run_id: &str,
@@ -642,6 +686,9 @@ fn serve(conn: &Connection, req: Request) {
         Request::ReadEvents(run_id, after, limit, reply) => {
             let _ = reply.send(read_events(conn, &run_id, after, limit));
         }
+        Request::Stats(reply) => {
+            let _ = reply.send(run_stats(conn));
+        }
         Request::NextEventSeq(run_id, reply) => {
             let r = conn
                 .query_row(
@@ -706,6 +753,9 @@ impl Store for SqliteStore {
             .collect::<Result<Vec<_>, StoreError>>()?;
         self.ask(|durable| Request::Events(Box::new(EventBatch { rows, durable })))
             .await
+    }
+    async fn run_stats(&self) -> Result<RunStats, StoreError> {
+        self.ask(Request::Stats).await
     }
     async fn events(
         &self,

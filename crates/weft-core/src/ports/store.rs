@@ -251,6 +251,17 @@ impl RunRecord {
     }
 }
 
+/// Totals over every run a store holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunStats {
+    /// How many runs stand in each status (statuses with none are left out).
+    pub runs: Vec<(RunStatus, u64)>,
+    /// Effectful steps whose result is journaled.
+    pub steps: u64,
+    /// Model usage summed over the runs.
+    pub usage: Usage,
+}
+
 /// What a journal entry records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -388,6 +399,8 @@ pub trait Store: Send + Sync {
     async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError>;
     /// The newest runs first.
     async fn list_runs(&self, limit: usize) -> Result<Vec<RunRecord>, StoreError>;
+    /// Totals over every run, for monitoring.
+    async fn run_stats(&self) -> Result<RunStats, StoreError>;
     /// Every journal entry of a run, in append order.
     async fn journal(&self, run_id: &str) -> Result<Vec<JournalEntry>, StoreError>;
     /// Appends an entry and returns once it is durable, so that a step's result is
