@@ -10,6 +10,7 @@
 //! becomes a JSON problem object. It must not depend on the command line or on any
 //! store, model or sandbox adapter.
 
+mod api;
 mod auth;
 mod config;
 mod events;
@@ -21,7 +22,7 @@ pub use config::{ConfigError, ServerConfig};
 pub use problem::Problem;
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::get;
 use std::sync::Arc;
 use weft_engine::Engine;
 
@@ -42,15 +43,13 @@ pub fn router(engine: Engine, config: &ServerConfig) -> Router {
         run_settings: config.run_settings.clone(),
         live: Arc::default(),
     };
-    let api = Router::new()
-        .route("/v1/runs", post(runs::create).get(runs::list))
-        .route("/v1/runs/{id}", get(runs::show))
-        .route("/v1/runs/{id}/events", get(events::stream))
-        .route("/v1/runs/{id}/approve", post(runs::approve))
-        .route("/v1/runs/{id}/cancel", post(runs::cancel))
-        .route("/v1/runs/{id}/resume", post(runs::resume))
-        .route("/v1/runs/{id}/retry", post(runs::retry))
-        .route("/metrics", get(metrics::render))
+    let routes = api::routes();
+    let document = Arc::new(api::openapi(&routes));
+    let api = api::router(routes)
+        .route(
+            "/v1/openapi.json",
+            get(move || async move { axum::Json((*document).clone()) }),
+        )
         .fallback(problem::not_found)
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(config.token.clone()),

@@ -18,7 +18,7 @@ use weft_engine::{Engine, EngineError, RunOptions, RunResult};
 const MAX_WAIT_S: f64 = 300.0;
 
 /// `POST /v1/runs`.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewRun {
     /// The flow's text (YAML or JSON, any dialect).
@@ -290,12 +290,15 @@ pub(crate) async fn show(
 }
 
 /// `POST /v1/runs/{id}/approve`.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Answer {
+    /// `approve`, `reject`, or another of the approval's options.
     decision: String,
+    /// A note for the record.
     #[serde(default)]
     note: String,
+    /// Which approval (its key), when the run waits for several.
     step: Option<String>,
 }
 

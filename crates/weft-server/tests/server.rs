@@ -487,3 +487,43 @@ async fn metrics_count_runs_steps_and_open_streams() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+/// The OpenAPI document lists every route, and every route it lists answers (a missing
+/// route would fall through to the `not found` problem or a 405).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_matches_the_routes() {
+    let s = server(None).await;
+    let (_, run) = s
+        .post("/v1/runs?wait=10", json!({"source": APPROVAL}))
+        .await;
+    let id = run["run_id"].as_str().unwrap();
+    let (status, doc) = s.get("/v1/openapi.json").await;
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().unwrap();
+    let mut checked = 0;
+    for (path, ops) in paths {
+        for (method, op) in ops.as_object().unwrap() {
+            assert!(op["summary"].is_string(), "{method} {path}");
+            let url = format!("{}{}", s.base, path.replace("{id}", id));
+            let req = match method.as_str() {
+                "get" => s.client.get(&url),
+                "post" => s.client.post(&url).json(&json!({})),
+                other => panic!("{other} {path}"),
+            };
+            // Streams are only opened: their status says the route exists.
+            let r = req.send().await.unwrap();
+            let status = r.status().as_u16();
+            assert_ne!(status, 405, "{method} {path}");
+            if status == 404 {
+                let p: Value = r.json().await.unwrap();
+                assert_ne!(p["title"], "not found", "{method} {path} is not routed");
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 9, "{paths:?}");
+    assert!(paths["/v1/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]["source"].is_object());
+    let (status, p) = s.get("/v1/flows").await;
+    assert_eq!((status, p["title"].as_str()), (404, Some("not found")));
+}

@@ -1,0 +1,203 @@
+//! The API's one route table: the router is built from it and so is the OpenAPI
+//! document served at `/v1/openapi.json`, so the two cannot disagree.
+
+use crate::{App, events, metrics, runs};
+use axum::Router;
+use axum::routing::{MethodRouter, get, post};
+use serde_json::{Map, Value, json};
+
+/// One route: what clients read about it, and what serves it.
+pub(crate) struct Route {
+    pub(crate) method: &'static str,
+    pub(crate) path: &'static str,
+    summary: &'static str,
+    /// The JSON Schema of its request body, when it takes one.
+    body: Option<schemars::Schema>,
+    /// Its answers: status and what each means.
+    responses: &'static [(u16, &'static str)],
+    /// Query parameters: name and meaning.
+    query: &'static [(&'static str, &'static str)],
+    handler: MethodRouter<App>,
+}
+
+const PROBLEM: (u16, &str) = (400, "a problem object (application/problem+json)");
+const NOT_FOUND: (u16, &str) = (404, "no such run");
+const WAIT: (&str, &str) = (
+    "wait",
+    "seconds to wait for the run to end or pause (at most 300)",
+);
+
+/// Every route but `/healthz` and `/v1/openapi.json` itself.
+pub(crate) fn routes() -> Vec<Route> {
+    vec![
+        Route {
+            method: "post",
+            path: "/v1/runs",
+            summary: "Start a run of a flow given as text in any dialect; stored before the answer",
+            body: Some(schemars::schema_for!(runs::NewRun)),
+            responses: &[
+                (202, "accepted: {run_id, status}"),
+                (
+                    200,
+                    "with ?wait, the run ended or paused: weft run --json's object; or an Idempotency-Key's existing run",
+                ),
+                PROBLEM,
+                (413, "the body is too large"),
+                (
+                    422,
+                    "the Idempotency-Key started a run with another flow or input",
+                ),
+            ],
+            query: &[WAIT],
+            handler: post(runs::create),
+        },
+        Route {
+            method: "get",
+            path: "/v1/runs",
+            summary: "List runs, newest first",
+            body: None,
+            responses: &[
+                (
+                    200,
+                    "{runs: [{run_id, flow, dialect, status, created_ms, updated_ms}]}",
+                ),
+                PROBLEM,
+            ],
+            query: &[
+                ("status", "only runs in this status"),
+                ("limit", "at most this many (default 50, at most 1000)"),
+            ],
+            handler: get(runs::list),
+        },
+        Route {
+            method: "get",
+            path: "/v1/runs/{id}",
+            summary: "A run: status, input, output, state, error, waiting approvals, usage, journaled steps",
+            body: None,
+            responses: &[(200, "the run"), NOT_FOUND],
+            query: &[],
+            handler: get(runs::show),
+        },
+        Route {
+            method: "get",
+            path: "/v1/runs/{id}/events",
+            summary: "The run's events as Server-Sent Events: stored ones from Last-Event-ID or ?after, then live, until the run's last event",
+            body: None,
+            responses: &[(200, "text/event-stream"), NOT_FOUND, PROBLEM],
+            query: &[
+                ("after", "start after this seq"),
+                (
+                    "view",
+                    "`dialect`: the flow's dialect's event names and shapes",
+                ),
+            ],
+            handler: get(events::stream),
+        },
+        Route {
+            method: "post",
+            path: "/v1/runs/{id}/approve",
+            summary: "Answer the run's approval and continue it; the first answer wins",
+            body: Some(schemars::schema_for!(runs::Answer)),
+            responses: &[
+                (202, "accepted"),
+                (200, "with ?wait, the run ended or paused"),
+                NOT_FOUND,
+                (409, "already answered, or not paused"),
+                PROBLEM,
+            ],
+            query: &[WAIT],
+            handler: post(runs::approve),
+        },
+        Route {
+            method: "post",
+            path: "/v1/runs/{id}/resume",
+            summary: "Continue a paused run, or one whose process died",
+            body: None,
+            responses: &[
+                (202, "accepted"),
+                (200, "with ?wait, the run ended or paused"),
+                NOT_FOUND,
+                (409, "its process is alive, or it has ended"),
+            ],
+            query: &[WAIT],
+            handler: post(runs::resume),
+        },
+        Route {
+            method: "post",
+            path: "/v1/runs/{id}/retry",
+            summary: "Run a failed or cancelled run again from the steps that failed",
+            body: None,
+            responses: &[
+                (202, "accepted"),
+                (200, "with ?wait, the run ended or paused"),
+                NOT_FOUND,
+                (409, "it did not fail"),
+            ],
+            query: &[WAIT],
+            handler: post(runs::retry),
+        },
+        Route {
+            method: "post",
+            path: "/v1/runs/{id}/cancel",
+            summary: "Cancel a running or paused run",
+            body: None,
+            responses: &[(200, "the run's summary"), NOT_FOUND, (409, "it has ended")],
+            query: &[],
+            handler: post(runs::cancel),
+        },
+        Route {
+            method: "get",
+            path: "/metrics",
+            summary: "Runs by status, journaled steps, model tokens and cost, queue depth, open event streams (OpenMetrics text)",
+            body: None,
+            responses: &[(200, "application/openmetrics-text")],
+            query: &[],
+            handler: get(metrics::render),
+        },
+    ]
+}
+
+/// A router serving `routes`.
+pub(crate) fn router(routes: Vec<Route>) -> Router<App> {
+    routes
+        .into_iter()
+        .fold(Router::new(), |r, route| r.route(route.path, route.handler))
+}
+
+/// The OpenAPI 3.1 document describing `routes`.
+pub(crate) fn openapi(routes: &[Route]) -> Value {
+    let mut paths = Map::new();
+    for route in routes {
+        let mut op = json!({
+            "summary": route.summary,
+            "responses": route.responses.iter().map(|(status, what)| {
+                (status.to_string(), json!({"description": what}))
+            }).collect::<Map<_, _>>(),
+        });
+        let mut parameters: Vec<Value> = route
+            .query
+            .iter()
+            .map(|(name, what)| json!({"name": name, "in": "query", "description": what, "schema": {"type": "string"}}))
+            .collect();
+        if route.path.contains("{id}") {
+            parameters.push(json!({"name": "id", "in": "path", "required": true, "description": "the run id", "schema": {"type": "string"}}));
+        }
+        if !parameters.is_empty() {
+            op["parameters"] = Value::Array(parameters);
+        }
+        if let Some(schema) = &route.body {
+            op["requestBody"] =
+                json!({"required": true, "content": {"application/json": {"schema": schema}}});
+        }
+        let entry = paths
+            .entry(route.path)
+            .or_insert_with(|| Value::Object(Map::new()));
+        entry[route.method] = op;
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "Weft", "version": env!("CARGO_PKG_VERSION"), "description": "docs/server.md"},
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "paths": paths,
+    })
+}
