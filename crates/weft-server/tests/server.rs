@@ -527,3 +527,41 @@ async fn the_openapi_document_matches_the_routes() {
     let (status, p) = s.get("/v1/flows").await;
     assert_eq!((status, p["title"].as_str()), (404, Some("not found")));
 }
+
+/// 500 runs posted at once all complete, each with its own events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_hundred_runs_posted_at_once_all_complete() {
+    let s = server(None).await;
+    let flow = "weft: 1\nname: five\nroot:\n  sequence:\n    - {id: a, transform: {output: '{{ input.n }}'}}\n    - {id: b, transform: {output: '{{ input + 1 }}'}}\n    - {id: c, transform: {output: '{{ input * 2 }}'}}\n    - {id: d, transform: {output: '{{ input - 1 }}'}}\n    - {id: e, transform: {output: {n: '{{ input }}'}}}\n";
+    let started = std::time::Instant::now();
+    let answers = futures::future::join_all((0..500).map(|n| {
+        let (client, base) = (s.client.clone(), s.base.clone());
+        async move {
+            let r = client
+                .post(format!("{base}/v1/runs?wait=60"))
+                .json(&json!({"source": flow, "input": {"n": n}}))
+                .send()
+                .await
+                .unwrap();
+            (n, r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    }))
+    .await;
+    for (n, status, v) in &answers {
+        assert_eq!(
+            (*status, v["status"].as_str()),
+            (200, Some("completed")),
+            "{v}"
+        );
+        assert_eq!(v["output"]["n"], json!((n + 1) * 2 - 1));
+    }
+    eprintln!(
+        "500 runs through the API in {:?} (debug build)",
+        started.elapsed()
+    );
+    let (_, listed) = s.get("/v1/runs?status=completed&limit=1000").await;
+    assert_eq!(listed["runs"].as_array().unwrap().len(), 500);
+    let id = answers[0].2["run_id"].as_str().unwrap();
+    let (status, _) = s.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(status, 200);
+}
