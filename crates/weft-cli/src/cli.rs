@@ -55,6 +55,10 @@ pub enum Command {
         /// The flow's dialect (default: detected from the content).
         #[arg(long, value_name = "NAME")]
         dialect: Option<String>,
+        /// Run it on this `weft serve` (e.g. http://127.0.0.1:8080) instead of here; the
+        /// token is $WEFT_TOKEN.
+        #[arg(long, value_name = "URL", env = "WEFT_SERVER")]
+        server: Option<String>,
         #[command(flatten)]
         db: DbArgs,
         #[command(flatten)]

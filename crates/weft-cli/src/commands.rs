@@ -43,8 +43,18 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             input,
             input_file,
             dialect,
+            server: Some(server),
+            out,
+            ..
+        } => run_on_server(&server, &flow, input, input_file, dialect, &out, settings).await,
+        Command::Run {
+            flow,
+            input,
+            input_file,
+            dialect,
             db,
             out,
+            server: None,
         } => run(&flow, input, input_file, dialect, &db, &out, settings).await,
         Command::Validate { flows, dialect } => Ok(validate(&flows, dialect.as_deref(), settings)),
         Command::Graph {
@@ -252,18 +262,7 @@ async fn run(
     for w in &loaded.warnings {
         eprintln!("{}", w.render(&flow.display().to_string()));
     }
-    let input = match (input, input_file) {
-        (Some(text), _) => Some(parse_input(&text, "--input")?),
-        (None, Some(path)) => {
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                Failure::invalid(format!("error: cannot read {}: {e}", path.display()))
-            })?;
-            let (v, _) = weft_dialects::source_map::parse(&text)
-                .map_err(|d| Failure::invalid(d.render(&path.display().to_string())))?;
-            Some(v)
-        }
-        (None, None) => None,
-    };
+    let input = read_input(input, input_file)?;
     let store = open_store(db, settings)?;
     let run_settings = RunSettings::for_new_run(out);
     let session = session(store, settings, out, loaded.events.clone(), &run_settings)?;
@@ -282,6 +281,52 @@ async fn run(
     };
     let result = session.engine.start(prepared, input, opts).await?;
     Ok(session.report(&result))
+}
+
+/// `--input` (JSON) or `--input-file` (JSON or YAML), if either is given.
+fn read_input(
+    input: Option<String>,
+    input_file: Option<PathBuf>,
+) -> Result<Option<Value>, Failure> {
+    match (input, input_file) {
+        (Some(text), _) => Ok(Some(parse_input(&text, "--input")?)),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                Failure::invalid(format!("error: cannot read {}: {e}", path.display()))
+            })?;
+            let (v, _) = weft_dialects::source_map::parse(&text)
+                .map_err(|d| Failure::invalid(d.render(&path.display().to_string())))?;
+            Ok(Some(v))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// `weft run --server URL`: the flow runs on that server; progress and the result show
+/// here as for a local run, with the same exit codes.
+async fn run_on_server(
+    server: &str,
+    flow: &Path,
+    input: Option<String>,
+    input_file: Option<PathBuf>,
+    dialect: Option<String>,
+    out: &OutputArgs,
+    settings: &Settings,
+) -> Result<u8, Failure> {
+    let input = read_input(input, input_file)?;
+    let progress = (!out.quiet).then(Progress::new);
+    let remote = crate::remote::Remote::new(server, settings.token.clone());
+    let sink = progress
+        .as_ref()
+        .map(|p| p as &dyn weft_core::ports::EventSink);
+    let result = remote
+        .run(flow, input, dialect.as_deref(), sink)
+        .await
+        .map_err(|e| Failure::invalid(e.0))?;
+    if let Some(p) = &progress {
+        p.finish();
+    }
+    Ok(report(&result, out.json, None))
 }
 
 /// Prints a run's result and returns its exit code.

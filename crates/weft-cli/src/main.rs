@@ -10,6 +10,7 @@ mod event_file;
 #[cfg(feature = "local")]
 mod local;
 mod progress;
+mod remote;
 mod run_settings;
 mod settings;
 

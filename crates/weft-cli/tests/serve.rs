@@ -223,3 +223,57 @@ fn a_killed_server_finishes_every_accepted_run_on_restart() {
         }
     });
 }
+
+/// `weft run --server` gives what a local run gives: the output, the exit code, located
+/// errors; and the run is in the server's database for every other command.
+#[test]
+fn run_on_a_server_reports_like_a_local_run() {
+    let env = Env::new();
+    let server = Served::start(&env);
+    let on_server = |args: &[&str]| {
+        let mut all = vec!["run", "--server", server.base.as_str()];
+        all.extend(args);
+        env.weft(&all)
+    };
+    let hello = support::example("hello.yaml");
+    let remote = on_server(&[&hello, "-q"]);
+    let local = env.weft(&["run", &hello, "-q"]);
+    assert_eq!(support::code(&remote), 0, "{}", support::stderr(&remote));
+    assert_eq!(support::stdout_json(&remote), support::stdout_json(&local));
+
+    let paused = on_server(&[&support::example("release-approval.yaml"), "--json", "-q"]);
+    assert_eq!(support::code(&paused), 3, "{}", support::stderr(&paused));
+    let id = support::stdout_json(&paused)["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The terminal's `weft approve` continues the server's run.
+    let approved = env.weft(&["approve", &id, "-q"]);
+    assert_eq!(
+        support::code(&approved),
+        0,
+        "{}",
+        support::stderr(&approved)
+    );
+
+    let bad = env.write("bad.yaml", "weft: 1\nname: x\nroot:\n  sequnce: []\n");
+    let o = on_server(&[bad.to_str().unwrap()]);
+    assert_eq!(support::code(&o), 2);
+    assert!(
+        support::stderr(&o).contains("bad.yaml:4:3: error: unknown key `sequnce`"),
+        "{}",
+        support::stderr(&o)
+    );
+    let o = env.weft(&[
+        "run",
+        "--server",
+        "http://127.0.0.1:9",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(support::code(&o), 2);
+    assert!(
+        support::stderr(&o).contains("cannot reach the server"),
+        "{}",
+        support::stderr(&o)
+    );
+}

@@ -52,7 +52,7 @@ pub struct Revision {
 }
 
 /// Where a run stands after the engine drove it as far as it could.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RunResult {
     /// The run's id.
     pub run_id: String,
@@ -65,9 +65,16 @@ pub struct RunResult {
     /// The error, when failed.
     pub error: Option<BlockError>,
     /// The approvals it waits for, when paused: `[{key, prompt, options}]`.
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub waiting: Vec<Value>,
     /// Model usage of this drive.
     pub usage: Usage,
+}
+
+/// `null` read as no approvals, as a stored run without any shows them.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<Vec<Value>>::deserialize(d)?.unwrap_or_default())
 }
 
 /// Why the engine could not drive a run.

@@ -36,6 +36,8 @@ impl Env {
         c.env("WEFT_DB", self.path("runs.db"))
             .env("WEFT_FILES", self.dir.path())
             .env_remove("WEFT_MODEL")
+            .env_remove("WEFT_SERVER")
+            .env_remove("WEFT_TOKEN")
             .stdin(Stdio::null());
         c
     }
