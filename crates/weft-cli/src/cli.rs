@@ -145,6 +145,9 @@ pub enum Command {
         /// $WEFT_TOKEN).
         #[arg(long, value_name = "PATH")]
         token_file: Option<PathBuf>,
+        /// New runs that may run at once; more wait as `queued` (default: no limit).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        max_runs: Option<u32>,
         /// The model for llm blocks that name none (default: $WEFT_MODEL).
         #[arg(long, value_name = "ID", env = "WEFT_MODEL")]
         model: Option<String>,

@@ -84,6 +84,7 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
         Command::Serve {
             addr,
             token_file,
+            max_runs,
             model,
             files,
             db,
@@ -95,7 +96,10 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
                 model,
                 files,
             };
-            serve(addr, token_file.as_deref(), &db, &out, settings).await
+            let limits = ServeLimits {
+                max_runs: max_runs.map(|n| n as usize),
+            };
+            serve(addr, token_file.as_deref(), limits, &db, &out, settings).await
         }
         Command::SandboxWorker { .. } | Command::ModelWorker { .. } => {
             unreachable!("handled before the runtime starts")
@@ -382,13 +386,15 @@ fn report(r: &RunResult, as_json: bool, log: Option<&DialectLog>) -> u8 {
                     r.run_id
                 );
             }
-            RunStatus::Running => {}
+            RunStatus::Queued | RunStatus::Running => {}
         }
     }
     match r.status {
         RunStatus::Completed => exit::OK,
         RunStatus::Paused => exit::PAUSED,
-        RunStatus::Failed | RunStatus::Cancelled | RunStatus::Running => exit::FAILED,
+        RunStatus::Failed | RunStatus::Cancelled | RunStatus::Queued | RunStatus::Running => {
+            exit::FAILED
+        }
     }
 }
 
@@ -666,10 +672,16 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
     }
 }
 
+/// How much `weft serve` takes on at once.
+struct ServeLimits {
+    max_runs: Option<usize>,
+}
+
 /// `weft serve`: the HTTP API over the same engine `weft run` builds, until Ctrl-C.
 async fn serve(
     addr: std::net::SocketAddr,
     token_file: Option<&Path>,
+    limits: ServeLimits,
     db: &DbArgs,
     out: &OutputArgs,
     settings: &Settings,
@@ -694,6 +706,7 @@ async fn serve(
     let config = weft_server::ServerConfig {
         token,
         run_settings: Some(run.to_value()),
+        max_runs: limits.max_runs,
         ..weft_server::ServerConfig::new(addr)
     };
     let fail = |e: weft_server::ServerError| Failure::invalid(format!("error: {e}"));

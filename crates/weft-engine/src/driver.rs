@@ -174,7 +174,7 @@ impl Engine {
         input: Option<Value>,
         opts: RunOptions,
     ) -> Result<RunResult, EngineError> {
-        let rec = self.create(&prepared, input, opts).await?;
+        let rec = self.create(&prepared, input, opts, false).await?;
         self.drive(rec, prepared, Vec::new(), false).await
     }
 
@@ -194,19 +194,54 @@ impl Engine {
         ),
         EngineError,
     > {
-        let rec = self.create(&prepared, input, opts).await?;
+        let rec = self.create(&prepared, input, opts, false).await?;
         let id = rec.id.clone();
         let engine = self.clone();
         let run = tokio::spawn(async move { engine.drive(rec, prepared, Vec::new(), false).await });
         Ok((id, run))
     }
 
-    /// Stores the flow and a new `running` run of it, owned by this process.
+    /// Stores a new run of `prepared` as `queued`, owned by no process: it waits for
+    /// [`Engine::start_queued`] (a server's run limit), and survives a restart meanwhile.
+    pub async fn enqueue(
+        &self,
+        prepared: &Prepared,
+        input: Option<Value>,
+        opts: RunOptions,
+    ) -> Result<String, EngineError> {
+        Ok(self.create(prepared, input, opts, true).await?.id)
+    }
+
+    /// Takes a queued run for this process (the first taker wins) and drives it on its
+    /// own task from its start. Needs a Tokio runtime.
+    pub async fn start_queued(
+        &self,
+        run_id: &str,
+    ) -> Result<tokio::task::JoinHandle<Result<RunResult, EngineError>>, EngineError> {
+        let rec = self.load(run_id).await?;
+        if rec.status != RunStatus::Queued {
+            return Err(EngineError::Refused(format!(
+                "run {} is {}, not queued",
+                rec.id,
+                rec.status.as_str()
+            )));
+        }
+        self.take(&rec, vec![RunStatus::Queued], None, None).await?;
+        let prepared = self.stored_flow(&rec).await?;
+        let engine = self.clone();
+        Ok(tokio::spawn(async move {
+            engine.drive(rec, prepared, Vec::new(), false).await
+        }))
+    }
+
+    /// Stores the flow and a new run of it: `running` and owned by this process, or
+    /// `queued` and owned by none.
     async fn create(
         &self,
         prepared: &Prepared,
         input: Option<Value>,
         opts: RunOptions,
+        queued: bool,
     ) -> Result<RunRecord, EngineError> {
         let store = &self.inner.store;
         store.put_flow(&prepared.hash, &prepared.ir_json).await?;
@@ -227,7 +262,11 @@ impl Engine {
         rec.scopes = opts.scopes;
         rec.view = opts.view;
         rec.settings = opts.settings;
-        rec.owner = Some(self.inner.owner.clone());
+        if queued {
+            rec.status = RunStatus::Queued;
+        } else {
+            rec.owner = Some(self.inner.owner.clone());
+        }
         store.create_run(&rec).await?;
         Ok(rec)
     }
@@ -541,7 +580,10 @@ impl Engine {
     /// Marks a run cancelled. A process executing it notices within a second and stops.
     pub async fn cancel(&self, run_id: &str) -> Result<RunRecord, EngineError> {
         let mut rec = self.load(run_id).await?;
-        if !matches!(rec.status, RunStatus::Running | RunStatus::Paused) {
+        if !matches!(
+            rec.status,
+            RunStatus::Queued | RunStatus::Running | RunStatus::Paused
+        ) {
             return Err(EngineError::Refused(format!(
                 "run {} is already {}",
                 rec.id,

@@ -13,6 +13,8 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Stored with every run the server starts (what its effects depend on).
     pub run_settings: Option<serde_json::Value>,
+    /// New runs that may run at once; more wait as `queued` (none: no limit).
+    pub max_runs: Option<usize>,
 }
 
 impl ServerConfig {
@@ -23,6 +25,7 @@ impl ServerConfig {
             token: None,
             max_body_bytes: 4 << 20,
             run_settings: None,
+            max_runs: None,
         }
     }
 

@@ -17,6 +17,7 @@ mod events;
 mod metrics;
 mod problem;
 mod runs;
+mod slots;
 
 pub use config::{ConfigError, ServerConfig};
 pub use problem::Problem;
@@ -34,14 +35,22 @@ pub(crate) struct App {
     pub(crate) run_settings: Option<serde_json::Value>,
     /// The server's own gauges.
     pub(crate) live: Arc<metrics::Live>,
+    /// How many new runs may run at once.
+    pub(crate) slots: slots::Slots,
 }
 
-/// The API's routes over `engine`, with the configuration's token and body limit.
+/// The API's routes over `engine`, with the configuration's token, body limit and run
+/// limit.
 pub fn router(engine: Engine, config: &ServerConfig) -> Router {
+    router_with(engine, config, slots::Slots::new(config.max_runs))
+}
+
+fn router_with(engine: Engine, config: &ServerConfig, slots: slots::Slots) -> Router {
     let app = App {
         engine,
         run_settings: config.run_settings.clone(),
         live: Arc::default(),
+        slots,
     };
     let routes = api::routes();
     let document = Arc::new(api::openapi(&routes));
@@ -79,8 +88,9 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    runs::resume_orphans(&engine).await;
-    let app = router(engine, &config);
+    let app_slots = slots::Slots::new(config.max_runs);
+    runs::resume_orphans(&engine, &app_slots).await;
+    let app = router_with(engine, &config, app_slots);
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await

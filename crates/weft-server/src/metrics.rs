@@ -78,8 +78,16 @@ pub(crate) async fn render(State(app): State<App>) -> Result<impl IntoResponse, 
         "Model cost over every run, in US dollars",
         cost,
     );
-    // No run waits for a slot yet: every accepted run runs (--max-runs comes later).
-    registry.register("queue_depth", "Runs waiting for a slot", gauge(0));
+    let queued = stats
+        .runs
+        .iter()
+        .find(|(s, _)| *s == weft_core::ports::RunStatus::Queued)
+        .map_or(0, |(_, n)| *n);
+    registry.register(
+        "queue_depth",
+        "Runs waiting for a slot (--max-runs)",
+        gauge(queued),
+    );
     let subscribers = Gauge::<i64, AtomicI64>::default();
     subscribers.set(app.live.subscribers.load(Ordering::Relaxed));
     registry.register("sse_subscribers", "Event streams open now", subscribers);

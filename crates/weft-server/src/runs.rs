@@ -84,11 +84,14 @@ pub(crate) async fn create(
         ..RunOptions::default()
     };
     let started = app
-        .engine
-        .start_detached(prepared.clone(), Some(input.clone()), opts)
+        .slots
+        .start(&app.engine, prepared.clone(), input.clone(), opts)
         .await;
     match (started, &run_id) {
-        (Ok((run_id, run)), _) => answer_when_done(run_id, run, wait.duration()).await,
+        (Ok(s), _) => {
+            let status = if s.queued { "queued" } else { "running" };
+            answer_when_done(s.run_id, status, s.end, wait.duration()).await
+        }
         // Two requests with one key at the same moment: the other created the run.
         (Err(EngineError::Store(StoreError::Conflict(_))), Some(id)) => {
             idempotency::existing(&app.engine, id, &prepared, &input)
@@ -103,13 +106,14 @@ pub(crate) async fn create(
 /// the run id (the run goes on).
 async fn answer_when_done(
     run_id: String,
+    status: &str,
     run: JoinHandle<Result<RunResult, EngineError>>,
     wait: Option<Duration>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let accepted = || {
         (
             StatusCode::ACCEPTED,
-            Json(json!({"run_id": run_id, "status": "running"})),
+            Json(json!({"run_id": run_id, "status": status})),
         )
     };
     let Some(wait) = wait else {
@@ -314,7 +318,7 @@ pub(crate) async fn approve(
         .engine
         .answer_detached(&id, a.step.as_deref(), answer)
         .await?;
-    answer_when_done(id, run, wait.duration()).await
+    answer_when_done(id, "running", run, wait.duration()).await
 }
 
 /// `POST /v1/runs/{id}/resume`: continues a paused run (its approvals are asked again)
@@ -325,7 +329,7 @@ pub(crate) async fn resume(
     Query(wait): Query<Wait>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let run = app.engine.resume_detached(&id, false).await?;
-    answer_when_done(id, run, wait.duration()).await
+    answer_when_done(id, "running", run, wait.duration()).await
 }
 
 /// `POST /v1/runs/{id}/retry`: runs a failed or cancelled run again from the steps that
@@ -336,7 +340,7 @@ pub(crate) async fn retry(
     Query(wait): Query<Wait>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let run = app.engine.retry_detached(&id, None).await?;
-    answer_when_done(id, run, wait.duration()).await
+    answer_when_done(id, "running", run, wait.duration()).await
 }
 
 pub(crate) async fn cancel(
@@ -347,12 +351,14 @@ pub(crate) async fn cancel(
     Ok(Json(summary(&r)))
 }
 
-/// Resumes, on their own tasks, the runs a server that died left `running`: those whose
-/// recorded owner process is gone. A run another live process drives is left alone.
-pub(crate) async fn resume_orphans(engine: &Engine) {
+/// Resumes, on their own tasks, the runs a server that died left `running` (those whose
+/// recorded owner process is gone; a run another live process drives is left alone) and
+/// starts the ones it left `queued`.
+pub(crate) async fn resume_orphans(engine: &Engine, slots: &crate::slots::Slots) {
     let Ok(runs) = engine.store().list_runs(usize::MAX >> 1).await else {
         return;
     };
+    slots.restart_queued(engine, &runs);
     for r in runs.into_iter().filter(|r| r.status == RunStatus::Running) {
         let engine = engine.clone();
         tokio::spawn(async move {

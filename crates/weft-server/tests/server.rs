@@ -27,6 +27,28 @@ impl weft_core::ports::Native for Flaky {
     }
 }
 
+/// Takes 100 ms and counts how many of its calls run at once, at most.
+#[derive(Default)]
+struct Slow {
+    now: std::sync::atomic::AtomicUsize,
+    peak: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl weft_core::ports::Native for Slow {
+    async fn call(
+        &self,
+        _: weft_core::ports::NativeCall,
+    ) -> Result<weft_core::ports::NativeOutput, weft_core::BlockError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.now.fetch_add(1, SeqCst) + 1;
+        self.peak.fetch_max(now, SeqCst);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        self.now.fetch_sub(1, SeqCst);
+        Ok(weft_core::ports::NativeOutput::from(json!("slept")))
+    }
+}
+
 struct Server {
     base: String,
     client: reqwest::Client,
@@ -34,18 +56,24 @@ struct Server {
 }
 
 async fn server(token: Option<&str>) -> Server {
+    server_with(token, None, Arc::new(Slow::default())).await
+}
+
+async fn server_with(token: Option<&str>, max_runs: Option<usize>, slow: Arc<Slow>) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let store =
         weft_store::SqliteStore::open(dir.path().join("runs.db"), weft_store::Durability::Process)
             .unwrap();
     let engine = weft_engine::Engine::builder(Arc::new(store))
         .handler("flaky", Arc::new(Flaky(Default::default())))
+        .handler("slow", slow)
         .build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = ServerConfig {
         token: token.map(str::to_owned),
         max_body_bytes: 64 << 10,
+        max_runs,
         ..ServerConfig::new(addr)
     };
     let app = router(engine, &config);
@@ -561,4 +589,61 @@ async fn five_hundred_runs_posted_at_once_all_complete() {
     let id = answers[0].2["run_id"].as_str().unwrap();
     let (status, _) = s.get(&format!("/v1/runs/{id}")).await;
     assert_eq!(status, 200);
+}
+
+/// With `--max-runs 2`, six runs posted at once: two run, four wait as `queued` (and
+/// `/metrics` says so), at most two handlers ever run at once, and all six complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_beyond_the_limit_wait_as_queued() {
+    let slow = Arc::new(Slow::default());
+    let s = server_with(None, Some(2), slow.clone()).await;
+    let flow = "weft: 1\nname: slow\nroot: {handler: {name: slow}}\n";
+    let mut statuses = Vec::new();
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        let (status, v) = s.post("/v1/runs", json!({"source": flow})).await;
+        assert_eq!(status, 202, "{v}");
+        statuses.push(v["status"].as_str().unwrap().to_owned());
+        ids.push(v["run_id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| *s == "queued").count(),
+        4,
+        "{statuses:?}"
+    );
+    let (_, queued) = s.get("/v1/runs?status=queued").await;
+    assert!(!queued["runs"].as_array().unwrap().is_empty());
+    let metrics = s
+        .client
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("weft_queue_depth ") && l != "weft_queue_depth 0"),
+        "{metrics}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    for id in &ids {
+        loop {
+            let (_, v) = s.get(&format!("/v1/runs/{id}")).await;
+            if v["status"] == "completed" {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{v}");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+    assert_eq!(slow.peak.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // A queued run's events start with its start.
+    let all = s
+        .events(&format!("/v1/runs/{}/events", ids[5]), None, |_| false)
+        .await;
+    assert_eq!(all.first().unwrap().event, "run_started");
+    assert_eq!(all.last().unwrap().event, "run_completed");
 }

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
+    /// Accepted and stored, waiting for a slot (a server's `--max-runs`).
+    Queued,
     /// Executing (or its process died while executing).
     Running,
     /// Waiting for an approval.
@@ -27,6 +29,7 @@ impl RunStatus {
     /// The lowercase name.
     pub fn as_str(&self) -> &'static str {
         match self {
+            RunStatus::Queued => "queued",
             RunStatus::Running => "running",
             RunStatus::Paused => "paused",
             RunStatus::Completed => "completed",
@@ -38,6 +41,7 @@ impl RunStatus {
     /// Parses a lowercase name.
     pub fn parse(s: &str) -> Option<RunStatus> {
         Some(match s {
+            "queued" => RunStatus::Queued,
             "running" => RunStatus::Running,
             "paused" => RunStatus::Paused,
             "completed" => RunStatus::Completed,

@@ -1,0 +1,110 @@
+//! `--max-runs`: new runs beyond the limit are stored as `queued` and start, oldest
+//! first, as running ones end (or pause). Continuations (approve, resume, retry) are
+//! not held back.
+
+use std::sync::Arc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
+use weft_core::ports::RunStatus;
+use weft_engine::{Engine, EngineError, Prepared, RunOptions, RunResult};
+
+/// A run on its way: its id, whether it had to queue, and its end.
+pub(crate) struct Started {
+    pub(crate) run_id: String,
+    pub(crate) queued: bool,
+    pub(crate) end: JoinHandle<Result<RunResult, EngineError>>,
+}
+
+/// Starts new runs within a limit, or at once without one.
+#[derive(Clone)]
+pub(crate) struct Slots(Option<Arc<Semaphore>>);
+
+impl Slots {
+    pub(crate) fn new(max_runs: Option<usize>) -> Slots {
+        Slots(max_runs.map(|n| Arc::new(Semaphore::new(n.max(1)))))
+    }
+
+    /// Stores a new run and starts it now if a slot is free, else when one frees.
+    pub(crate) async fn start(
+        &self,
+        engine: &Engine,
+        prepared: Arc<Prepared>,
+        input: serde_json::Value,
+        opts: RunOptions,
+    ) -> Result<Started, EngineError> {
+        let Some(limit) = &self.0 else {
+            let (run_id, end) = engine.start_detached(prepared, Some(input), opts).await?;
+            return Ok(Started {
+                run_id,
+                queued: false,
+                end,
+            });
+        };
+        if let Ok(permit) = limit.clone().try_acquire_owned() {
+            let (run_id, end) = engine.start_detached(prepared, Some(input), opts).await?;
+            return Ok(Started {
+                run_id,
+                queued: false,
+                end: holding(permit, end),
+            });
+        }
+        let run_id = engine.enqueue(&prepared, Some(input), opts).await?;
+        let end = self.start_when_free(engine, run_id.clone());
+        Ok(Started {
+            run_id,
+            queued: true,
+            end,
+        })
+    }
+
+    /// Waits for a slot, then takes queued run `run_id` and drives it in that slot.
+    pub(crate) fn start_when_free(
+        &self,
+        engine: &Engine,
+        run_id: String,
+    ) -> JoinHandle<Result<RunResult, EngineError>> {
+        let (engine, limit) = (engine.clone(), self.0.clone());
+        tokio::spawn(async move {
+            let permit = match limit {
+                Some(l) => Some(
+                    l.acquire_owned()
+                        .await
+                        .map_err(|_| EngineError::Refused("the server is shutting down".into()))?,
+                ),
+                None => None,
+            };
+            let end = engine.start_queued(&run_id).await?;
+            let _permit = permit;
+            flatten(end.await)
+        })
+    }
+
+    /// Starts the runs a previous server left queued, oldest first.
+    pub(crate) fn restart_queued(&self, engine: &Engine, runs: &[weft_core::ports::RunRecord]) {
+        let mut queued: Vec<_> = runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Queued)
+            .collect();
+        queued.sort_by_key(|r| r.created_ms);
+        for r in queued {
+            drop(self.start_when_free(engine, r.id.clone()));
+        }
+    }
+}
+
+/// `end`, holding `permit` until the run's drive ends.
+fn holding(
+    permit: OwnedSemaphorePermit,
+    end: JoinHandle<Result<RunResult, EngineError>>,
+) -> JoinHandle<Result<RunResult, EngineError>> {
+    tokio::spawn(async move {
+        let _permit = permit;
+        flatten(end.await)
+    })
+}
+
+fn flatten(
+    joined: Result<Result<RunResult, EngineError>, tokio::task::JoinError>,
+) -> Result<RunResult, EngineError> {
+    joined.unwrap_or_else(|e| Err(EngineError::Refused(format!("the run's task stopped: {e}"))))
+}
