@@ -89,17 +89,9 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             files,
             db,
         } => {
-            let out = OutputArgs {
-                json: false,
-                events: None,
-                quiet: true,
-                model,
-                files,
-            };
-            let limits = ServeLimits {
-                max_runs: max_runs.map(|n| n as usize),
-            };
-            serve(addr, token_file.as_deref(), limits, &db, &out, settings).await
+            let run = RunSettings::new(files, model);
+            let max_runs = max_runs.map(|n| n as usize);
+            serve(addr, token_file.as_deref(), max_runs, &db, &run, settings).await
         }
         Command::SandboxWorker { .. } | Command::ModelWorker { .. } => {
             unreachable!("handled before the runtime starts")
@@ -155,7 +147,14 @@ fn session(
     run: &RunSettings,
 ) -> Result<Session, Failure> {
     let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
-    let (engine, log) = engine(store, settings, out, progress.clone(), view, run)?;
+    let (engine, log) = engine(
+        store,
+        settings,
+        out.events.as_deref(),
+        progress.clone(),
+        view,
+        run,
+    )?;
     Ok(Session {
         engine,
         progress,
@@ -164,10 +163,11 @@ fn session(
     })
 }
 
+/// The engine the CLI drives runs with; `events` names a file for every event.
 fn engine(
     store: Arc<SqliteStore>,
     settings: &Settings,
-    out: &OutputArgs,
+    events: Option<&Path>,
     progress: Option<Arc<Progress>>,
     view: EventView,
     run: &RunSettings,
@@ -208,7 +208,7 @@ fn engine(
     if let Some(l) = &log {
         b = b.sink(l.clone());
     }
-    if let Some(path) = &out.events {
+    if let Some(path) = events {
         let file = std::fs::File::create(path).map_err(|e| {
             Failure::invalid(format!(
                 "error: cannot write events to {}: {e}",
@@ -546,7 +546,7 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
     match command {
         RunsCommand::List { limit, json } => {
             let list = store
-                .list_runs(limit)
+                .list_runs(None, limit)
                 .await
                 .map_err(|e| Failure::invalid(format!("error: {e}")))?;
             for r in list {
@@ -672,18 +672,13 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
     }
 }
 
-/// How much `weft serve` takes on at once.
-struct ServeLimits {
-    max_runs: Option<usize>,
-}
-
 /// `weft serve`: the HTTP API over the same engine `weft run` builds, until Ctrl-C.
 async fn serve(
     addr: std::net::SocketAddr,
     token_file: Option<&Path>,
-    limits: ServeLimits,
+    max_runs: Option<usize>,
     db: &DbArgs,
-    out: &OutputArgs,
+    run: &RunSettings,
     settings: &Settings,
 ) -> Result<u8, Failure> {
     let token = match token_file {
@@ -701,12 +696,11 @@ async fn serve(
         None => settings.token.clone(),
     };
     let store = open_store(db, settings)?;
-    let run = RunSettings::for_new_run(out);
-    let (engine, _) = engine(store, settings, out, None, EventView::default(), &run)?;
+    let (engine, _) = engine(store, settings, None, None, EventView::default(), run)?;
     let config = weft_server::ServerConfig {
         token,
         run_settings: Some(run.to_value()),
-        max_runs: limits.max_runs,
+        max_runs,
         ..weft_server::ServerConfig::new(addr)
     };
     let fail = |e: weft_server::ServerError| Failure::invalid(format!("error: {e}"));

@@ -17,12 +17,17 @@ pub struct RunSettings {
 }
 
 impl RunSettings {
-    /// A new run's: `--files` (default: the current directory) and `--model`.
-    pub fn for_new_run(out: &OutputArgs) -> RunSettings {
+    /// `files` (default: the current directory) made absolute, and `model`.
+    pub fn new(files: Option<PathBuf>, model: Option<String>) -> RunSettings {
         RunSettings {
-            files: absolute(out.files.clone().unwrap_or_else(|| PathBuf::from("."))),
-            model: out.model.clone(),
+            files: absolute(files.unwrap_or_else(|| PathBuf::from("."))),
+            model,
         }
+    }
+
+    /// A new run's: `--files` and `--model`.
+    pub fn for_new_run(out: &OutputArgs) -> RunSettings {
+        RunSettings::new(out.files.clone(), out.model.clone())
     }
 
     /// A continued run's: each flag given now wins over what the run stored, which wins

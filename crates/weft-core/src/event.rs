@@ -258,3 +258,20 @@ pub enum EventKind {
         message: Value,
     },
 }
+
+impl EventKind {
+    /// Whether the event is for whoever watches now and is never stored or replayed
+    /// (token deltas: the step's output replaces them later).
+    pub fn is_live_only(&self) -> bool {
+        matches!(self, EventKind::LlmDelta { .. })
+    }
+
+    /// Whether the event is a run's last: `run_completed`, `run_failed` or
+    /// `run_cancelled` (a pause is not: the run goes on after it).
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self,
+            EventKind::RunCompleted { .. } | EventKind::RunFailed { .. } | EventKind::RunCancelled
+        )
+    }
+}

@@ -51,6 +51,20 @@ pub struct Revision {
     pub view: Option<Value>,
 }
 
+/// A run driven on its own task: its result when it ends or pauses.
+pub type RunHandle = tokio::task::JoinHandle<Result<RunResult, EngineError>>;
+
+/// How a drive begins.
+enum Entry {
+    /// A new run, from its start.
+    New,
+    /// A run continued from its journal.
+    Resumed,
+    /// A run continued because its approval was answered: the answer's event comes
+    /// first in the continued run's stream.
+    Answered(EventKind),
+}
+
 /// Where a run stands after the engine drove it as far as it could.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RunResult {
@@ -175,7 +189,7 @@ impl Engine {
         opts: RunOptions,
     ) -> Result<RunResult, EngineError> {
         let rec = self.create(&prepared, input, opts, false).await?;
-        self.drive(rec, prepared, Vec::new(), false).await
+        self.drive(rec, prepared, Vec::new(), Entry::New).await
     }
 
     /// Creates a new run durably, then drives it on its own task: the run id is known
@@ -187,18 +201,21 @@ impl Engine {
         prepared: Arc<Prepared>,
         input: Option<Value>,
         opts: RunOptions,
-    ) -> Result<
-        (
-            String,
-            tokio::task::JoinHandle<Result<RunResult, EngineError>>,
-        ),
-        EngineError,
-    > {
+    ) -> Result<(String, RunHandle), EngineError> {
         let rec = self.create(&prepared, input, opts, false).await?;
         let id = rec.id.clone();
-        let engine = self.clone();
-        let run = tokio::spawn(async move { engine.drive(rec, prepared, Vec::new(), false).await });
-        Ok((id, run))
+        Ok((
+            id,
+            self.spawn(|e| async move { e.drive(rec, prepared, Vec::new(), Entry::New).await }),
+        ))
+    }
+
+    /// Runs `drive` with a clone of this engine on its own task.
+    fn spawn<F>(&self, drive: impl FnOnce(Engine) -> F) -> RunHandle
+    where
+        F: std::future::Future<Output = Result<RunResult, EngineError>> + Send + 'static,
+    {
+        tokio::spawn(drive(self.clone()))
     }
 
     /// Stores a new run of `prepared` as `queued`, owned by no process: it waits for
@@ -214,10 +231,7 @@ impl Engine {
 
     /// Takes a queued run for this process (the first taker wins) and drives it on its
     /// own task from its start. Needs a Tokio runtime.
-    pub async fn start_queued(
-        &self,
-        run_id: &str,
-    ) -> Result<tokio::task::JoinHandle<Result<RunResult, EngineError>>, EngineError> {
+    pub async fn start_queued(&self, run_id: &str) -> Result<RunHandle, EngineError> {
         let rec = self.load(run_id).await?;
         if rec.status != RunStatus::Queued {
             return Err(EngineError::Refused(format!(
@@ -228,10 +242,7 @@ impl Engine {
         }
         self.take(&rec, vec![RunStatus::Queued], None, None).await?;
         let prepared = self.stored_flow(&rec).await?;
-        let engine = self.clone();
-        Ok(tokio::spawn(async move {
-            engine.drive(rec, prepared, Vec::new(), false).await
-        }))
+        Ok(self.spawn(|e| async move { e.drive(rec, prepared, Vec::new(), Entry::New).await }))
     }
 
     /// Stores the flow and a new run of it: `running` and owned by this process, or
@@ -304,7 +315,7 @@ impl Engine {
     /// Continues a paused run, or a run whose process died, from its journal.
     pub async fn resume(&self, run_id: &str, force: bool) -> Result<RunResult, EngineError> {
         let rec = self.accept_resume(run_id, force).await?;
-        self.continue_run(rec).await
+        self.continue_run(rec, Entry::Resumed).await
     }
 
     /// [`Engine::resume`], driving the run on its own task once this process has taken
@@ -313,10 +324,9 @@ impl Engine {
         &self,
         run_id: &str,
         force: bool,
-    ) -> Result<tokio::task::JoinHandle<Result<RunResult, EngineError>>, EngineError> {
+    ) -> Result<RunHandle, EngineError> {
         let rec = self.accept_resume(run_id, force).await?;
-        let engine = self.clone();
-        Ok(tokio::spawn(async move { engine.continue_run(rec).await }))
+        Ok(self.spawn(|e| async move { e.continue_run(rec, Entry::Resumed).await }))
     }
 
     /// Checks that run `run_id` may resume and takes it for this process.
@@ -354,10 +364,10 @@ impl Engine {
     }
 
     /// Continues a run this process has taken, from its journal.
-    async fn continue_run(&self, rec: RunRecord) -> Result<RunResult, EngineError> {
+    async fn continue_run(&self, rec: RunRecord, entry: Entry) -> Result<RunResult, EngineError> {
         let prepared = self.stored_flow(&rec).await?;
         let journal = self.inner.store.journal(&rec.id).await?;
-        self.drive(rec, prepared, journal, true).await
+        self.drive(rec, prepared, journal, entry).await
     }
 
     /// Takes `rec` for this process if it is still in one of the statuses `from` (and
@@ -406,8 +416,8 @@ impl Engine {
         key: Option<&str>,
         answer: Value,
     ) -> Result<RunResult, EngineError> {
-        let rec = self.accept_answer(run_id, key, answer).await?;
-        self.continue_run(rec).await
+        let (rec, answered) = self.accept_answer(run_id, key, answer).await?;
+        self.continue_run(rec, Entry::Answered(answered)).await
     }
 
     /// Answers a paused run's approval (the first answer wins, as in [`Engine::answer`])
@@ -418,20 +428,20 @@ impl Engine {
         run_id: &str,
         key: Option<&str>,
         answer: Value,
-    ) -> Result<tokio::task::JoinHandle<Result<RunResult, EngineError>>, EngineError> {
-        let rec = self.accept_answer(run_id, key, answer).await?;
-        let engine = self.clone();
-        Ok(tokio::spawn(async move { engine.continue_run(rec).await }))
+    ) -> Result<RunHandle, EngineError> {
+        let (rec, answered) = self.accept_answer(run_id, key, answer).await?;
+        Ok(self.spawn(|e| async move { e.continue_run(rec, Entry::Answered(answered)).await }))
     }
 
     /// Checks `answer` against the run's waiting approval and journals it, taking the
     /// run for this process; a run answered, resumed or retried first is `Taken`.
+    /// Returns the run and the event that announces the answer.
     async fn accept_answer(
         &self,
         run_id: &str,
         key: Option<&str>,
         answer: Value,
-    ) -> Result<RunRecord, EngineError> {
+    ) -> Result<(RunRecord, EventKind), EngineError> {
         let rec = self.load(run_id).await?;
         if rec.status != RunStatus::Paused {
             let answer = self.last_answer(&rec.id).await;
@@ -495,13 +505,7 @@ impl Engine {
         };
         self.take(&rec, vec![RunStatus::Paused], None, Some(entry))
             .await?;
-        let sinks = self.inner.run_sinks();
-        let first_seq = self.inner.store.next_event_seq(&rec.id).await?;
-        let emitter = Emitter::new(Arc::from(rec.id.as_str()), sinks, first_seq);
-        emitter.emit(|| EventKind::ApprovalAnswered { key, answer });
-        // Stored before the continued run numbers its own events after it.
-        self.inner.flush_events().await;
-        Ok(rec)
+        Ok((rec, EventKind::ApprovalAnswered { key, answer }))
     }
 
     /// Runs a failed run again from the steps that failed, reusing every journaled
@@ -513,7 +517,7 @@ impl Engine {
         flow: Option<Revision>,
     ) -> Result<RunResult, EngineError> {
         let (rec, prepared, kept) = self.accept_retry(run_id, flow).await?;
-        self.drive(rec, prepared, kept, true).await
+        self.drive(rec, prepared, kept, Entry::Resumed).await
     }
 
     /// [`Engine::retry`], driving the run on its own task once this process has taken
@@ -522,12 +526,9 @@ impl Engine {
         &self,
         run_id: &str,
         flow: Option<Revision>,
-    ) -> Result<tokio::task::JoinHandle<Result<RunResult, EngineError>>, EngineError> {
+    ) -> Result<RunHandle, EngineError> {
         let (rec, prepared, kept) = self.accept_retry(run_id, flow).await?;
-        let engine = self.clone();
-        Ok(tokio::spawn(async move {
-            engine.drive(rec, prepared, kept, true).await
-        }))
+        Ok(self.spawn(|e| async move { e.drive(rec, prepared, kept, Entry::Resumed).await }))
     }
 
     /// Checks that run `run_id` may be retried, takes it for this process and forgets
@@ -602,9 +603,10 @@ impl Engine {
         mut rec: RunRecord,
         prepared: Arc<Prepared>,
         journal: Vec<JournalEntry>,
-        resumed: bool,
+        entry: Entry,
     ) -> Result<RunResult, EngineError> {
         let inner = &self.inner;
+        let resumed = !matches!(entry, Entry::New);
         let id: Arc<str> = Arc::from(rec.id.as_str());
         let cancel = Arc::new(Cancel::default());
         let first_seq = if resumed {
@@ -630,6 +632,9 @@ impl Engine {
             retries: rec.retries,
             binding: Arc::new(serde_json::json!({"id": rec.id, "retries": rec.retries})),
         };
+        if let Entry::Answered(answered) = entry {
+            run.emitter.emit(|| answered);
+        }
         if resumed {
             run.emitter.emit(|| EventKind::RunResumed {
                 journaled: run.journal.len(),

@@ -7,8 +7,8 @@ use crate::driver::EngineError;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
-use weft_core::event::{Event, EventKind};
-use weft_core::ports::{EventSink, RunStatus, Store};
+use weft_core::event::Event;
+use weft_core::ports::{EventSink, Store};
 
 /// Events written to the store together at most.
 const BATCH: usize = 1024;
@@ -67,25 +67,12 @@ impl EventLog {
 
 impl EventSink for EventLog {
     fn emit(&self, event: &Event) {
-        if is_live_only(&event.kind) {
+        if event.kind.is_live_only() {
             let _ = self.live.send(Arc::new(event.clone()));
         } else {
             let _ = self.writer().send(Message::Event(event.clone()));
         }
     }
-}
-
-/// Token deltas are for whoever watches now; the step's output replaces them later.
-pub(crate) fn is_live_only(kind: &EventKind) -> bool {
-    matches!(kind, EventKind::LlmDelta { .. })
-}
-
-/// Whether `kind` is a run's last event: the stream of a finished run ends with it.
-fn is_final(kind: &EventKind) -> bool {
-    matches!(
-        kind,
-        EventKind::RunCompleted { .. } | EventKind::RunFailed { .. } | EventKind::RunCancelled
-    )
 }
 
 async fn write_events(
@@ -180,7 +167,7 @@ impl Follower {
                 tokio::select! {
                     got = live.recv() => match got {
                         Ok(e) if *e.run_id == *self.run_id => {
-                            if is_live_only(&e.kind) {
+                            if e.kind.is_live_only() {
                                 if self.tx.send(Ok((*e).clone())).await.is_err() {
                                     return Ok(());
                                 }
@@ -226,7 +213,7 @@ impl Follower {
 
     async fn deliver(&mut self, e: Event) -> Option<Stopped> {
         self.next = e.seq + 1;
-        let last = is_final(&e.kind);
+        let last = e.kind.is_final();
         if self.tx.send(Ok(e)).await.is_err() || last {
             return Some(Stopped::Done);
         }
@@ -241,11 +228,7 @@ impl Follower {
             .get_run(&self.run_id)
             .await?
             .ok_or_else(|| EngineError::NotFound(self.run_id.clone()))?;
-        let finished = matches!(
-            run.status,
-            RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
-        );
-        Ok(finished
+        Ok(run.status.has_ended()
             && self
                 .store
                 .events(&self.run_id, self.next.checked_sub(1), 1)

@@ -44,7 +44,7 @@ impl Emitter {
         let kind = kind();
         // A live-only event takes the number of the next stored one without using it,
         // so the stored log is numbered without gaps.
-        let seq = if crate::event_log::is_live_only(&kind) {
+        let seq = if kind.is_live_only() {
             self.seq.load(Ordering::Relaxed)
         } else {
             self.seq.fetch_add(1, Ordering::Relaxed)

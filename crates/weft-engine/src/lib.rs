@@ -20,7 +20,7 @@ mod exec;
 mod prepared;
 mod run;
 
-pub use driver::{EngineError, Revision, RunOptions, RunResult};
+pub use driver::{EngineError, Revision, RunHandle, RunOptions, RunResult};
 pub use events::{CollectingSink, JsonlSink};
 pub use prepared::Prepared;
 

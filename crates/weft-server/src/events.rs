@@ -98,7 +98,7 @@ fn to_sse(e: &Event, view: Option<&EventView>) -> Option<SseEvent> {
         .unwrap_or("event")
         .to_owned();
     let mut sse = SseEvent::default().event(kind).data(data.to_string());
-    if !matches!(e.kind, weft_core::event::EventKind::LlmDelta { .. }) {
+    if !e.kind.is_live_only() {
         sse = sse.id(e.seq.to_string());
     }
     Some(sse)

@@ -10,9 +10,8 @@ use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
-use tokio::task::JoinHandle;
 use weft_core::ports::{RunRecord, RunStatus, StoreError};
-use weft_engine::{Engine, EngineError, RunOptions, RunResult};
+use weft_engine::{Engine, EngineError, RunHandle, RunOptions, RunResult};
 
 /// The longest `?wait=` honoured, in seconds.
 const MAX_WAIT_S: f64 = 300.0;
@@ -107,7 +106,7 @@ pub(crate) async fn create(
 async fn answer_when_done(
     run_id: String,
     status: &str,
-    run: JoinHandle<Result<RunResult, EngineError>>,
+    run: RunHandle,
     wait: Option<Duration>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let accepted = || {
@@ -231,18 +230,13 @@ pub(crate) async fn list(
         })?),
     };
     let limit = q.limit.unwrap_or(50).clamp(1, 1000);
-    let store = app.engine.store();
-    // Filtering after reading keeps one store query; a status index comes with cursors.
-    let runs = store
-        .list_runs(if status.is_some() { 10 * limit } else { limit })
+    let runs = app
+        .engine
+        .store()
+        .list_runs(status, limit)
         .await
         .map_err(EngineError::from)?;
-    let runs: Vec<Value> = runs
-        .iter()
-        .filter(|r| status.is_none_or(|s| r.status == s))
-        .take(limit)
-        .map(summary)
-        .collect();
+    let runs: Vec<Value> = runs.iter().map(summary).collect();
     Ok(Json(json!({"runs": runs})))
 }
 
@@ -355,11 +349,22 @@ pub(crate) async fn cancel(
 /// recorded owner process is gone; a run another live process drives is left alone) and
 /// starts the ones it left `queued`.
 pub(crate) async fn resume_orphans(engine: &Engine, slots: &crate::slots::Slots) {
-    let Ok(runs) = engine.store().list_runs(usize::MAX >> 1).await else {
+    let every = usize::MAX >> 1;
+    if let Ok(queued) = engine
+        .store()
+        .list_runs(Some(RunStatus::Queued), every)
+        .await
+    {
+        slots.restart_queued(engine, queued);
+    }
+    let Ok(running) = engine
+        .store()
+        .list_runs(Some(RunStatus::Running), every)
+        .await
+    else {
         return;
     };
-    slots.restart_queued(engine, &runs);
-    for r in runs.into_iter().filter(|r| r.status == RunStatus::Running) {
+    for r in running {
         let engine = engine.clone();
         tokio::spawn(async move {
             if let Err(e) = engine.resume(&r.id, false).await {

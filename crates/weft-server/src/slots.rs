@@ -4,15 +4,13 @@
 
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio::task::JoinHandle;
-use weft_core::ports::RunStatus;
-use weft_engine::{Engine, EngineError, Prepared, RunOptions, RunResult};
+use weft_engine::{Engine, EngineError, Prepared, RunHandle, RunOptions, RunResult};
 
 /// A run on its way: its id, whether it had to queue, and its end.
 pub(crate) struct Started {
     pub(crate) run_id: String,
     pub(crate) queued: bool,
-    pub(crate) end: JoinHandle<Result<RunResult, EngineError>>,
+    pub(crate) end: RunHandle,
 }
 
 /// Starts new runs within a limit, or at once without one.
@@ -58,11 +56,7 @@ impl Slots {
     }
 
     /// Waits for a slot, then takes queued run `run_id` and drives it in that slot.
-    pub(crate) fn start_when_free(
-        &self,
-        engine: &Engine,
-        run_id: String,
-    ) -> JoinHandle<Result<RunResult, EngineError>> {
+    pub(crate) fn start_when_free(&self, engine: &Engine, run_id: String) -> RunHandle {
         let (engine, limit) = (engine.clone(), self.0.clone());
         tokio::spawn(async move {
             let permit = match limit {
@@ -79,24 +73,17 @@ impl Slots {
         })
     }
 
-    /// Starts the runs a previous server left queued, oldest first.
-    pub(crate) fn restart_queued(&self, engine: &Engine, runs: &[weft_core::ports::RunRecord]) {
-        let mut queued: Vec<_> = runs
-            .iter()
-            .filter(|r| r.status == RunStatus::Queued)
-            .collect();
-        queued.sort_by_key(|r| r.created_ms);
-        for r in queued {
-            drop(self.start_when_free(engine, r.id.clone()));
+    /// Starts the runs a previous server left `queued` (listed newest first, as the
+    /// store lists them), oldest first.
+    pub(crate) fn restart_queued(&self, engine: &Engine, queued: Vec<weft_core::ports::RunRecord>) {
+        for r in queued.into_iter().rev() {
+            drop(self.start_when_free(engine, r.id));
         }
     }
 }
 
 /// `end`, holding `permit` until the run's drive ends.
-fn holding(
-    permit: OwnedSemaphorePermit,
-    end: JoinHandle<Result<RunResult, EngineError>>,
-) -> JoinHandle<Result<RunResult, EngineError>> {
+fn holding(permit: OwnedSemaphorePermit, end: RunHandle) -> RunHandle {
     tokio::spawn(async move {
         let _permit = permit;
         flatten(end.await)

@@ -88,12 +88,17 @@ impl Store for MemoryStore {
         }
     }
 
-    async fn list_runs(&self, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
+    async fn list_runs(
+        &self,
+        status: Option<weft_core::ports::RunStatus>,
+        limit: usize,
+    ) -> Result<Vec<RunRecord>, StoreError> {
         let mut runs: Vec<RunRecord> = self
             .runs
             .lock()
             .map_err(|_| poisoned())?
             .values()
+            .filter(|r| status.is_none_or(|s| r.status == s))
             .cloned()
             .collect();
         runs.sort_by(|a, b| {

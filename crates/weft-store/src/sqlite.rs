@@ -66,8 +66,8 @@ impl Write {
 }
 
 enum Request {
-    Append(Box<Append>),
-    Events(Box<EventBatch>),
+    /// A journal entry or events, committed with every write queued behind it.
+    Write(Box<Write>),
     ReadEvents(String, Option<u64>, usize, Reply<Vec<Event>>),
     Stats(Reply<RunStats>),
     NextEventSeq(String, Reply<u64>),
@@ -76,7 +76,7 @@ enum Request {
     CreateRun(Box<RunRecord>, Reply<()>),
     UpdateRun(Box<RunRecord>, Reply<()>),
     GetRun(String, Reply<Option<RunRecord>>),
-    ListRuns(usize, Reply<Vec<RunRecord>>),
+    ListRuns(Option<RunStatus>, usize, Reply<Vec<RunRecord>>),
     Journal(String, Reply<Vec<JournalEntry>>),
     Forget(String, Vec<String>, Reply<()>),
     Claim(Box<Claim>, Reply<Claimed>),
@@ -165,6 +165,7 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, val
          scopes TEXT, view TEXT, settings TEXT, retries INTEGER NOT NULL DEFAULT 0);
      CREATE TABLE IF NOT EXISTS scoped (key TEXT PRIMARY KEY, value TEXT NOT NULL);
      CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_ms DESC);
+     CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, created_ms DESC);
      CREATE TABLE IF NOT EXISTS journal (
          seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
          key TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL);
@@ -276,8 +277,7 @@ fn writer(mut conn: Connection, mut rx: mpsc::Receiver<Request>) {
         let mut next = Some(first);
         while let Some(req) = next.take() {
             match req {
-                Request::Append(a) => next = group_commit(&mut conn, &mut rx, Write::Entry(*a)),
-                Request::Events(b) => next = group_commit(&mut conn, &mut rx, Write::Events(*b)),
+                Request::Write(w) => next = group_commit(&mut conn, &mut rx, *w),
                 other => serve(&conn, other),
             }
         }
@@ -295,8 +295,7 @@ fn group_commit(
     let mut next = None;
     while batch.len() < MAX_BATCH {
         match rx.try_recv() {
-            Ok(Request::Append(a)) => batch.push(Write::Entry(*a)),
-            Ok(Request::Events(b)) => batch.push(Write::Events(*b)),
+            Ok(Request::Write(w)) => batch.push(*w),
             Ok(other) => {
                 next = Some(other);
                 break;
@@ -606,13 +605,15 @@ fn serve(conn: &Connection, req: Request) {
         Request::GetRun(id, reply) => {
             let _ = reply.send(get_run(conn, &id));
         }
-        Request::ListRuns(limit, reply) => {
+        Request::ListRuns(status, limit, reply) => {
             let r = conn
-                .prepare(&format!(
-                    "SELECT {RUN_COLUMNS} FROM runs ORDER BY created_ms DESC, id DESC LIMIT ?1"
+                .prepare_cached(&format!(
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE ?1 IS NULL OR status = ?1
+                     ORDER BY created_ms DESC, id DESC LIMIT ?2"
                 ))
                 .and_then(|mut s| {
-                    s.query_map(params![limit as i64], run_from_row)?
+                    let status = status.map(|s| s.as_str());
+                    s.query_map(params![status, limit as i64], run_from_row)?
                         .collect::<rusqlite::Result<Vec<_>>>()
                 })
                 .map_err(|e| err("runs", e));
@@ -700,7 +701,7 @@ fn serve(conn: &Connection, req: Request) {
                 .map_err(|e| err("events", e));
             let _ = reply.send(r);
         }
-        Request::Append(_) | Request::Events(_) => unreachable!("handled by the writer loop"),
+        Request::Write(_) => unreachable!("handled by the writer loop"),
     }
 }
 
@@ -724,19 +725,23 @@ impl Store for SqliteStore {
     async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         self.ask(|r| Request::GetRun(id.to_owned(), r)).await
     }
-    async fn list_runs(&self, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
-        self.ask(|r| Request::ListRuns(limit, r)).await
+    async fn list_runs(
+        &self,
+        status: Option<RunStatus>,
+        limit: usize,
+    ) -> Result<Vec<RunRecord>, StoreError> {
+        self.ask(|r| Request::ListRuns(status, limit, r)).await
     }
     async fn journal(&self, run_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
         self.ask(|r| Request::Journal(run_id.to_owned(), r)).await
     }
     async fn append(&self, run_id: &str, entry: JournalEntry) -> Result<(), StoreError> {
         self.ask(|durable| {
-            Request::Append(Box::new(Append {
+            Request::Write(Box::new(Write::Entry(Append {
                 run_id: run_id.to_owned(),
                 entry,
                 durable,
-            }))
+            })))
         })
         .await
     }
@@ -751,7 +756,7 @@ impl Store for SqliteStore {
                 Ok((e.run_id.to_string(), e.seq, body))
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
-        self.ask(|durable| Request::Events(Box::new(EventBatch { rows, durable })))
+        self.ask(|durable| Request::Write(Box::new(Write::Events(EventBatch { rows, durable }))))
             .await
     }
     async fn run_stats(&self) -> Result<RunStats, StoreError> {
@@ -958,7 +963,7 @@ mod tests {
         match SqliteStore::open(&path, Durability::Process) {
             Err(e) => assert!(e.to_string().contains("not a usable Weft database"), "{e}"),
             Ok(s) => {
-                let r = s.list_runs(1000).await;
+                let r = s.list_runs(None, 1000).await;
                 assert!(r.is_err() || r.unwrap().len() < 200);
             }
         }

@@ -38,6 +38,14 @@ impl RunStatus {
         }
     }
 
+    /// Whether the run has ended: completed, failed or cancelled.
+    pub fn has_ended(&self) -> bool {
+        matches!(
+            self,
+            RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
+        )
+    }
+
     /// Parses a lowercase name.
     pub fn parse(s: &str) -> Option<RunStatus> {
         Some(match s {
@@ -401,8 +409,12 @@ pub trait Store: Send + Sync {
     async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError>;
     /// A run by id (a unique prefix of at least 4 characters also matches).
     async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError>;
-    /// The newest runs first.
-    async fn list_runs(&self, limit: usize) -> Result<Vec<RunRecord>, StoreError>;
+    /// The newest runs first, at most `limit`; only those in `status` when given.
+    async fn list_runs(
+        &self,
+        status: Option<RunStatus>,
+        limit: usize,
+    ) -> Result<Vec<RunRecord>, StoreError>;
     /// Totals over every run, for monitoring.
     async fn run_stats(&self) -> Result<RunStats, StoreError>;
     /// Every journal entry of a run, in append order.
