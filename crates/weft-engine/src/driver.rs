@@ -169,9 +169,23 @@ fn owner_alive(owner: &str) -> bool {
         .and_then(|p| p.parse::<u32>().ok())
     {
         Some(pid) if pid == std::process::id() => false,
-        Some(pid) => std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        Some(pid) => process_running(pid),
         None => false,
     }
+}
+
+/// Whether process `pid` exists and has not exited. A process killed a moment ago
+/// stays in `/proc` as a zombie until its parent reaps it (a server restarted right
+/// after `kill -9` saw its dead predecessor as alive and left its runs alone).
+fn process_running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `pid (comm) state ...`: the command name may itself hold spaces and parentheses.
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].trim_start().chars().next());
+    !matches!(state, Some('Z' | 'X') | None)
 }
 
 impl Engine {
@@ -767,5 +781,31 @@ async fn watch_for_cancel(
             cancel.cancel();
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod owner_tests {
+    use super::process_running;
+
+    #[test]
+    fn an_exited_but_unreaped_process_is_not_running() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        // Not reaped yet: a zombie, still listed in /proc.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::fs::read_to_string(format!("/proc/{}/stat", child.id()))
+            .is_ok_and(|s| !s.contains(") Z"))
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child never exited"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(std::path::Path::new(&format!("/proc/{}", child.id())).exists());
+        assert!(!process_running(child.id()));
+        child.wait().unwrap();
+        assert!(!process_running(child.id()));
+        assert!(process_running(std::process::id()));
     }
 }
