@@ -568,38 +568,10 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
             Ok(exit::OK)
         }
         RunsCommand::Show { id } => {
-            let r = store
-                .get_run(&id)
+            let shown = weft_engine::inspect::run_detail(store.as_ref(), &id)
                 .await
                 .map_err(|e| Failure::invalid(format!("error: {e}")))?
                 .ok_or_else(|| Failure::invalid(format!("error: no run with id `{id}`")))?;
-            let journal = store
-                .journal(&r.id)
-                .await
-                .map_err(|e| Failure::invalid(format!("error: {e}")))?;
-            let steps: Vec<Value> = journal
-                .iter()
-                .map(|e| json!({"key": e.key, "kind": e.kind.as_str(), "value": e.value}))
-                .collect();
-            let shown = json!({
-                "run_id": r.id,
-                "flow": r.flow_name,
-                "flow_hash": r.flow_hash,
-                "source": r.source,
-                "dialect": r.dialect,
-                "status": r.status.as_str(),
-                "input": r.input,
-                "output": r.output,
-                "state": r.state,
-                "error": r.error,
-                "waiting": r.waiting,
-                "usage": r.usage,
-                "settings": r.settings,
-                "retries": r.retries,
-                "created_ms": r.created_ms,
-                "updated_ms": r.updated_ms,
-                "journal": steps,
-            });
             println!(
                 "{}",
                 serde_json::to_string_pretty(&shown).unwrap_or_default()

@@ -51,7 +51,7 @@ impl EventSink for Progress {
                 "weft: run {} resumed ({journaled} journaled steps)",
                 event.run_id
             )),
-            EventKind::StepStarted { path, kind } if WORK.contains(&kind.as_str()) => {
+            EventKind::StepStarted { path, kind, .. } if WORK.contains(&kind.as_str()) => {
                 if let Some(s) = &self.spinner {
                     s.set_message(format!("{kind} {path}"));
                 }

@@ -74,6 +74,10 @@ pub enum EventKind {
         path: String,
         /// Block kind.
         kind: String,
+        /// The block's input, for a leaf block (a composite's input is its first
+        /// child's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input: Option<Value>,
     },
     /// A block finished.
     StepCompleted {
@@ -88,6 +92,10 @@ pub enum EventKind {
         /// The exit handle it chose, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exit: Option<String>,
+        /// The block's output, for a leaf block (a composite's output is its last
+        /// child's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<Value>,
     },
     /// A block failed (after its retries).
     StepFailed {

@@ -259,6 +259,20 @@ impl BlockKind {
         }
     }
 
+    /// Blocks that run no other block: the steps a person reads one by one.
+    pub fn is_leaf(&self) -> bool {
+        matches!(
+            self,
+            BlockKind::Llm(_)
+                | BlockKind::Code(_)
+                | BlockKind::Handler(_)
+                | BlockKind::Action(_)
+                | BlockKind::Approval(_)
+                | BlockKind::Passthrough
+                | BlockKind::Transform(_)
+        )
+    }
+
     /// Leaves whose result depends on the outside world; only these are journaled.
     pub fn is_effectful(&self) -> bool {
         matches!(

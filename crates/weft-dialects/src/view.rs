@@ -503,6 +503,7 @@ mod tests {
         let started = event(EventKind::StepStarted {
             path: "root/poll".into(),
             kind: "loop".into(),
+            input: None,
         });
         assert_eq!(view.translate(&started), None);
     }

@@ -17,6 +17,7 @@ mod driver;
 mod event_log;
 mod events;
 mod exec;
+pub mod inspect;
 mod prepared;
 mod run;
 

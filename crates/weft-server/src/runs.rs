@@ -254,37 +254,12 @@ fn summary(r: &RunRecord) -> Value {
 pub(crate) async fn show(
     State(app): State<App>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, Problem> {
-    let store = app.engine.store();
-    let r = store
-        .get_run(&id)
+) -> Result<Json<weft_engine::inspect::RunDetail>, Problem> {
+    let detail = weft_engine::inspect::run_detail(app.engine.store().as_ref(), &id)
         .await
         .map_err(EngineError::from)?
-        .ok_or_else(|| EngineError::NotFound(id.clone()))?;
-    let journal = store.journal(&r.id).await.map_err(EngineError::from)?;
-    let steps: Vec<Value> = journal
-        .iter()
-        .map(|e| json!({"key": e.key, "kind": e.kind.as_str(), "value": e.value}))
-        .collect();
-    let mut shown = summary(&r);
-    for (k, v) in [
-        ("input", r.input.clone()),
-        ("output", r.output.clone().unwrap_or(Value::Null)),
-        ("state", r.state.clone().unwrap_or(Value::Null)),
-        ("error", r.error.clone().unwrap_or(Value::Null)),
-        (
-            "waiting",
-            r.waiting.clone().unwrap_or(Value::Array(Vec::new())),
-        ),
-        (
-            "usage",
-            serde_json::to_value(r.usage).unwrap_or(Value::Null),
-        ),
-        ("steps", Value::Array(steps)),
-    ] {
-        shown[k] = v;
-    }
-    Ok(Json(shown))
+        .ok_or(EngineError::NotFound(id))?;
+    Ok(Json(detail))
 }
 
 /// `POST /v1/runs/{id}/approve`.

@@ -223,7 +223,7 @@ async fn a_run_pauses_is_approved_over_the_api_and_its_stream_follows_to_the_end
     assert_eq!(status, 200);
     assert_eq!(shown["status"], "completed");
     assert_eq!(
-        shown["steps"]
+        shown["journal"]
             .as_array()
             .unwrap()
             .iter()
@@ -231,6 +231,14 @@ async fn a_run_pauses_is_approved_over_the_api_and_its_stream_follows_to_the_end
             .count(),
         1
     );
+    let approval = shown["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == "approval")
+        .expect("the approval is a step");
+    assert_eq!(approval["status"], "completed");
+    assert!(approval["ended_ms"].as_u64() >= approval["started_ms"].as_u64());
     let (_, listed) = s.get("/v1/runs?status=completed").await;
     assert_eq!(listed["runs"][0]["run_id"], id.as_str());
 }

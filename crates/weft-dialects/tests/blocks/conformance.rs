@@ -264,7 +264,9 @@ root:
         .events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::StepStarted { path, kind } if kind == "llm" => Some((true, path.clone())),
+            EventKind::StepStarted { path, kind, .. } if kind == "llm" => {
+                Some((true, path.clone()))
+            }
             EventKind::StepCompleted { path, kind, .. } if kind == "llm" => {
                 Some((false, path.clone()))
             }

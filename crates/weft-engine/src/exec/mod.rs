@@ -74,9 +74,11 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
     }
     let started = Instant::now();
     let emitter = &cx.run.emitter;
+    let leaf = block.kind.is_leaf();
     emitter.emit(|| EventKind::StepStarted {
         path: cx.key.to_string(),
         kind: block.kind_name().to_owned(),
+        input: leaf.then(|| cx.input.as_ref().clone()),
     });
     let wall = block.policy.budget.as_ref().and_then(|b| b.wall_ms);
     let warn_only = block
@@ -125,6 +127,7 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
                 elapsed_us: started.elapsed().as_micros() as u64,
                 replayed: out.replayed,
                 exit: out.exit.as_deref().map(str::to_owned),
+                output: leaf.then(|| out.output.as_ref().clone()),
             });
             Ok(out)
         }

@@ -1,0 +1,269 @@
+//! A stored run as people and clients read it: its record, each step with its status,
+//! timings, input and output (from the run's event log), and its journal. One builder,
+//! so that `weft runs show` and the server's `GET /v1/runs/{id}` print the same object.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use weft_core::error::BlockError;
+use weft_core::event::{Event, EventKind};
+use weft_core::ports::{RunRecord, Store, StoreError};
+use weft_core::usage::Usage;
+
+/// How many stored events one page of the event log read holds.
+const EVENT_PAGE: usize = 10_000;
+
+/// A run with its steps and journal.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunDetail {
+    /// The run's id.
+    pub run_id: String,
+    /// The flow's name.
+    pub flow: String,
+    /// Content hash of the flow's compiled form.
+    pub flow_hash: String,
+    /// The id of the flow's stored text (its content hash), when it was stored.
+    pub flow_id: Option<String>,
+    /// The file the flow came from, if any.
+    pub source: Option<String>,
+    /// The dialect the flow was written in.
+    pub dialect: Option<String>,
+    /// `queued`, `running`, `paused`, `completed`, `failed` or `cancelled`.
+    pub status: &'static str,
+    /// The run's input.
+    pub input: Value,
+    /// The output, once completed.
+    pub output: Option<Value>,
+    /// The state, once ended or paused.
+    pub state: Option<Value>,
+    /// The error, once failed.
+    pub error: Option<Value>,
+    /// The approvals it waits for (what each asks), when paused.
+    pub waiting: Value,
+    /// Model tokens and cost so far.
+    pub usage: Usage,
+    /// How many times it was retried after failing.
+    pub retries: u32,
+    /// The front end's settings its effects depend on.
+    pub settings: Option<Value>,
+    /// Creation time, Unix milliseconds.
+    pub created_ms: i64,
+    /// Last change, Unix milliseconds.
+    pub updated_ms: i64,
+    /// Every step that started, in the order they first started (empty when the run's
+    /// events were not recorded).
+    pub steps: Vec<StepDetail>,
+    /// The journal: each effectful step's recorded result, in append order.
+    pub journal: Vec<Value>,
+}
+
+/// Where a step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// Started and not ended (or its run stopped while it ran).
+    Running,
+    /// Failed and about to be tried again.
+    Retrying,
+    /// An approval waiting for its answer.
+    Waiting,
+    /// Ended with an output.
+    Completed,
+    /// Ended with an error.
+    Failed,
+    /// Failed, and a rescue block took over.
+    Rescued,
+}
+
+/// One step of a run: one execution of a block at one path.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepDetail {
+    /// The block's path (`root/draft`, `root/items/[2]/check`, `root/loop/#1/body`).
+    pub path: String,
+    /// The block's kind.
+    pub kind: String,
+    /// Where it stands.
+    pub status: StepStatus,
+    /// When it (last) started, Unix milliseconds.
+    pub started_ms: u64,
+    /// When it ended, Unix milliseconds.
+    pub ended_ms: Option<u64>,
+    /// How long it took, microseconds.
+    pub elapsed_us: Option<u64>,
+    /// Attempts made (retries included).
+    pub attempts: u32,
+    /// Its result came from the journal on a resume, without running again.
+    pub replayed: bool,
+    /// The exit it chose, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<String>,
+    /// Its input (leaf blocks).
+    pub input: Option<Value>,
+    /// Its output (leaf blocks).
+    pub output: Option<Value>,
+    /// Its error, when it failed or was rescued (the last one, while retrying).
+    pub error: Option<BlockError>,
+}
+
+/// The run `id` with its steps and journal; `None` when there is no such run.
+pub async fn run_detail(store: &dyn Store, id: &str) -> Result<Option<RunDetail>, StoreError> {
+    let Some(r) = store.get_run(id).await? else {
+        return Ok(None);
+    };
+    let journal = store
+        .journal(&r.id)
+        .await?
+        .into_iter()
+        .map(|e| serde_json::json!({"key": e.key, "kind": e.kind.as_str(), "value": e.value}))
+        .collect();
+    let mut steps = Steps::default();
+    let mut after = None;
+    loop {
+        let page = store.events(&r.id, after, EVENT_PAGE).await?;
+        for e in &page {
+            steps.apply(e);
+        }
+        match page.last() {
+            Some(last) if page.len() == EVENT_PAGE => after = Some(last.seq),
+            _ => break,
+        }
+    }
+    Ok(Some(detail(r, steps.list, journal)))
+}
+
+fn detail(r: RunRecord, steps: Vec<StepDetail>, journal: Vec<Value>) -> RunDetail {
+    RunDetail {
+        status: r.status.as_str(),
+        flow_id: r.source_hash,
+        waiting: r.waiting.unwrap_or_else(|| Value::Array(Vec::new())),
+        run_id: r.id,
+        flow: r.flow_name,
+        flow_hash: r.flow_hash,
+        source: r.source,
+        dialect: r.dialect,
+        input: r.input,
+        output: r.output,
+        state: r.state,
+        error: r.error,
+        usage: r.usage,
+        retries: r.retries,
+        settings: r.settings,
+        created_ms: r.created_ms,
+        updated_ms: r.updated_ms,
+        steps,
+        journal,
+    }
+}
+
+/// Folds a run's events into its steps.
+#[derive(Default)]
+struct Steps {
+    list: Vec<StepDetail>,
+    by_path: HashMap<String, usize>,
+    /// When a completed step started again (a resume): its record changes only if it
+    /// then runs anew rather than replaying.
+    restarted: HashMap<usize, u64>,
+}
+
+impl Steps {
+    fn apply(&mut self, e: &Event) {
+        match &e.kind {
+            EventKind::StepStarted { path, kind, input } => {
+                self.started(e.at_ms, path, kind, input)
+            }
+            EventKind::StepCompleted {
+                path,
+                elapsed_us,
+                replayed,
+                exit,
+                output,
+                ..
+            } => {
+                let restarted = self
+                    .by_path
+                    .get(path)
+                    .and_then(|i| self.restarted.remove(i));
+                let Some(s) = self.step(path) else { return };
+                // A resume replays journaled steps: the first execution's record stays.
+                if *replayed && s.status == StepStatus::Completed {
+                    return;
+                }
+                if let Some(at) = restarted {
+                    s.started_ms = at;
+                }
+                s.status = StepStatus::Completed;
+                s.ended_ms = Some(e.at_ms);
+                s.elapsed_us = Some(*elapsed_us);
+                s.replayed = *replayed;
+                s.exit.clone_from(exit);
+                s.output.clone_from(output);
+                s.error = None;
+            }
+            EventKind::StepFailed { path, error } => {
+                let Some(s) = self.step(path) else { return };
+                s.status = StepStatus::Failed;
+                s.ended_ms = Some(e.at_ms);
+                s.elapsed_us = Some(e.at_ms.saturating_sub(s.started_ms) * 1000);
+                s.error = Some(error.clone());
+            }
+            EventKind::StepRetrying { path, error, .. } => {
+                let Some(s) = self.step(path) else { return };
+                s.status = StepStatus::Retrying;
+                s.attempts += 1;
+                s.error = Some(error.clone());
+            }
+            EventKind::ApprovalRequested { key, .. } => {
+                if let Some(s) = self.step(key) {
+                    s.status = StepStatus::Waiting;
+                }
+            }
+            EventKind::StepRescued { path, error } => {
+                let Some(s) = self.step(path) else { return };
+                s.status = StepStatus::Rescued;
+                s.error = Some(error.clone());
+            }
+            _ => {}
+        }
+    }
+
+    fn started(&mut self, at_ms: u64, path: &str, kind: &str, input: &Option<Value>) {
+        if let Some(&i) = self.by_path.get(path) {
+            let s = &mut self.list[i];
+            // Started again: on a resume (a completed step replays, or runs anew if it
+            // is pure), or when a failed run is retried.
+            if s.status == StepStatus::Completed {
+                self.restarted.insert(i, at_ms);
+            } else {
+                s.status = StepStatus::Running;
+                s.started_ms = at_ms;
+                s.ended_ms = None;
+                s.elapsed_us = None;
+                s.error = None;
+            }
+            if input.is_some() {
+                s.input.clone_from(input);
+            }
+            return;
+        }
+        self.by_path.insert(path.to_owned(), self.list.len());
+        self.list.push(StepDetail {
+            path: path.to_owned(),
+            kind: kind.to_owned(),
+            status: StepStatus::Running,
+            started_ms: at_ms,
+            ended_ms: None,
+            elapsed_us: None,
+            attempts: 1,
+            replayed: false,
+            exit: None,
+            input: input.clone(),
+            output: None,
+            error: None,
+        });
+    }
+
+    fn step(&mut self, path: &str) -> Option<&mut StepDetail> {
+        let i = *self.by_path.get(path)?;
+        self.list.get_mut(i)
+    }
+}

@@ -1,0 +1,110 @@
+//! `weft_engine::inspect`: a stored run's steps, from its event log in a real SQLite file.
+
+mod support;
+
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use support::*;
+use weft_core::ports::{RunStatus, Store};
+use weft_core::{BlockError, ErrorKind};
+use weft_engine::RunOptions;
+use weft_engine::inspect::{StepStatus, run_detail};
+
+const FLOW: &str = "weft: 1\nname: steps\ninput: {n: 2}\nroot:\n  sequence:\n    - id: flaky\n      handler: {name: flaky}\n      retry: {attempts: 3, backoff_ms: 1}\n    - {id: review, approval: {prompt: 'ok?'}}\n    - {id: shape, transform: {output: \"{{ input.decision }}\"}}\n";
+
+#[tokio::test]
+async fn steps_show_attempts_input_output_and_an_approval_that_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(
+        weft_store::SqliteStore::open(&dir.path().join("runs.db"), weft_store::Durability::Process)
+            .unwrap(),
+    );
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let flaky = native(move |call| {
+        let n = c.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if n == 0 {
+                Err(BlockError::new(ErrorKind::Handler, "first try fails"))
+            } else {
+                ok(json!({"doubled": call.input["n"].as_i64().unwrap() * 2}))
+            }
+        }
+    });
+    let h = harness(store.clone(), vec![("flaky", flaky)]);
+    let r = h
+        .engine
+        .start(flow(FLOW), None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Paused);
+
+    let d = run_detail(store.as_ref(), &r.run_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(d.status, "paused");
+    let paths: Vec<&str> = d.steps.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(paths, ["root", "root/flaky", "root/review"]);
+    let flaky = &d.steps[1];
+    assert_eq!(flaky.status, StepStatus::Completed);
+    assert_eq!(flaky.attempts, 2);
+    assert_eq!(flaky.input, Some(json!({"n": 2})));
+    assert_eq!(flaky.output, Some(json!({"doubled": 4})));
+    assert!(flaky.error.is_none());
+    assert!(flaky.ended_ms.unwrap() >= flaky.started_ms);
+    assert_eq!(d.steps[2].status, StepStatus::Waiting);
+    assert_eq!(
+        d.steps[0].input, None,
+        "a composite's input is its children's"
+    );
+    let first_started = flaky.started_ms;
+    let first_elapsed = flaky.elapsed_us;
+
+    let r = h
+        .engine
+        .answer(&r.run_id, None, json!({"decision": "approve"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Completed);
+    let d = run_detail(store.as_ref(), &r.run_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let paths: Vec<&str> = d.steps.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(paths, ["root", "root/flaky", "root/review", "root/shape"]);
+    assert!(
+        d.steps.iter().all(|s| s.status == StepStatus::Completed),
+        "{:?}",
+        d.steps
+    );
+    // The resume replayed the handler from the journal: its record is its first run's.
+    let flaky = &d.steps[1];
+    assert_eq!(
+        (flaky.started_ms, flaky.elapsed_us),
+        (first_started, first_elapsed)
+    );
+    assert!(!flaky.replayed);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(d.steps[3].output, Some(json!("approve")));
+    assert_eq!(d.journal.len(), 2, "{:?}", d.journal);
+}
+
+#[tokio::test]
+async fn a_failed_step_shows_its_error_and_an_unknown_run_is_none() {
+    let store = memory();
+    let fails = native(|_| async { Err(BlockError::new(ErrorKind::Input, "no good")) });
+    let h = harness(store.clone(), vec![("fails", fails)]);
+    let f = flow("weft: 1\nname: f\nroot: {id: bad, handler: {name: fails}}\n");
+    let r = h.run(f).await;
+    assert_eq!(r.status, RunStatus::Failed);
+    let d = run_detail(store.as_ref(), &r.run_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(d.steps.len(), 1);
+    assert_eq!(d.steps[0].status, StepStatus::Failed);
+    assert_eq!(d.steps[0].error.as_ref().unwrap().message, "no good");
+    assert!(run_detail(store.as_ref(), "nope").await.unwrap().is_none());
+}
