@@ -17,7 +17,7 @@ const FLOW: &str = "weft: 1\nname: steps\ninput: {n: 2}\nroot:\n  sequence:\n   
 async fn steps_show_attempts_input_output_and_an_approval_that_waits() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = Arc::new(
-        weft_store::SqliteStore::open(&dir.path().join("runs.db"), weft_store::Durability::Process)
+        weft_store::SqliteStore::open(dir.path().join("runs.db"), weft_store::Durability::Process)
             .unwrap(),
     );
     let calls = Arc::new(AtomicUsize::new(0));
