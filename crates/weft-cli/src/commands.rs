@@ -281,6 +281,7 @@ async fn run(
         dialect: Some(loaded.dialect.to_owned()),
         view: loaded.events.to_stored(),
         settings: Some(run_settings.to_value()),
+        flow_source: Some(loaded.flow_source()),
         ..RunOptions::default()
     };
     let result = session.engine.start(prepared, input, opts).await?;
@@ -473,7 +474,7 @@ fn schema(dialect: &str, reference: bool, list: bool) -> Result<u8, Failure> {
 
 fn graph(flow: &Path, format: GraphFormat, dialect: Option<&str>) -> Result<u8, Failure> {
     let loaded = load(flow, dialect).map_err(|e| Failure::invalid(e.render()))?;
-    let diagram = crate::draw::Diagram::of(&loaded.flow);
+    let diagram = weft_core::diagram::Diagram::of(&loaded.flow);
     print!(
         "{}",
         match format {
@@ -546,7 +547,7 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
     match command {
         RunsCommand::List { limit, json } => {
             let list = store
-                .list_runs(None, limit)
+                .list_runs(&weft_core::ports::RunQuery::newest(limit))
                 .await
                 .map_err(|e| Failure::invalid(format!("error: {e}")))?;
             for r in list {

@@ -5,7 +5,6 @@
 
 mod cli;
 mod commands;
-mod draw;
 mod event_file;
 #[cfg(feature = "local")]
 mod local;

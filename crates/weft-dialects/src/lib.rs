@@ -52,6 +52,8 @@ pub struct Loaded {
     pub dialect: &'static str,
     /// Content hash of the file's text.
     pub source_hash: String,
+    /// The file's text.
+    pub text: std::sync::Arc<str>,
     /// Warnings found while loading.
     pub warnings: Vec<Diagnostic>,
     /// Locates pointers into the IR, when the IR mirrors the file (native format).
@@ -62,6 +64,19 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    /// The flow's text as a store keeps it.
+    pub fn flow_source(&self) -> weft_core::ports::FlowSource {
+        weft_core::ports::FlowSource {
+            id: weft_core::ports::FlowSource::id_of(self.dialect, &self.text),
+            name: self.flow.name.clone(),
+            dialect: self.dialect.to_owned(),
+            text: self.text.to_string(),
+            created_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+        }
+    }
+
     /// Locates a diagnostic about the compiled flow (an IR pointer) in the file: through
     /// the source map for the native format, through block origins for the others.
     pub fn locate(&self, mut d: Diagnostic) -> Diagnostic {
@@ -207,6 +222,7 @@ pub fn load_str(
         flow,
         dialect: dialect.name(),
         source_hash,
+        text: text.into(),
         warnings,
         // Only when the IR mirrors the document do its pointers lead into the file; the
         // other dialects locate problems through each block's origin.

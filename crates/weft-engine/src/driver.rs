@@ -37,6 +37,9 @@ pub struct RunOptions {
     /// The front end's settings the run's effects depend on (stored with it, opaque to
     /// the engine; see [`RunRecord::settings`]).
     pub settings: Option<Value>,
+    /// The flow's text, stored (once per id) and linked to the run, so that clients can
+    /// read and draw the run's flow and start new runs of it by id.
+    pub flow_source: Option<weft_core::ports::FlowSource>,
 }
 
 /// A changed version of a run's flow to retry the run with: the run keeps the journaled
@@ -269,7 +272,16 @@ impl Engine {
         queued: bool,
     ) -> Result<RunRecord, EngineError> {
         let store = &self.inner.store;
-        store.put_flow(&prepared.hash, &prepared.ir_json).await?;
+        if !self.inner.has_stored(&prepared.hash) {
+            store.put_flow(&prepared.hash, &prepared.ir_json).await?;
+            self.inner.remember_stored(&prepared.hash);
+        }
+        if let Some(source) = &opts.flow_source
+            && !self.inner.has_stored(&source.id)
+        {
+            store.put_source(source).await?;
+            self.inner.remember_stored(&source.id);
+        }
         let now = now_ms() as i64;
         let input = input
             .or_else(|| prepared.flow.input.clone())
@@ -287,6 +299,7 @@ impl Engine {
         rec.scopes = opts.scopes;
         rec.view = opts.view;
         rec.settings = opts.settings;
+        rec.flow_id = opts.flow_source.map(|s| s.id);
         if queued {
             rec.status = RunStatus::Queued;
         } else {

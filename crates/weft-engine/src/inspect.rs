@@ -134,7 +134,7 @@ pub async fn run_detail(store: &dyn Store, id: &str) -> Result<Option<RunDetail>
 fn detail(r: RunRecord, steps: Vec<StepDetail>, journal: Vec<Value>) -> RunDetail {
     RunDetail {
         status: r.status.as_str(),
-        flow_id: r.source_hash,
+        flow_id: r.flow_id,
         waiting: r.waiting.unwrap_or_else(|| Value::Array(Vec::new())),
         run_id: r.id,
         flow: r.flow_name,

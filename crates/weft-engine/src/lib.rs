@@ -51,9 +51,30 @@ pub(crate) struct Inner {
     pub(crate) default_model: Option<String>,
     pub(crate) secrets: Arc<serde_json::Value>,
     pub(crate) owner: String,
+    /// Flow hashes and source ids this engine has stored, so each is written once.
+    pub(crate) stored: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
+/// How many stored ids an engine remembers before it forgets them all (and stores
+/// each again once: the writes are idempotent).
+const REMEMBERED_IDS: usize = 4096;
+
 impl Inner {
+    /// Whether this engine has stored `id` (a flow hash or source id) already.
+    pub(crate) fn has_stored(&self, id: &str) -> bool {
+        self.stored.lock().is_ok_and(|s| s.contains(id))
+    }
+
+    /// Remembers that `id` is stored.
+    pub(crate) fn remember_stored(&self, id: &str) {
+        if let Ok(mut stored) = self.stored.lock() {
+            if stored.len() >= REMEMBERED_IDS {
+                stored.clear();
+            }
+            stored.insert(id.to_owned());
+        }
+    }
+
     /// The sinks of a run: the engine's, and the event log when runs record events.
     pub(crate) fn run_sinks(&self) -> Vec<Arc<dyn EventSink>> {
         let mut sinks = self.sinks.clone();
@@ -123,6 +144,7 @@ impl Engine {
                 default_model: None,
                 secrets: Arc::new(serde_json::Value::Object(Default::default())),
                 owner: format!("pid:{}", std::process::id()),
+                stored: Default::default(),
             },
         }
     }

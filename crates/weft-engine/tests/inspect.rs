@@ -108,3 +108,80 @@ async fn a_failed_step_shows_its_error_and_an_unknown_run_is_none() {
     assert_eq!(d.steps[0].error.as_ref().unwrap().message, "no good");
     assert!(run_detail(store.as_ref(), "nope").await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn every_step_of_a_run_lands_on_a_node_of_the_flow_s_diagram() {
+    // Map items, loop iterations, branch cases, parallel branches and a graph whose
+    // node runs twice: each step path, as a pattern, names a node of the drawing.
+    let yaml = r#"weft: 1
+name: shapes
+input: {xs: [1, 2, 3]}
+root:
+  sequence:
+    - id: each
+      map:
+        items: "{{ input.xs }}"
+        body: {id: double, transform: {output: "{{ item * 2 }}"}}
+    - id: again
+      loop:
+        max_iterations: 3
+        until: "iteration >= 1"
+        body:
+          sequence:
+            - {id: tick, transform: {output: "{{ iteration }}"}}
+    - id: pick
+      branch:
+        cases:
+          - {name: big, when: "input > 0", then: {id: yes, transform: {output: big}}}
+        otherwise: {id: no, transform: {output: small}}
+    - id: both
+      parallel:
+        branches:
+          left: {transform: {output: l}}
+          right: {passthrough: {}}
+    - id: machine
+      graph:
+        entry: count
+        nodes:
+          count: {transform: {output: "{{ input + 1 if input is number else 1 }}"}}
+          done: {passthrough: {}}
+        edges:
+          - {from: count, to: count, when: "output < 2"}
+          - {from: count, to: done}
+          - {from: done, to: end}
+"#;
+    let store = memory();
+    let h = harness(store.clone(), vec![]);
+    let r = h.run(flow(yaml)).await;
+    assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
+    let diagram = weft_core::diagram::Diagram::of(flow(yaml).flow());
+    let drawn: std::collections::HashSet<&str> = diagram
+        .nodes
+        .iter()
+        .filter_map(|n| n.path.as_deref())
+        .collect();
+    let d = run_detail(store.as_ref(), &r.run_id)
+        .await
+        .unwrap()
+        .unwrap();
+    for s in d.steps.iter().filter(|s| s.kind != "sequence") {
+        let pattern = weft_core::diagram::step_pattern(&s.path);
+        assert!(
+            drawn.contains(pattern.as_str()),
+            "step {} ({pattern}) is not drawn; drawn: {drawn:?}",
+            s.path
+        );
+    }
+    for expected in [
+        "root/each/[*]",
+        "root/again/#*/tick",
+        "root/pick/big",
+        "root/machine/count",
+    ] {
+        assert!(drawn.contains(expected), "{expected} not drawn: {drawn:?}");
+    }
+    assert!(
+        d.steps.iter().any(|s| s.path.ends_with("count@1")),
+        "the graph node ran twice"
+    );
+}

@@ -1,7 +1,7 @@
 //! The API's one route table: the router is built from it and so is the OpenAPI
 //! document served at `/v1/openapi.json`, so the two cannot disagree.
 
-use crate::{App, events, metrics, runs};
+use crate::{App, events, flows, metrics, runs};
 use axum::Router;
 use axum::routing::{MethodRouter, get, post};
 use serde_json::{Map, Value, json};
@@ -22,6 +22,14 @@ pub(crate) struct Route {
 
 const PROBLEM: (u16, &str) = (400, "a problem object (application/problem+json)");
 const NOT_FOUND: (u16, &str) = (404, "no such run");
+const NO_FLOW: (u16, &str) = (404, "no such flow");
+const PAGING: [(&str, &str); 2] = [
+    ("limit", "at most this many (default 50, at most 1000)"),
+    (
+        "cursor",
+        "the next_cursor of the previous page: the items after it",
+    ),
+];
 const WAIT: (&str, &str) = (
     "wait",
     "seconds to wait for the run to end or pause (at most 300)",
@@ -32,8 +40,58 @@ pub(crate) fn routes() -> Vec<Route> {
     vec![
         Route {
             method: "post",
+            path: "/v1/flows",
+            summary: "Check a flow's text in any dialect and store it; its id is the content hash of its dialect and text",
+            body: Some(schemars::schema_for!(flows::NewFlow)),
+            responses: &[
+                (
+                    201,
+                    "stored: {flow_id, name, dialect, diagnostics (warnings), graph {nodes, edges}}",
+                ),
+                (200, "stored already: the same object"),
+                (
+                    400,
+                    "an invalid flow: a problem object with its diagnostics",
+                ),
+                (413, "the body is too large"),
+            ],
+            query: &[],
+            handler: post(flows::create),
+        },
+        Route {
+            method: "get",
+            path: "/v1/flows",
+            summary: "List stored flows, newest first",
+            body: None,
+            responses: &[
+                (
+                    200,
+                    "{flows: [{flow_id, name, dialect, created_ms}], next_cursor}",
+                ),
+                PROBLEM,
+            ],
+            query: &PAGING,
+            handler: get(flows::list),
+        },
+        Route {
+            method: "get",
+            path: "/v1/flows/{id}",
+            summary: "A stored flow: its text, dialect, and graph as nodes and edges to draw",
+            body: None,
+            responses: &[
+                (
+                    200,
+                    "{flow_id, name, dialect, created_ms, source, graph, diagnostics}",
+                ),
+                NO_FLOW,
+            ],
+            query: &[],
+            handler: get(flows::show),
+        },
+        Route {
+            method: "post",
             path: "/v1/runs",
-            summary: "Start a run of a flow given as text in any dialect; stored before the answer",
+            summary: "Start a run of a stored flow (flow_id) or of a flow's text (source) in any dialect; stored before the answer",
             body: Some(schemars::schema_for!(runs::NewRun)),
             responses: &[
                 (202, "accepted: {run_id, status}"),
@@ -43,6 +101,7 @@ pub(crate) fn routes() -> Vec<Route> {
                 ),
                 PROBLEM,
                 (413, "the body is too large"),
+                NO_FLOW,
                 (
                     422,
                     "the Idempotency-Key started a run with another flow or input",
@@ -59,20 +118,17 @@ pub(crate) fn routes() -> Vec<Route> {
             responses: &[
                 (
                     200,
-                    "{runs: [{run_id, flow, dialect, status, created_ms, updated_ms}]}",
+                    "{runs: [{run_id, flow, flow_id, dialect, status, created_ms, updated_ms}], next_cursor}",
                 ),
                 PROBLEM,
             ],
-            query: &[
-                ("status", "only runs in this status"),
-                ("limit", "at most this many (default 50, at most 1000)"),
-            ],
+            query: &[("status", "only runs in this status"), PAGING[0], PAGING[1]],
             handler: get(runs::list),
         },
         Route {
             method: "get",
             path: "/v1/runs/{id}",
-            summary: "A run: status, input, output, state, error, waiting approvals, usage, journaled steps",
+            summary: "A run: status, input, output, state, error, waiting approvals, usage, each step with its status, timings, input and output, and the journal",
             body: None,
             responses: &[(200, "the run"), NOT_FOUND],
             query: &[],
@@ -180,7 +236,12 @@ pub(crate) fn openapi(routes: &[Route]) -> Value {
             .map(|(name, what)| json!({"name": name, "in": "query", "description": what, "schema": {"type": "string"}}))
             .collect();
         if route.path.contains("{id}") {
-            parameters.push(json!({"name": "id", "in": "path", "required": true, "description": "the run id", "schema": {"type": "string"}}));
+            let what = if route.path.starts_with("/v1/flows") {
+                "the flow id"
+            } else {
+                "the run id"
+            };
+            parameters.push(json!({"name": "id", "in": "path", "required": true, "description": what, "schema": {"type": "string"}}));
         }
         if !parameters.is_empty() {
             op["parameters"] = Value::Array(parameters);

@@ -1,7 +1,8 @@
 //! # weft-server
 //!
-//! Weft's HTTP API (`weft serve`): runs are started from a flow's text in any dialect,
-//! read, answered, cancelled, and followed as Server-Sent Events read from the run's
+//! Weft's HTTP API (`weft serve`): flows in any dialect are checked, stored and drawn;
+//! runs are started from a stored flow or a flow's text, read, answered, cancelled, and
+//! followed as Server-Sent Events read from the run's
 //! stored event log, so a client that reconnects (after a minute or a restart) gets
 //! every event it missed. The routes and their JSON are documented in `docs/server.md`.
 //!
@@ -14,6 +15,8 @@ mod api;
 mod auth;
 mod config;
 mod events;
+mod flows;
+mod listing;
 mod metrics;
 mod problem;
 mod runs;

@@ -2,6 +2,7 @@
 //! retry, cancel.
 
 use crate::App;
+use crate::listing::Listed;
 use crate::problem::Problem;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
@@ -10,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
-use weft_core::ports::{RunRecord, RunStatus, StoreError};
+use weft_core::ports::{Cursor, RunQuery, RunRecord, RunStatus, StoreError};
 use weft_engine::{Engine, EngineError, RunHandle, RunOptions, RunResult};
 
 /// The longest `?wait=` honoured, in seconds.
@@ -20,9 +21,11 @@ const MAX_WAIT_S: f64 = 300.0;
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NewRun {
-    /// The flow's text (YAML or JSON, any dialect).
-    source: String,
-    /// The dialect, when detection should not decide.
+    /// A stored flow's id (from `POST /v1/flows`); or give `source`.
+    flow_id: Option<String>,
+    /// The flow's text (YAML or JSON, any dialect); or give `flow_id`.
+    source: Option<String>,
+    /// The dialect of `source`, when detection should not decide.
     dialect: Option<String>,
     /// The run's input (default: the flow's own).
     input: Option<Value>,
@@ -57,12 +60,27 @@ pub(crate) async fn create(
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let Json(new) = body.map_err(bad_body)?;
     let key = idempotency::key(&headers)?;
-    let name = new.name.as_deref().unwrap_or("flow");
-    let loaded = weft_dialects::load_str(&new.source, name, None, new.dialect.as_deref())
-        .map_err(|e| Problem::invalid_flow(e.diagnostics))?;
-    let prepared = app.engine.prepare(loaded.flow.clone()).map_err(|diags| {
-        Problem::invalid_flow(diags.into_iter().map(|d| loaded.locate(d)).collect())
-    })?;
+    let checked = match (&new.flow_id, &new.source) {
+        (Some(id), None) if new.dialect.is_none() => crate::flows::stored(&app, id).await?,
+        (None, Some(text)) => crate::flows::check(
+            &app.engine,
+            text,
+            new.dialect.as_deref(),
+            new.name.as_deref(),
+        )?,
+        _ => {
+            return Err(
+                Problem::new(StatusCode::BAD_REQUEST, "invalid request").detail(
+                    "give either `flow_id` (a stored flow) or `source` (with `dialect` if detection should not decide)",
+                ),
+            );
+        }
+    };
+    let crate::flows::Checked {
+        loaded,
+        prepared,
+        source,
+    } = checked;
     // The input the run will have, so that a repeated request can be compared with it.
     let input = new
         .input
@@ -80,6 +98,7 @@ pub(crate) async fn create(
         dialect: Some(loaded.dialect.to_owned()),
         view: loaded.events.to_stored(),
         settings: app.run_settings.clone(),
+        flow_source: Some(source),
         ..RunOptions::default()
     };
     let started = app
@@ -210,11 +229,14 @@ fn result_json(r: &RunResult) -> Value {
     v
 }
 
-/// `GET /v1/runs?status=&limit=`.
+/// `GET /v1/runs?status=&limit=&cursor=`.
 #[derive(Deserialize)]
 pub(crate) struct ListQuery {
     status: Option<String>,
+    // Not a flattened `Paging`: query strings hold only text, which serde reads as
+    // numbers only in fields of the struct itself.
     limit: Option<usize>,
+    cursor: Option<String>,
 }
 
 pub(crate) async fn list(
@@ -225,25 +247,33 @@ pub(crate) async fn list(
         None => None,
         Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
             Problem::new(StatusCode::BAD_REQUEST, "invalid request").detail(format!(
-                "`{s}` is not a status: running, paused, completed, failed or cancelled"
+                "`{s}` is not a status: queued, running, paused, completed, failed or cancelled"
             ))
         })?),
     };
-    let limit = q.limit.unwrap_or(50).clamp(1, 1000);
+    let (limit, after) = crate::listing::Paging::new(q.limit, q.cursor).resolve()?;
+    let query = RunQuery {
+        status,
+        limit,
+        after,
+    };
     let runs = app
         .engine
         .store()
-        .list_runs(status, limit)
+        .list_runs(&query)
         .await
         .map_err(EngineError::from)?;
-    let runs: Vec<Value> = runs.iter().map(summary).collect();
-    Ok(Json(json!({"runs": runs})))
+    let listed = Listed::new(&runs, limit, |r| Cursor::after(r.created_ms, &r.id));
+    Ok(Json(
+        listed.with("runs", runs.iter().map(summary).collect()),
+    ))
 }
 
 fn summary(r: &RunRecord) -> Value {
     json!({
         "run_id": r.id,
         "flow": r.flow_name,
+        "flow_id": r.flow_id,
         "dialect": r.dialect,
         "status": r.status.as_str(),
         "created_ms": r.created_ms,
@@ -327,14 +357,14 @@ pub(crate) async fn resume_orphans(engine: &Engine, slots: &crate::slots::Slots)
     let every = usize::MAX >> 1;
     if let Ok(queued) = engine
         .store()
-        .list_runs(Some(RunStatus::Queued), every)
+        .list_runs(&RunQuery::in_status(RunStatus::Queued, every))
         .await
     {
         slots.restart_queued(engine, queued);
     }
     let Ok(running) = engine
         .store()
-        .list_runs(Some(RunStatus::Running), every)
+        .list_runs(&RunQuery::in_status(RunStatus::Running, every))
         .await
     else {
         return;

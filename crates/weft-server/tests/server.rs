@@ -1,179 +1,11 @@
 //! The API over a real socket: a server on 127.0.0.1, reqwest as the client, a SQLite
 //! file as the store.
 
+mod support;
+
 use serde_json::{Value, json};
 use std::sync::Arc;
-use weft_server::{ServerConfig, router};
-
-const APPROVAL: &str = "weft: 1\nname: gate\nroot:\n  sequence:\n    - {id: draft, transform: {output: 'v1'}}\n    - {id: review, approval: {prompt: 'Ship it?'}}\n    - {id: ship, transform: {output: '{{ input.decision }}'}}\n";
-
-/// Fails its first call, then answers: a service that was down for a moment.
-struct Flaky(std::sync::atomic::AtomicUsize);
-
-#[async_trait::async_trait]
-impl weft_core::ports::Native for Flaky {
-    async fn call(
-        &self,
-        _: weft_core::ports::NativeCall,
-    ) -> Result<weft_core::ports::NativeOutput, weft_core::BlockError> {
-        if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
-            Err(weft_core::BlockError::new(
-                weft_core::ErrorKind::Handler,
-                "down",
-            ))
-        } else {
-            Ok(weft_core::ports::NativeOutput::from(json!("up")))
-        }
-    }
-}
-
-/// Takes 100 ms and counts how many of its calls run at once, at most.
-#[derive(Default)]
-struct Slow {
-    now: std::sync::atomic::AtomicUsize,
-    peak: std::sync::atomic::AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl weft_core::ports::Native for Slow {
-    async fn call(
-        &self,
-        _: weft_core::ports::NativeCall,
-    ) -> Result<weft_core::ports::NativeOutput, weft_core::BlockError> {
-        use std::sync::atomic::Ordering::SeqCst;
-        let now = self.now.fetch_add(1, SeqCst) + 1;
-        self.peak.fetch_max(now, SeqCst);
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        self.now.fetch_sub(1, SeqCst);
-        Ok(weft_core::ports::NativeOutput::from(json!("slept")))
-    }
-}
-
-struct Server {
-    base: String,
-    client: reqwest::Client,
-    _dir: tempfile::TempDir,
-}
-
-async fn server(token: Option<&str>) -> Server {
-    server_with(token, None, Arc::new(Slow::default())).await
-}
-
-async fn server_with(token: Option<&str>, max_runs: Option<usize>, slow: Arc<Slow>) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let store =
-        weft_store::SqliteStore::open(dir.path().join("runs.db"), weft_store::Durability::Process)
-            .unwrap();
-    let engine = weft_engine::Engine::builder(Arc::new(store))
-        .handler("flaky", Arc::new(Flaky(Default::default())))
-        .handler("slow", slow)
-        .build();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let config = ServerConfig {
-        token: token.map(str::to_owned),
-        max_body_bytes: 64 << 10,
-        max_runs,
-        ..ServerConfig::new(addr)
-    };
-    let app = router(engine, &config);
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    Server {
-        base: format!("http://{addr}"),
-        client: reqwest::Client::new(),
-        _dir: dir,
-    }
-}
-
-impl Server {
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let r = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        let r = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
-    }
-
-    /// Reads SSE events from `path` until `stop` says so or the stream ends.
-    async fn events(
-        &self,
-        path: &str,
-        last_event_id: Option<u64>,
-        mut stop: impl FnMut(&Sse) -> bool,
-    ) -> Vec<Sse> {
-        use futures::StreamExt;
-        let mut req = self.client.get(format!("{}{path}", self.base));
-        if let Some(id) = last_event_id {
-            req = req.header("Last-Event-ID", id.to_string());
-        }
-        let r = req.send().await.unwrap();
-        assert_eq!(r.status(), 200);
-        assert!(
-            r.headers()["content-type"]
-                .to_str()
-                .unwrap()
-                .starts_with("text/event-stream")
-        );
-        let mut body = r.bytes_stream();
-        let (mut buffer, mut out) = (String::new(), Vec::new());
-        while let Some(chunk) = body.next().await {
-            buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-            while let Some(end) = buffer.find("\n\n") {
-                let block: String = buffer.drain(..end + 2).collect();
-                let Some(e) = Sse::parse(&block) else {
-                    continue;
-                };
-                let done = stop(&e);
-                out.push(e);
-                if done {
-                    return out;
-                }
-            }
-        }
-        out
-    }
-}
-
-/// One server-sent event.
-#[derive(Debug, Clone, PartialEq)]
-struct Sse {
-    id: Option<u64>,
-    event: String,
-    data: Value,
-}
-
-impl Sse {
-    fn parse(block: &str) -> Option<Sse> {
-        let (mut id, mut event, mut data) = (None, String::new(), None);
-        for line in block.lines() {
-            if let Some(v) = line.strip_prefix("id:") {
-                id = v.trim().parse().ok();
-            } else if let Some(v) = line.strip_prefix("event:") {
-                event = v.trim().to_owned();
-            } else if let Some(v) = line.strip_prefix("data:") {
-                data = serde_json::from_str(v.trim()).ok();
-            }
-        }
-        Some(Sse {
-            id,
-            event,
-            data: data?,
-        })
-    }
-}
+use support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_pauses_is_approved_over_the_api_and_its_stream_follows_to_the_end() {
@@ -558,9 +390,9 @@ async fn the_openapi_document_matches_the_routes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 9, "{paths:?}");
+    assert_eq!(checked, 12, "{paths:?}");
     assert!(paths["/v1/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]["source"].is_object());
-    let (status, p) = s.get("/v1/flows").await;
+    let (status, p) = s.get("/v1/nothing").await;
     assert_eq!((status, p["title"].as_str()), (404, Some("not found")));
 }
 

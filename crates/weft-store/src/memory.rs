@@ -5,13 +5,15 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use weft_core::event::Event;
 use weft_core::ports::{
-    Claim, Claimed, EntryKind, JournalEntry, RunRecord, RunStats, ScopedChange, Store, StoreError,
+    Claim, Claimed, Cursor, EntryKind, FlowSource, JournalEntry, RunQuery, RunRecord, RunStats,
+    ScopedChange, Store, StoreError,
 };
 
 /// Keeps flows, runs, journals and event logs in memory.
 #[derive(Default)]
 pub struct MemoryStore {
     flows: Mutex<HashMap<String, String>>,
+    sources: Mutex<HashMap<String, FlowSource>>,
     runs: Mutex<HashMap<String, RunRecord>>,
     journals: Mutex<HashMap<String, Vec<JournalEntry>>>,
     /// Each run's events by `seq`.
@@ -24,6 +26,17 @@ impl MemoryStore {
     pub fn new() -> MemoryStore {
         MemoryStore::default()
     }
+}
+
+/// The first `limit` of `items`, newest first (then by id, descending).
+fn newest_first<'a, T: Clone + 'a>(
+    items: impl Iterator<Item = &'a T>,
+    limit: usize,
+    position: impl Fn(&T) -> (i64, &String),
+) -> Vec<T> {
+    let mut items: Vec<&T> = items.collect();
+    items.sort_by(|a, b| position(b).cmp(&position(a)));
+    items.into_iter().take(limit).cloned().collect()
 }
 
 fn poisoned() -> StoreError {
@@ -88,26 +101,42 @@ impl Store for MemoryStore {
         }
     }
 
-    async fn list_runs(
-        &self,
-        status: Option<weft_core::ports::RunStatus>,
-        limit: usize,
-    ) -> Result<Vec<RunRecord>, StoreError> {
-        let mut runs: Vec<RunRecord> = self
-            .runs
+    async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
+        let runs = self.runs.lock().map_err(|_| poisoned())?;
+        let admitted = runs.values().filter(|r| query.admits(r));
+        Ok(newest_first(admitted, query.limit, |r| {
+            (r.created_ms, &r.id)
+        }))
+    }
+
+    async fn put_source(&self, source: &FlowSource) -> Result<(), StoreError> {
+        self.sources
             .lock()
             .map_err(|_| poisoned())?
+            .entry(source.id.clone())
+            .or_insert_with(|| source.clone());
+        Ok(())
+    }
+
+    async fn get_source(&self, id: &str) -> Result<Option<FlowSource>, StoreError> {
+        Ok(self
+            .sources
+            .lock()
+            .map_err(|_| poisoned())?
+            .get(id)
+            .cloned())
+    }
+
+    async fn list_sources(
+        &self,
+        limit: usize,
+        after: Option<&Cursor>,
+    ) -> Result<Vec<FlowSource>, StoreError> {
+        let sources = self.sources.lock().map_err(|_| poisoned())?;
+        let admitted = sources
             .values()
-            .filter(|r| status.is_none_or(|s| r.status == s))
-            .cloned()
-            .collect();
-        runs.sort_by(|a, b| {
-            b.created_ms
-                .cmp(&a.created_ms)
-                .then_with(|| b.id.cmp(&a.id))
-        });
-        runs.truncate(limit);
-        Ok(runs)
+            .filter(|s| after.is_none_or(|c| c.precedes(s.created_ms, &s.id)));
+        Ok(newest_first(admitted, limit, |s| (s.created_ms, &s.id)))
     }
 
     async fn journal(&self, run_id: &str) -> Result<Vec<JournalEntry>, StoreError> {

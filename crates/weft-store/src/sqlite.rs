@@ -5,14 +5,16 @@
 //! in order, then answers each: an append returns only once its entry is durable, and
 //! appends made at the same moment (parallel branches, other runs) share one commit.
 
+mod sources;
+
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use tokio::sync::{mpsc, oneshot};
 use weft_core::event::Event;
 use weft_core::ports::{
-    Claim, Claimed, EntryKind, JournalEntry, RunRecord, RunStats, RunStatus, ScopedChange, Store,
-    StoreError, Usage,
+    Claim, Claimed, Cursor, EntryKind, FlowSource, JournalEntry, RunQuery, RunRecord, RunStats,
+    RunStatus, ScopedChange, Store, StoreError, Usage,
 };
 
 /// How hard a commit works to survive a crash.
@@ -29,7 +31,7 @@ pub enum Durability {
 /// Schema version written in the database; a newer one is refused.
 /// 2 added runs.scopes and the scoped table; 3 added runs.view; 4 added runs.settings
 /// and runs.retries; 5 the events table. Older files are upgraded on open.
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 /// Appends committed together at most.
 const MAX_BATCH: usize = 4096;
 /// Requests waiting for the writer before senders wait too.
@@ -76,7 +78,10 @@ enum Request {
     CreateRun(Box<RunRecord>, Reply<()>),
     UpdateRun(Box<RunRecord>, Reply<()>),
     GetRun(String, Reply<Option<RunRecord>>),
-    ListRuns(Option<RunStatus>, usize, Reply<Vec<RunRecord>>),
+    ListRuns(RunQuery, Reply<Vec<RunRecord>>),
+    PutSource(Box<FlowSource>, Reply<()>),
+    GetSource(String, Reply<Option<FlowSource>>),
+    ListSources(usize, Option<Cursor>, Reply<Vec<FlowSource>>),
     Journal(String, Reply<Vec<JournalEntry>>),
     Forget(String, Vec<String>, Reply<()>),
     Claim(Box<Claim>, Reply<Claimed>),
@@ -162,7 +167,12 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, val
          source TEXT, source_hash TEXT, dialect TEXT, input TEXT NOT NULL,
          status TEXT NOT NULL, output TEXT, state TEXT, error TEXT, waiting TEXT,
          usage TEXT NOT NULL, owner TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
-         scopes TEXT, view TEXT, settings TEXT, retries INTEGER NOT NULL DEFAULT 0);
+         scopes TEXT, view TEXT, settings TEXT, retries INTEGER NOT NULL DEFAULT 0,
+         flow_id TEXT);
+     CREATE TABLE IF NOT EXISTS sources (
+         id TEXT PRIMARY KEY, name TEXT NOT NULL, dialect TEXT NOT NULL, text TEXT NOT NULL,
+         created_ms INTEGER NOT NULL);
+     CREATE INDEX IF NOT EXISTS sources_by_time ON sources (created_ms DESC, id DESC);
      CREATE TABLE IF NOT EXISTS scoped (key TEXT PRIMARY KEY, value TEXT NOT NULL);
      CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_ms DESC);
      CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, created_ms DESC);
@@ -185,6 +195,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
          ALTER TABLE runs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;",
     ),
     (5, ""),
+    (6, "ALTER TABLE runs ADD COLUMN flow_id TEXT;"),
 ];
 
 /// Appends one event: `(run_id, seq, body)`; the log is append-only, so a repeat of a
@@ -353,7 +364,7 @@ fn parse_col(s: Option<String>) -> rusqlite::Result<Option<serde_json::Value>> {
     .transpose()
 }
 
-const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries";
+const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id";
 
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let status: String = r.get(7)?;
@@ -381,17 +392,38 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         view: parse_col(r.get(17)?)?,
         settings: parse_col(r.get(18)?)?,
         retries: r.get(19)?,
+        flow_id: r.get(20)?,
     })
+}
+
+/// The runs `query` asks for: newest first, from its cursor on.
+fn list_runs(conn: &Connection, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
+    let (after_ms, after_id) = match &query.after {
+        Some(c) => (Some(c.created_ms), Some(c.id.as_str())),
+        None => (None, None),
+    };
+    conn.prepare_cached(&format!(
+        "SELECT {RUN_COLUMNS} FROM runs
+         WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR (created_ms, id) < (?2, ?3))
+         ORDER BY created_ms DESC, id DESC LIMIT ?4"
+    ))
+    .and_then(|mut s| {
+        let status = query.status.map(|s| s.as_str());
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        s.query_map(params![status, after_ms, after_id, limit], run_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+    })
+    .map_err(|e| err("runs", e))
 }
 
 fn write_run(conn: &Connection, run: &RunRecord, insert: bool) -> Result<(), StoreError> {
     let sql = if insert {
         format!(
-            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
+            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
         )
     } else {
         format!(
-            "INSERT OR REPLACE INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
+            "INSERT OR REPLACE INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
         )
     };
     conn.prepare_cached(&sql)
@@ -418,6 +450,7 @@ fn write_run(conn: &Connection, run: &RunRecord, insert: bool) -> Result<(), Sto
                 json_col(&run.view),
                 json_col(&run.settings),
                 run.retries,
+                run.flow_id,
             ])
         })
         .map(|_| ())
@@ -605,19 +638,17 @@ fn serve(conn: &Connection, req: Request) {
         Request::GetRun(id, reply) => {
             let _ = reply.send(get_run(conn, &id));
         }
-        Request::ListRuns(status, limit, reply) => {
-            let r = conn
-                .prepare_cached(&format!(
-                    "SELECT {RUN_COLUMNS} FROM runs WHERE ?1 IS NULL OR status = ?1
-                     ORDER BY created_ms DESC, id DESC LIMIT ?2"
-                ))
-                .and_then(|mut s| {
-                    let status = status.map(|s| s.as_str());
-                    s.query_map(params![status, limit as i64], run_from_row)?
-                        .collect::<rusqlite::Result<Vec<_>>>()
-                })
-                .map_err(|e| err("runs", e));
-            let _ = reply.send(r);
+        Request::ListRuns(query, reply) => {
+            let _ = reply.send(list_runs(conn, &query));
+        }
+        Request::PutSource(source, reply) => {
+            let _ = reply.send(sources::put(conn, &source));
+        }
+        Request::GetSource(id, reply) => {
+            let _ = reply.send(sources::get(conn, &id));
+        }
+        Request::ListSources(limit, after, reply) => {
+            let _ = reply.send(sources::list(conn, limit, after.as_ref()));
         }
         Request::Journal(run, reply) => {
             let r = conn
@@ -725,12 +756,23 @@ impl Store for SqliteStore {
     async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         self.ask(|r| Request::GetRun(id.to_owned(), r)).await
     }
-    async fn list_runs(
+    async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError> {
+        self.ask(|r| Request::ListRuns(query.clone(), r)).await
+    }
+    async fn put_source(&self, source: &FlowSource) -> Result<(), StoreError> {
+        self.ask(|r| Request::PutSource(Box::new(source.clone()), r))
+            .await
+    }
+    async fn get_source(&self, id: &str) -> Result<Option<FlowSource>, StoreError> {
+        self.ask(|r| Request::GetSource(id.to_owned(), r)).await
+    }
+    async fn list_sources(
         &self,
-        status: Option<RunStatus>,
         limit: usize,
-    ) -> Result<Vec<RunRecord>, StoreError> {
-        self.ask(|r| Request::ListRuns(status, limit, r)).await
+        after: Option<&Cursor>,
+    ) -> Result<Vec<FlowSource>, StoreError> {
+        self.ask(|r| Request::ListSources(limit, after.cloned(), r))
+            .await
     }
     async fn journal(&self, run_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
         self.ask(|r| Request::Journal(run_id.to_owned(), r)).await
@@ -963,7 +1005,7 @@ mod tests {
         match SqliteStore::open(&path, Durability::Process) {
             Err(e) => assert!(e.to_string().contains("not a usable Weft database"), "{e}"),
             Ok(s) => {
-                let r = s.list_runs(None, 1000).await;
+                let r = s.list_runs(&RunQuery::newest(1000)).await;
                 assert!(r.is_err() || r.unwrap().len() < 200);
             }
         }

@@ -5,12 +5,14 @@
 
 pub mod code;
 pub mod events;
+pub mod listing;
 pub mod model;
 pub mod native;
 pub mod store;
 
 pub use code::*;
 pub use events::*;
+pub use listing::*;
 pub use model::*;
 pub use native::*;
 pub use store::*;

@@ -2,6 +2,7 @@
 
 use crate::error::BlockError;
 use crate::event::Event;
+use crate::ports::listing::{Cursor, FlowSource, RunQuery};
 use crate::usage::Usage;
 use crate::value::Value;
 use async_trait::async_trait;
@@ -75,6 +76,9 @@ pub struct RunRecord {
     pub source_hash: Option<String>,
     /// The dialect the file was written in.
     pub dialect: Option<String>,
+    /// The id of the flow's stored text ([`crate::ports::FlowSource`]), when it was stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_id: Option<String>,
     /// The run's input.
     pub input: Value,
     /// Where the run stands.
@@ -245,6 +249,7 @@ impl RunRecord {
             source: None,
             source_hash: None,
             dialect: None,
+            flow_id: None,
             input,
             status: RunStatus::Running,
             output: None,
@@ -409,12 +414,18 @@ pub trait Store: Send + Sync {
     async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError>;
     /// A run by id (a unique prefix of at least 4 characters also matches).
     async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError>;
-    /// The newest runs first, at most `limit`; only those in `status` when given.
-    async fn list_runs(
+    /// The runs `query` asks for, newest first.
+    async fn list_runs(&self, query: &RunQuery) -> Result<Vec<RunRecord>, StoreError>;
+    /// Stores a flow's text under its id; the first text stored under an id stays.
+    async fn put_source(&self, source: &FlowSource) -> Result<(), StoreError>;
+    /// The flow text stored under `id`.
+    async fn get_source(&self, id: &str) -> Result<Option<FlowSource>, StoreError>;
+    /// Stored flow texts, newest first, at most `limit`, after `after` when given.
+    async fn list_sources(
         &self,
-        status: Option<RunStatus>,
         limit: usize,
-    ) -> Result<Vec<RunRecord>, StoreError>;
+        after: Option<&Cursor>,
+    ) -> Result<Vec<FlowSource>, StoreError>;
     /// Totals over every run, for monitoring.
     async fn run_stats(&self) -> Result<RunStats, StoreError>;
     /// Every journal entry of a run, in append order.

@@ -1,31 +1,95 @@
-//! Draws a flow's IR as a diagram: Mermaid for Markdown, DOT for Graphviz.
+//! A flow's IR as a diagram to draw: nodes and edges as data (for a page to lay out),
+//! Mermaid for Markdown, DOT for Graphviz.
+//!
+//! Each node drawn for a block carries the block's step path as the engine names its
+//! steps, with `[*]` for any map item and `#*` for any loop iteration, so that a run's
+//! step events can be shown on the drawing (see [`step_pattern`]). Every block but a
+//! sequence (drawn as its steps in a chain) has a node; a graph's is its end.
 
-use weft_core::Flow;
-use weft_core::ir::{Block, BlockKind, END};
+use crate::Flow;
+use crate::ir::{Block, BlockKind, END};
+use serde::Serialize;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Shape {
+/// How a node is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shape {
+    /// A step.
     Box,
+    /// Where the flow forks, joins, repeats or chooses.
     Decision,
+    /// Where the flow (or a graph) starts or ends.
     Terminal,
 }
 
-struct Node {
-    id: String,
-    label: String,
-    shape: Shape,
+/// One node of the drawing.
+#[derive(Debug, Clone, Serialize)]
+pub struct Node {
+    /// Unique within the diagram (`n0`, `n1`, ...).
+    pub id: String,
+    /// What to write in it (may hold line breaks).
+    pub label: String,
+    /// How to draw it.
+    pub shape: Shape,
+    /// The kind of the block it stands for (none for starts, ends and joins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The step path of the block it stands for, with `[*]` and `#*` for repetitions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
-struct Edge {
-    from: String,
-    to: String,
-    label: Option<String>,
+/// One edge of the drawing.
+#[derive(Debug, Clone, Serialize)]
+pub struct Edge {
+    /// The node it leaves.
+    pub from: String,
+    /// The node it enters.
+    pub to: String,
+    /// What to write on it: a branch's condition, a branch name, `repeat`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
-/// Nodes and edges of a flow, ready to print.
+/// Nodes and edges of a flow.
+#[derive(Debug, Clone, Serialize)]
 pub struct Diagram {
-    nodes: Vec<Node>,
-    edges: Vec<Edge>,
+    /// The nodes, in drawing order.
+    pub nodes: Vec<Node>,
+    /// The edges.
+    pub edges: Vec<Edge>,
+}
+
+/// The path pattern of a run's step: its path with every map item index as `[*]`,
+/// every loop iteration as `#*` and a graph node's repeat visits (`@n`) dropped, which
+/// is how [`Node::path`] names the block it ran.
+pub fn step_pattern(path: &str) -> String {
+    path.split('/')
+        .map(|seg| {
+            let numbered = |prefix: &str, suffix: &str| {
+                seg.strip_prefix(prefix)
+                    .and_then(|r| r.strip_suffix(suffix))
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            };
+            if numbered("[", "]") {
+                "[*]"
+            } else if numbered("#", "") {
+                "#*"
+            } else {
+                match seg.rsplit_once('@') {
+                    Some((node, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                        node
+                    }
+                    _ => seg,
+                }
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn child(path: &str, seg: &str) -> String {
+    format!("{path}/{seg}")
 }
 
 fn short(s: &str) -> String {
@@ -45,7 +109,8 @@ impl Diagram {
             edges: Vec::new(),
         };
         let start = d.node(format!("start: {}", flow.name), Shape::Terminal);
-        let (entries, exits) = d.block(&flow.root);
+        let root = flow.root.id.as_deref().unwrap_or("root");
+        let (entries, exits) = d.block(&flow.root, root);
         let end = d.node("end".into(), Shape::Terminal);
         d.connect(&[start], &entries, None);
         d.connect(&exits, &[end], None);
@@ -58,7 +123,19 @@ impl Diagram {
             id: id.clone(),
             label,
             shape,
+            kind: None,
+            path: None,
         });
+        id
+    }
+
+    /// A node standing for block `b` at `path`.
+    fn block_node(&mut self, b: &Block, path: &str, label: String, shape: Shape) -> String {
+        let id = self.node(label, shape);
+        if let Some(n) = self.nodes.last_mut() {
+            n.kind = Some(b.kind_name().to_owned());
+            n.path = Some(path.to_owned());
+        }
         id
     }
 
@@ -74,34 +151,38 @@ impl Diagram {
         }
     }
 
-    fn leaf(&mut self, b: &Block, detail: String) -> (Vec<String>, Vec<String>) {
+    fn leaf(&mut self, b: &Block, path: &str, detail: String) -> (Vec<String>, Vec<String>) {
         let name = b.id.clone().unwrap_or_else(|| b.kind_name().to_owned());
         let label = if detail.is_empty() {
             name
         } else {
             format!("{name}\n{detail}")
         };
-        let id = self.node(label, Shape::Box);
+        let id = self.block_node(b, path, label, Shape::Box);
         (vec![id.clone()], vec![id])
     }
 
-    /// Draws `b`; returns the nodes that enter it and the nodes that leave it.
-    fn block(&mut self, b: &Block) -> (Vec<String>, Vec<String>) {
+    /// Draws `b`, whose steps run at `path`; returns the nodes that enter it and the
+    /// nodes that leave it.
+    fn block(&mut self, b: &Block, path: &str) -> (Vec<String>, Vec<String>) {
         match &b.kind {
-            BlockKind::Llm(l) => self.leaf(b, format!("llm {}", l.model.as_deref().unwrap_or(""))),
-            BlockKind::Code(c) => self.leaf(b, format!("code ({})", c.language)),
-            BlockKind::Handler(h) => self.leaf(b, format!("handler {}", h.name)),
-            BlockKind::Action(a) => self.leaf(b, format!("action {}", a.uses)),
-            BlockKind::Approval(_) => self.leaf(b, "approval".into()),
-            BlockKind::Passthrough => self.leaf(b, String::new()),
-            BlockKind::Transform(_) => self.leaf(b, "transform".into()),
-            BlockKind::SubFlow(s) => self.leaf(b, format!("subflow {}", s.flow)),
-            BlockKind::Sequence(steps) if steps.is_empty() => self.leaf(b, String::new()),
+            BlockKind::Llm(l) => {
+                self.leaf(b, path, format!("llm {}", l.model.as_deref().unwrap_or("")))
+            }
+            BlockKind::Code(c) => self.leaf(b, path, format!("code ({})", c.language)),
+            BlockKind::Handler(h) => self.leaf(b, path, format!("handler {}", h.name)),
+            BlockKind::Action(a) => self.leaf(b, path, format!("action {}", a.uses)),
+            BlockKind::Approval(_) => self.leaf(b, path, "approval".into()),
+            BlockKind::Passthrough => self.leaf(b, path, String::new()),
+            BlockKind::Transform(_) => self.leaf(b, path, "transform".into()),
+            BlockKind::SubFlow(s) => self.leaf(b, path, format!("subflow {}", s.flow)),
+            BlockKind::Sequence(steps) if steps.is_empty() => self.leaf(b, path, String::new()),
             BlockKind::Sequence(steps) => {
                 let mut entries = Vec::new();
                 let mut exits: Vec<String> = Vec::new();
                 for (i, s) in steps.iter().enumerate() {
-                    let (en, ex) = self.block(s);
+                    let seg = s.id.clone().unwrap_or_else(|| i.to_string());
+                    let (en, ex) = self.block(s, &child(path, &seg));
                     if i == 0 {
                         entries = en;
                     } else {
@@ -112,20 +193,24 @@ impl Diagram {
                 (entries, exits)
             }
             BlockKind::Parallel(p) => {
-                let fork = self.node(
+                let fork = self.block_node(
+                    b,
+                    path,
                     format!("{}\nparallel", b.id.as_deref().unwrap_or("fork")),
                     Shape::Decision,
                 );
                 let join = self.node("join".into(), Shape::Decision);
-                for (name, child) in &p.branches {
-                    let (en, ex) = self.block(child);
+                for (name, branch) in &p.branches {
+                    let (en, ex) = self.block(branch, &child(path, name));
                     self.connect(std::slice::from_ref(&fork), &en, Some(name.clone()));
                     self.connect(&ex, std::slice::from_ref(&join), None);
                 }
                 (vec![fork], vec![join])
             }
             BlockKind::Map(m) => {
-                let head = self.node(
+                let head = self.block_node(
+                    b,
+                    path,
                     format!(
                         "{}\nmap over {}",
                         b.id.as_deref().unwrap_or("map"),
@@ -134,7 +219,7 @@ impl Diagram {
                     Shape::Decision,
                 );
                 let collect = self.node("collect".into(), Shape::Decision);
-                let (en, ex) = self.block(&m.body);
+                let (en, ex) = self.block(&m.body, &child(path, "[*]"));
                 self.connect(std::slice::from_ref(&head), &en, Some("each item".into()));
                 self.connect(&ex, std::slice::from_ref(&collect), None);
                 (vec![head], vec![collect])
@@ -146,7 +231,9 @@ impl Diagram {
                     .map(|w| format!("while {}", short(&w.0)))
                     .or_else(|| l.until.as_ref().map(|u| format!("until {}", short(&u.0))))
                     .unwrap_or_default();
-                let head = self.node(
+                let head = self.block_node(
+                    b,
+                    path,
                     format!(
                         "{}\nloop ≤{} {cond}",
                         b.id.as_deref().unwrap_or("loop"),
@@ -154,25 +241,28 @@ impl Diagram {
                     ),
                     Shape::Decision,
                 );
-                let (en, ex) = self.block(&l.body);
+                let (en, ex) = self.block(&l.body, &child(path, "#*"));
                 self.connect(std::slice::from_ref(&head), &en, None);
                 self.connect(&ex, std::slice::from_ref(&head), Some("repeat".into()));
                 (vec![head.clone()], vec![head])
             }
             BlockKind::Branch(br) => {
-                let head = self.node(
+                let head = self.block_node(
+                    b,
+                    path,
                     b.id.clone().unwrap_or_else(|| "branch".into()),
                     Shape::Decision,
                 );
                 let mut exits = Vec::new();
-                for c in &br.cases {
-                    let (en, ex) = self.block(&c.then);
+                for (i, c) in br.cases.iter().enumerate() {
+                    let case = c.name.clone().unwrap_or_else(|| format!("case{i}"));
+                    let (en, ex) = self.block(&c.then, &child(path, &case));
                     self.connect(std::slice::from_ref(&head), &en, Some(short(&c.when.0)));
                     exits.extend(ex);
                 }
                 match &br.otherwise {
                     Some(o) => {
-                        let (en, ex) = self.block(o);
+                        let (en, ex) = self.block(o, &child(path, "otherwise"));
                         self.connect(std::slice::from_ref(&head), &en, Some("otherwise".into()));
                         exits.extend(ex);
                     }
@@ -183,9 +273,12 @@ impl Diagram {
             BlockKind::Graph(g) => {
                 let mut spans = std::collections::HashMap::new();
                 for (name, node) in &g.nodes {
-                    spans.insert(name.as_str(), self.block(node));
+                    spans.insert(name.as_str(), self.block(node, &child(path, name)));
                 }
-                let done = self.node(
+                // The graph's step ends where the graph does.
+                let done = self.block_node(
+                    b,
+                    path,
                     format!("{} end", b.id.as_deref().unwrap_or("graph")),
                     Shape::Terminal,
                 );
@@ -288,5 +381,23 @@ impl Diagram {
         }
         out.push_str("}\n");
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::step_pattern;
+
+    #[test]
+    fn a_step_pattern_generalizes_repetitions_only() {
+        for (path, pattern) in [
+            ("root/each/[12]/double", "root/each/[*]/double"),
+            ("root/again/#0/tick", "root/again/#*/tick"),
+            ("root/machine/count@3", "root/machine/count"),
+            ("root/#hash/[x]/a@b", "root/#hash/[x]/a@b"),
+            ("root", "root"),
+        ] {
+            assert_eq!(step_pattern(path), pattern, "{path}");
+        }
     }
 }

@@ -1,0 +1,178 @@
+//! `/v1/flows`: check and store a flow's text in any dialect, list stored flows, read
+//! one with its drawing. A flow's id is the content hash of its dialect and text, so
+//! posting the same flow twice names the same flow.
+
+use crate::App;
+use crate::listing::{Listed, Paging};
+use crate::problem::Problem;
+use crate::runs::bad_body;
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use weft_core::diagram::Diagram;
+use weft_core::ports::{Cursor, FlowSource};
+use weft_dialects::Loaded;
+use weft_engine::{Engine, EngineError, Prepared};
+
+/// `POST /v1/flows`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewFlow {
+    /// The flow's text (YAML or JSON, any dialect).
+    source: String,
+    /// The dialect, when detection should not decide.
+    dialect: Option<String>,
+    /// A name for the text in diagnostics (default `flow`).
+    name: Option<String>,
+}
+
+/// A flow's text that loads and validates, ready to run.
+pub(crate) struct Checked {
+    pub(crate) loaded: Loaded,
+    pub(crate) prepared: Arc<Prepared>,
+    pub(crate) source: FlowSource,
+}
+
+/// Loads and validates `text`; an invalid flow is a `400` with its located diagnostics.
+pub(crate) fn check(
+    engine: &Engine,
+    text: &str,
+    dialect: Option<&str>,
+    name: Option<&str>,
+) -> Result<Checked, Problem> {
+    let name = name.unwrap_or("flow");
+    let loaded = weft_dialects::load_str(text, name, None, dialect)
+        .map_err(|e| Problem::invalid_flow(e.diagnostics))?;
+    let prepared = engine.prepare(loaded.flow.clone()).map_err(|diags| {
+        Problem::invalid_flow(diags.into_iter().map(|d| loaded.locate(d)).collect())
+    })?;
+    let source = loaded.flow_source();
+    Ok(Checked {
+        loaded,
+        prepared,
+        source,
+    })
+}
+
+/// The stored flow `id`, checked again (a newer Weft may read it differently).
+pub(crate) async fn stored(app: &App, id: &str) -> Result<Checked, Problem> {
+    let source = app
+        .engine
+        .store()
+        .get_source(id)
+        .await
+        .map_err(EngineError::from)?
+        .ok_or_else(|| no_such_flow(id))?;
+    check(
+        &app.engine,
+        &source.text,
+        Some(&source.dialect),
+        Some(&source.name),
+    )
+}
+
+fn no_such_flow(id: &str) -> Problem {
+    Problem::new(StatusCode::NOT_FOUND, "no such flow")
+        .detail(format!("no flow with id `{id}`; POST /v1/flows stores one"))
+}
+
+pub(crate) async fn create(
+    State(app): State<App>,
+    body: Result<Json<NewFlow>, JsonRejection>,
+) -> Result<(StatusCode, Json<Value>), Problem> {
+    let Json(new) = body.map_err(bad_body)?;
+    let checked = check(
+        &app.engine,
+        &new.source,
+        new.dialect.as_deref(),
+        new.name.as_deref(),
+    )?;
+    let store = app.engine.store();
+    let known = store
+        .get_source(&checked.source.id)
+        .await
+        .map_err(EngineError::from)?
+        .is_some();
+    if !known {
+        store
+            .put_source(&checked.source)
+            .await
+            .map_err(EngineError::from)?;
+    }
+    let status = if known {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((
+        status,
+        Json(json!({
+            "flow_id": checked.source.id,
+            "name": checked.source.name,
+            "dialect": checked.source.dialect,
+            "diagnostics": checked.loaded.warnings,
+            "graph": Diagram::of(checked.prepared.flow()),
+        })),
+    ))
+}
+
+pub(crate) async fn list(
+    State(app): State<App>,
+    Query(paging): Query<Paging>,
+) -> Result<Json<Value>, Problem> {
+    let (limit, after) = paging.resolve()?;
+    let flows = app
+        .engine
+        .store()
+        .list_sources(limit, after.as_ref())
+        .await
+        .map_err(EngineError::from)?;
+    let listed = Listed::new(&flows, limit, |f| Cursor::after(f.created_ms, &f.id));
+    let flows: Vec<Value> = flows
+        .iter()
+        .map(|f| json!({"flow_id": f.id, "name": f.name, "dialect": f.dialect, "created_ms": f.created_ms}))
+        .collect();
+    Ok(Json(listed.with("flows", flows)))
+}
+
+pub(crate) async fn show(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, Problem> {
+    let source = app
+        .engine
+        .store()
+        .get_source(&id)
+        .await
+        .map_err(EngineError::from)?
+        .ok_or_else(|| no_such_flow(&id))?;
+    let mut shown = json!({
+        "flow_id": source.id,
+        "name": source.name,
+        "dialect": source.dialect,
+        "created_ms": source.created_ms,
+        "source": source.text,
+    });
+    // A flow stored by an older Weft that this one reads differently is still shown,
+    // with why it no longer loads instead of its drawing.
+    match check(
+        &app.engine,
+        &source.text,
+        Some(&source.dialect),
+        Some(&source.name),
+    ) {
+        Ok(checked) => {
+            shown["graph"] = json!(Diagram::of(checked.prepared.flow()));
+            shown["diagnostics"] = json!(checked.loaded.warnings);
+        }
+        Err(problem) => {
+            shown["graph"] = Value::Null;
+            shown["diagnostics"] = json!(problem.diagnostics);
+        }
+    }
+    Ok(Json(shown))
+}

@@ -1,0 +1,63 @@
+//! The `sources` table: flow texts by id.
+
+use super::err;
+use rusqlite::{Connection, OptionalExtension, params};
+use weft_core::ports::{Cursor, FlowSource, StoreError};
+
+const COLUMNS: &str = "id, name, dialect, text, created_ms";
+
+fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<FlowSource> {
+    Ok(FlowSource {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        dialect: r.get(2)?,
+        text: r.get(3)?,
+        created_ms: r.get(4)?,
+    })
+}
+
+/// Stores `source` unless its id is stored already.
+pub(super) fn put(conn: &Connection, source: &FlowSource) -> Result<(), StoreError> {
+    conn.prepare_cached(&format!(
+        "INSERT OR IGNORE INTO sources ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5)"
+    ))
+    .and_then(|mut s| {
+        s.execute(params![
+            source.id,
+            source.name,
+            source.dialect,
+            source.text,
+            source.created_ms
+        ])
+    })
+    .map(|_| ())
+    .map_err(|e| err("sources", e))
+}
+
+pub(super) fn get(conn: &Connection, id: &str) -> Result<Option<FlowSource>, StoreError> {
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM sources WHERE id = ?1"))
+        .and_then(|mut s| s.query_row(params![id], from_row).optional())
+        .map_err(|e| err("sources", e))
+}
+
+/// Newest first, after `after` when given.
+pub(super) fn list(
+    conn: &Connection,
+    limit: usize,
+    after: Option<&Cursor>,
+) -> Result<Vec<FlowSource>, StoreError> {
+    let (after_ms, after_id) = match after {
+        Some(c) => (Some(c.created_ms), Some(c.id.as_str())),
+        None => (None, None),
+    };
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM sources WHERE ?1 IS NULL OR (created_ms, id) < (?1, ?2)
+         ORDER BY created_ms DESC, id DESC LIMIT ?3"
+    ))
+    .and_then(|mut s| {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        s.query_map(params![after_ms, after_id, limit], from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+    })
+    .map_err(|e| err("sources", e))
+}
