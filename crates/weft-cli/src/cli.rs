@@ -19,6 +19,15 @@ pub struct DbArgs {
     pub db: Option<PathBuf>,
 }
 
+/// Which `weft serve` holds the runs, when not this machine's database.
+#[derive(Args, Debug, Clone)]
+pub struct ServerArgs {
+    /// Act on the runs of this `weft serve` (e.g. http://127.0.0.1:8080) instead of the
+    /// database; the token is $WEFT_TOKEN.
+    #[arg(long, value_name = "URL", env = "WEFT_SERVER", global = true)]
+    pub server: Option<String>,
+}
+
 /// How a run reports.
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
@@ -104,6 +113,8 @@ pub enum Command {
         command: RunsCommand,
         #[command(flatten)]
         db: DbArgs,
+        #[command(flatten)]
+        server: ServerArgs,
     },
     /// Answer a paused run's approval (approve by default) and continue it.
     Approve {
@@ -120,6 +131,8 @@ pub enum Command {
         step: Option<String>,
         #[command(flatten)]
         db: DbArgs,
+        #[command(flatten)]
+        server: ServerArgs,
         #[command(flatten)]
         out: OutputArgs,
     },

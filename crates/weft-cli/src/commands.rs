@@ -1,6 +1,6 @@
 //! What each command does.
 
-use crate::cli::{Cli, Command, DbArgs, GraphFormat, OutputArgs, RunsCommand};
+use crate::cli::{Cli, Command, DbArgs, GraphFormat, OutputArgs, RunsCommand, ServerArgs};
 use crate::event_file::{DialectLog, EventFile};
 use crate::exit;
 use crate::progress::Progress;
@@ -16,13 +16,13 @@ use weft_engine::{Engine, EngineError, Prepared, Revision, RunOptions, RunResult
 use weft_store::SqliteStore;
 
 /// A command's failure: what to print and the exit code.
-struct Failure {
+pub(crate) struct Failure {
     code: u8,
     message: String,
 }
 
 impl Failure {
-    fn invalid(message: impl Into<String>) -> Failure {
+    pub(crate) fn invalid(message: impl Into<String>) -> Failure {
         Failure {
             code: exit::INVALID,
             message: message.into(),
@@ -68,18 +68,31 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             dialect,
             output,
         } => convert(&flow, dialect.as_deref(), output.as_deref()),
-        Command::Runs { command, db } => runs(command, &db, settings).await,
+        Command::Runs {
+            command,
+            server: ServerArgs {
+                server: Some(server),
+            },
+            ..
+        } => crate::remote_runs::runs(command, &server, settings).await,
+        Command::Runs { command, db, .. } => runs(command, &db, settings).await,
         Command::Approve {
             id,
             reject,
             note,
             step,
             db,
+            server,
             out,
         } => {
             let answer =
                 json!({"decision": if reject { "reject" } else { "approve" }, "note": note});
-            approve(&id, step.as_deref(), answer, &db, &out, settings).await
+            match server.server {
+                Some(server) => {
+                    crate::remote_runs::approve(&server, &id, step, answer, &out, settings).await
+                }
+                None => approve(&id, step.as_deref(), answer, &db, &out, settings).await,
+            }
         }
         Command::Serve {
             addr,
@@ -319,23 +332,20 @@ async fn run_on_server(
     settings: &Settings,
 ) -> Result<u8, Failure> {
     let input = read_input(input, input_file)?;
-    let progress = (!out.quiet).then(Progress::new);
-    let remote = crate::remote::Remote::new(server, settings.token.clone());
-    let sink = progress
-        .as_ref()
-        .map(|p| p as &dyn weft_core::ports::EventSink);
-    let result = remote
-        .run(flow, input, dialect.as_deref(), sink)
-        .await
-        .map_err(|e| Failure::invalid(e.0))?;
-    if let Some(p) = &progress {
-        p.finish();
+    crate::remote_runs::run(server, flow, input, dialect, out, settings).await
+}
+
+/// One line of `weft runs list`: `summary` as JSON, or `text`.
+pub(crate) fn print_run_line(summary: &Value, json: bool, text: &str) {
+    if json {
+        println!("{summary}");
+    } else {
+        println!("{text}");
     }
-    Ok(report(&result, out.json, None))
 }
 
 /// Prints a run's result and returns its exit code.
-fn report(r: &RunResult, as_json: bool, log: Option<&DialectLog>) -> u8 {
+pub(crate) fn report(r: &RunResult, as_json: bool, log: Option<&DialectLog>) -> u8 {
     if let Some(shaped) = log.filter(|_| as_json).and_then(|l| l.result(r)) {
         println!(
             "{}",
@@ -498,7 +508,7 @@ fn convert(flow: &Path, dialect: Option<&str>, output: Option<&Path>) -> Result<
 }
 
 /// A resume answer: JSON as given, or a bare word as the decision.
-fn normalize_answer(text: &str) -> Value {
+pub(crate) fn normalize_answer(text: &str) -> Value {
     let v: Value = serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()));
     match v {
         Value::String(d) => json!({"decision": d, "note": ""}),
@@ -551,20 +561,17 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
                 .await
                 .map_err(|e| Failure::invalid(format!("error: {e}")))?;
             for r in list {
-                if json {
-                    println!(
-                        "{}",
-                        json!({"run_id": r.id, "flow": r.flow_name, "status": r.status.as_str(), "created_ms": r.created_ms, "updated_ms": r.updated_ms})
-                    );
-                } else {
-                    println!(
+                print_run_line(
+                    &json!({"run_id": r.id, "flow": r.flow_name, "status": r.status.as_str(), "created_ms": r.created_ms, "updated_ms": r.updated_ms}),
+                    json,
+                    &format!(
                         "{}  {:<9}  {}  {}",
                         r.id,
                         r.status.as_str(),
                         format_ms(r.created_ms),
                         r.flow_name
-                    );
-                }
+                    ),
+                );
             }
             Ok(exit::OK)
         }
@@ -689,7 +696,7 @@ async fn serve(
     Ok(exit::OK)
 }
 
-fn format_ms(ms: i64) -> String {
+pub(crate) fn format_ms(ms: i64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_seconds(t).to_string()
 }

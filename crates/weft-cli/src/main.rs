@@ -10,6 +10,7 @@ mod event_file;
 mod local;
 mod progress;
 mod remote;
+mod remote_runs;
 mod run_settings;
 mod settings;
 

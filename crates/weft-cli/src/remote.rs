@@ -1,7 +1,7 @@
-//! `weft run --server URL`: the same run, started and followed through a `weft serve`,
-//! so a person at a terminal and a page see one set of runs. The flow's text travels to
-//! the server; progress comes back as the run's event stream; the result and the exit
-//! code are the ones a local run gives.
+//! A `weft serve` as the command line reaches it (`--server URL`), so a person at a
+//! terminal and a page see one set of runs. A flow's text travels to the server;
+//! progress comes back as the run's event stream; results and exit codes are the ones
+//! a local run gives.
 
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -65,24 +65,62 @@ impl Remote {
                 ))
             })?
             .to_owned();
-        self.follow(&run_id, sink).await?;
-        let run = self
-            .call(
-                self.request(reqwest::Method::GET, &format!("/v1/runs/{run_id}")),
-                &shown,
-            )
-            .await?;
-        serde_json::from_value(run).map_err(|e| {
-            RemoteError(format!(
-                "error: the server's run {run_id} is not a run: {e}"
-            ))
-        })
+        self.follow(&run_id, None, sink).await?;
+        self.result(&run_id).await
     }
 
-    /// Reads the run's event stream until its last event or a pause.
-    async fn follow(&self, run_id: &str, sink: Option<&dyn EventSink>) -> Result<(), RemoteError> {
+    /// Asks the server to continue run `id` (`action`: `approve`, `resume` or `retry`,
+    /// with `body`) and follows it to its end or next pause, showing each new event to
+    /// `sink`.
+    pub(crate) async fn continue_run(
+        &self,
+        id: &str,
+        action: &str,
+        body: Value,
+        sink: Option<&dyn EventSink>,
+    ) -> Result<RunResult, RemoteError> {
+        let before = self.get(&format!("/v1/runs/{id}")).await?;
+        // The id may be a prefix: the server's answer names the run in full.
+        let id = before["run_id"].as_str().unwrap_or(id).to_owned();
+        let seen = before["last_event"].as_u64();
+        self.post(&format!("/v1/runs/{id}/{action}"), body).await?;
+        self.follow(&id, seen, sink).await?;
+        self.result(&id).await
+    }
+
+    /// `GET path`'s JSON.
+    pub(crate) async fn get(&self, path: &str) -> Result<Value, RemoteError> {
+        self.call(self.request(reqwest::Method::GET, path), path)
+            .await
+    }
+
+    /// `POST path` with `body`'s JSON.
+    pub(crate) async fn post(&self, path: &str, body: Value) -> Result<Value, RemoteError> {
+        self.call(self.request(reqwest::Method::POST, path).json(&body), path)
+            .await
+    }
+
+    /// Where run `id` stands, as `weft run` reports it.
+    async fn result(&self, id: &str) -> Result<RunResult, RemoteError> {
+        let run = self.get(&format!("/v1/runs/{id}")).await?;
+        serde_json::from_value(run)
+            .map_err(|e| RemoteError(format!("error: the server's run {id} is not a run: {e}")))
+    }
+
+    /// Reads the run's event stream (after event `after`) until its last event or a
+    /// pause.
+    async fn follow(
+        &self,
+        run_id: &str,
+        after: Option<u64>,
+        sink: Option<&dyn EventSink>,
+    ) -> Result<(), RemoteError> {
+        let path = match after {
+            Some(seq) => format!("/v1/runs/{run_id}/events?after={seq}"),
+            None => format!("/v1/runs/{run_id}/events"),
+        };
         let response = self
-            .request(reqwest::Method::GET, &format!("/v1/runs/{run_id}/events"))
+            .request(reqwest::Method::GET, &path)
             .send()
             .await
             .map_err(|e| unreachable_server(&self.base, e))?;

@@ -277,3 +277,82 @@ fn run_on_a_server_reports_like_a_local_run() {
         support::stderr(&o)
     );
 }
+
+/// `weft runs … --server` and `weft approve --server` act on the server's runs from a
+/// terminal whose own database knows none of them.
+#[test]
+fn runs_commands_act_on_a_server_s_runs() {
+    let env = Env::new();
+    let server = Served::start(&env);
+    let elsewhere = Env::new();
+    let base = server.base.as_str();
+    let start_paused = || {
+        let o = elsewhere.weft(&[
+            "run",
+            "--server",
+            base,
+            &support::example("release-approval.yaml"),
+            "--json",
+            "-q",
+        ]);
+        assert_eq!(support::code(&o), 3, "{}", support::stderr(&o));
+        support::stdout_json(&o)["run_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let first = start_paused();
+
+    let o = elsewhere.weft(&["runs", "list", "--json", "--server", base]);
+    assert_eq!(support::code(&o), 0, "{}", support::stderr(&o));
+    let listed: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(listed[0]["run_id"], first.as_str());
+    assert_eq!(listed[0]["status"], "paused");
+    let local = elsewhere.weft(&["runs", "list", "--json"]);
+    assert!(
+        local.stdout.is_empty(),
+        "the terminal's own database has no runs"
+    );
+
+    // A prefix names the run, as it does locally.
+    let o = elsewhere.weft(&["runs", "show", &first[..8], "--server", base]);
+    let shown = support::stdout_json(&o);
+    assert_eq!(shown["status"], "paused");
+    assert!(
+        shown["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["status"] == "waiting")
+    );
+
+    let o = elsewhere.weft(&["approve", &first[..8], "--server", base, "--json", "-q"]);
+    assert_eq!(support::code(&o), 0, "{}", support::stderr(&o));
+    assert_eq!(support::stdout_json(&o)["status"], "completed");
+
+    let second = start_paused();
+    let o = elsewhere.weft(&[
+        "runs", "resume", &second, "--input", "approve", "--server", base, "-q",
+    ]);
+    assert_eq!(support::code(&o), 0, "{}", support::stderr(&o));
+
+    let third = start_paused();
+    let o = elsewhere.weft(&["runs", "cancel", &third, "--server", base]);
+    assert_eq!(support::code(&o), 0, "{}", support::stderr(&o));
+    let o = elsewhere.weft(&["runs", "show", &third, "--server", base]);
+    assert_eq!(support::stdout_json(&o)["status"], "cancelled");
+
+    let o = elsewhere.weft(&["runs", "retry", &third, "--allow-changed", "--server", base]);
+    assert_eq!(support::code(&o), 2);
+    assert!(support::stderr(&o).contains("--allow-changed cannot be used with --server"));
+    let o = elsewhere.weft(&["runs", "show", "0000dead", "--server", base]);
+    assert_eq!(support::code(&o), 2);
+    assert!(
+        support::stderr(&o).contains("404"),
+        "{}",
+        support::stderr(&o)
+    );
+}

@@ -55,6 +55,9 @@ pub struct RunDetail {
     pub steps: Vec<StepDetail>,
     /// The journal: each effectful step's recorded result, in append order.
     pub journal: Vec<Value>,
+    /// The `seq` of the run's last stored event (follow its events `?after=` it to see
+    /// only what happens next); none before its first.
+    pub last_event: Option<u64>,
 }
 
 /// Where a step stands.
@@ -123,16 +126,24 @@ pub async fn run_detail(store: &dyn Store, id: &str) -> Result<Option<RunDetail>
         for e in &page {
             steps.apply(e);
         }
-        match page.last() {
-            Some(last) if page.len() == EVENT_PAGE => after = Some(last.seq),
-            _ => break,
+        if let Some(last) = page.last() {
+            after = Some(last.seq);
+        }
+        if page.len() < EVENT_PAGE {
+            break;
         }
     }
-    Ok(Some(detail(r, steps.list, journal)))
+    Ok(Some(detail(r, steps.list, journal, after)))
 }
 
-fn detail(r: RunRecord, steps: Vec<StepDetail>, journal: Vec<Value>) -> RunDetail {
+fn detail(
+    r: RunRecord,
+    steps: Vec<StepDetail>,
+    journal: Vec<Value>,
+    last_event: Option<u64>,
+) -> RunDetail {
     RunDetail {
+        last_event,
         status: r.status.as_str(),
         flow_id: r.flow_id,
         waiting: r.waiting.unwrap_or_else(|| Value::Array(Vec::new())),
