@@ -235,8 +235,11 @@ async fn sse(args: &Args) -> Value {
     let mut delays = Vec::new();
     let mut all_whole = true;
     let mut until_closed = Vec::new();
+    let mut spreads = Vec::new();
     for _ in 0..rounds {
-        let (d, whole, closed) = watched_run(&client, &base, subscribers).await;
+        let (mut d, whole, closed) = watched_run(&client, &base, subscribers).await;
+        // How much later the last subscriber got the event than the first.
+        spreads.push(quantile(&mut d, 1.0) - quantile(&mut d, 0.0));
         delays.extend(d);
         all_whole &= whole;
         until_closed.push(closed);
@@ -246,6 +249,7 @@ async fn sse(args: &Args) -> Value {
         "approve_to_event_p50_ms": quantile(&mut delays, 0.5),
         "approve_to_event_p99_ms": quantile(&mut delays, 0.99),
         "approve_to_event_max_ms": quantile(&mut delays, 1.0),
+        "first_to_last_subscriber_p50_ms": quantile(&mut spreads, 0.5),
         "every_stream_whole": all_whole,
         "approve_to_last_close_p50_ms": quantile(&mut until_closed, 0.5),
         "loadavg": loadavg(),
