@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use weft_core::event::Event;
 use weft_core::ports::{
-    Claim, Claimed, Cursor, EntryKind, FlowSource, JournalEntry, RunQuery, RunRecord, RunStats,
-    ScopedChange, Store, StoreError,
+    Claim, Claimed, Cursor, EntryKind, FlowSource, FlowVersion, JournalEntry, RunQuery, RunRecord,
+    RunStats, ScopedChange, Store, StoreError,
 };
 
 /// Keeps flows, runs, journals and event logs in memory.
@@ -14,6 +14,8 @@ use weft_core::ports::{
 pub struct MemoryStore {
     flows: Mutex<HashMap<String, String>>,
     sources: Mutex<HashMap<String, FlowSource>>,
+    /// Each named flow's versions, oldest first.
+    versions: Mutex<std::collections::BTreeMap<String, Vec<FlowVersion>>>,
     runs: Mutex<HashMap<String, RunRecord>>,
     journals: Mutex<HashMap<String, Vec<JournalEntry>>>,
     /// Each run's events by `seq`.
@@ -137,6 +139,47 @@ impl Store for MemoryStore {
             .values()
             .filter(|s| after.is_none_or(|c| c.precedes(s.created_ms, &s.id)));
         Ok(newest_first(admitted, limit, |s| (s.created_ms, &s.id)))
+    }
+
+    async fn save_version(
+        &self,
+        name: &str,
+        flow_id: &str,
+        now_ms: i64,
+    ) -> Result<FlowVersion, StoreError> {
+        let mut all = self.versions.lock().map_err(|_| poisoned())?;
+        let versions = all.entry(name.to_owned()).or_default();
+        if let Some(latest) = versions.last().filter(|v| v.flow_id == flow_id) {
+            return Ok(latest.clone());
+        }
+        let saved = FlowVersion {
+            name: name.to_owned(),
+            version: versions.len() as u32 + 1,
+            flow_id: flow_id.to_owned(),
+            created_ms: now_ms,
+        };
+        versions.push(saved.clone());
+        Ok(saved)
+    }
+
+    async fn flow_version(
+        &self,
+        name: &str,
+        version: Option<u32>,
+    ) -> Result<Option<FlowVersion>, StoreError> {
+        let all = self.versions.lock().map_err(|_| poisoned())?;
+        let Some(versions) = all.get(name) else {
+            return Ok(None);
+        };
+        Ok(match version {
+            None => versions.last().cloned(),
+            Some(v) => versions.iter().find(|x| x.version == v).cloned(),
+        })
+    }
+
+    async fn named_flows(&self) -> Result<Vec<FlowVersion>, StoreError> {
+        let all = self.versions.lock().map_err(|_| poisoned())?;
+        Ok(all.values().filter_map(|v| v.last().cloned()).collect())
     }
 
     async fn journal(&self, run_id: &str) -> Result<Vec<JournalEntry>, StoreError> {

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use tokio::sync::{mpsc, oneshot};
 use weft_core::event::Event;
 use weft_core::ports::{
-    Claim, Claimed, Cursor, EntryKind, FlowSource, JournalEntry, RunQuery, RunRecord, RunStats,
-    RunStatus, ScopedChange, Store, StoreError, Usage,
+    Claim, Claimed, Cursor, EntryKind, FlowSource, FlowVersion, JournalEntry, RunQuery, RunRecord,
+    RunStats, RunStatus, ScopedChange, Store, StoreError, Usage,
 };
 
 /// How hard a commit works to survive a crash.
@@ -31,7 +31,7 @@ pub enum Durability {
 /// Schema version written in the database; a newer one is refused.
 /// 2 added runs.scopes and the scoped table; 3 added runs.view; 4 added runs.settings
 /// and runs.retries; 5 the events table. Older files are upgraded on open.
-const SCHEMA_VERSION: i64 = 6;
+const SCHEMA_VERSION: i64 = 7;
 /// Appends committed together at most.
 const MAX_BATCH: usize = 4096;
 /// Requests waiting for the writer before senders wait too.
@@ -82,6 +82,9 @@ enum Request {
     PutSource(Box<FlowSource>, Reply<()>),
     GetSource(String, Reply<Option<FlowSource>>),
     ListSources(usize, Option<Cursor>, Reply<Vec<FlowSource>>),
+    SaveVersion(String, String, i64, Reply<FlowVersion>),
+    GetVersion(String, Option<u32>, Reply<Option<FlowVersion>>),
+    NamedFlows(Reply<Vec<FlowVersion>>),
     Journal(String, Reply<Vec<JournalEntry>>),
     Forget(String, Vec<String>, Reply<()>),
     Claim(Box<Claim>, Reply<Claimed>),
@@ -173,6 +176,9 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, val
          id TEXT PRIMARY KEY, name TEXT NOT NULL, dialect TEXT NOT NULL, text TEXT NOT NULL,
          created_ms INTEGER NOT NULL);
      CREATE INDEX IF NOT EXISTS sources_by_time ON sources (created_ms DESC, id DESC);
+     CREATE TABLE IF NOT EXISTS flow_versions (
+         name TEXT NOT NULL, version INTEGER NOT NULL, flow_id TEXT NOT NULL,
+         created_ms INTEGER NOT NULL, PRIMARY KEY (name, version)) WITHOUT ROWID;
      CREATE TABLE IF NOT EXISTS scoped (key TEXT PRIMARY KEY, value TEXT NOT NULL);
      CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_ms DESC);
      CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, created_ms DESC);
@@ -196,6 +202,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
     (5, ""),
     (6, "ALTER TABLE runs ADD COLUMN flow_id TEXT;"),
+    (7, ""),
 ];
 
 /// Appends one event: `(run_id, seq, body)`; the log is append-only, so a repeat of a
@@ -650,6 +657,15 @@ fn serve(conn: &Connection, req: Request) {
         Request::ListSources(limit, after, reply) => {
             let _ = reply.send(sources::list(conn, limit, after.as_ref()));
         }
+        Request::SaveVersion(name, flow_id, now_ms, reply) => {
+            let _ = reply.send(sources::save_version(conn, &name, &flow_id, now_ms));
+        }
+        Request::GetVersion(name, version, reply) => {
+            let _ = reply.send(sources::version(conn, &name, version));
+        }
+        Request::NamedFlows(reply) => {
+            let _ = reply.send(sources::named(conn));
+        }
         Request::Journal(run, reply) => {
             let r = conn
                 .prepare_cached(
@@ -773,6 +789,26 @@ impl Store for SqliteStore {
     ) -> Result<Vec<FlowSource>, StoreError> {
         self.ask(|r| Request::ListSources(limit, after.cloned(), r))
             .await
+    }
+    async fn save_version(
+        &self,
+        name: &str,
+        flow_id: &str,
+        now_ms: i64,
+    ) -> Result<FlowVersion, StoreError> {
+        self.ask(|r| Request::SaveVersion(name.to_owned(), flow_id.to_owned(), now_ms, r))
+            .await
+    }
+    async fn flow_version(
+        &self,
+        name: &str,
+        version: Option<u32>,
+    ) -> Result<Option<FlowVersion>, StoreError> {
+        self.ask(|r| Request::GetVersion(name.to_owned(), version, r))
+            .await
+    }
+    async fn named_flows(&self) -> Result<Vec<FlowVersion>, StoreError> {
+        self.ask(Request::NamedFlows).await
     }
     async fn journal(&self, run_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
         self.ask(|r| Request::Journal(run_id.to_owned(), r)).await

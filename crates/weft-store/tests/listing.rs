@@ -144,3 +144,67 @@ async fn a_version_5_database_gains_flow_texts_and_run_flow_ids() {
     );
     assert!(store.list_sources(10, None).await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn named_flows_keep_every_changed_version() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, store) in stores(&dir) {
+        let v1 = store.save_version("triage", "aaa", 1).await.unwrap();
+        assert_eq!(v1.version, 1, "{name}");
+        // Saving the latest text again is not a new version.
+        assert_eq!(store.save_version("triage", "aaa", 2).await.unwrap(), v1);
+        let v2 = store.save_version("triage", "bbb", 3).await.unwrap();
+        assert_eq!((v2.version, v2.flow_id.as_str()), (2, "bbb"), "{name}");
+        // Going back to an earlier text is a new version too.
+        let v3 = store.save_version("triage", "aaa", 4).await.unwrap();
+        assert_eq!(v3.version, 3, "{name}");
+        store.save_version("other", "ccc", 5).await.unwrap();
+
+        let latest = store.flow_version("triage", None).await.unwrap().unwrap();
+        assert_eq!(latest, v3, "{name}");
+        let second = store.flow_version("triage", Some(2)).await.unwrap();
+        assert_eq!(second, Some(v2), "{name}");
+        assert_eq!(store.flow_version("triage", Some(9)).await.unwrap(), None);
+        assert_eq!(store.flow_version("missing", None).await.unwrap(), None);
+        let named: Vec<(String, u32)> = store
+            .named_flows()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|v| (v.name, v.version))
+            .collect();
+        assert_eq!(
+            named,
+            [("other".to_owned(), 1), ("triage".to_owned(), 3)],
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_saves_of_one_name_get_distinct_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, store) in stores(&dir) {
+        let saves = (0..20).map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .save_version("busy", &format!("text{i}"), i)
+                    .await
+                    .unwrap()
+                    .version
+            })
+        });
+        let mut versions: Vec<u32> = futures_join(saves).await;
+        versions.sort_unstable();
+        assert_eq!(versions, (1..=20).collect::<Vec<u32>>(), "{name}");
+    }
+}
+
+async fn futures_join(tasks: impl Iterator<Item = tokio::task::JoinHandle<u32>>) -> Vec<u32> {
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}

@@ -1,5 +1,5 @@
-//! What a store lists and how a client pages through it: flow texts, and runs newest
-//! first with cursors that stay valid while new items arrive.
+//! What a store lists and how a client pages through it: flow texts and their named
+//! versions, and runs newest first with cursors that stay valid while new items arrive.
 
 use super::store::RunStatus;
 use serde::{Deserialize, Serialize};
@@ -30,6 +30,20 @@ impl FlowSource {
         bytes.extend_from_slice(text.as_bytes());
         crate::hash::content_hash(&bytes)[..32].to_owned()
     }
+}
+
+/// One saved version of a named flow: names are how people and models refer to the
+/// flows they edit; each save that changes the text is a new version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowVersion {
+    /// The flow's name.
+    pub name: String,
+    /// 1 for the first save, one more for each save that changed the flow.
+    pub version: u32,
+    /// The stored text of this version ([`FlowSource::id`]).
+    pub flow_id: String,
+    /// When it was saved, Unix milliseconds.
+    pub created_ms: i64,
 }
 
 /// A position in a newest-first list: the creation time and id of the last item a

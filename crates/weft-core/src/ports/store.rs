@@ -2,7 +2,7 @@
 
 use crate::error::BlockError;
 use crate::event::Event;
-use crate::ports::listing::{Cursor, FlowSource, RunQuery};
+use crate::ports::listing::{Cursor, FlowSource, FlowVersion, RunQuery};
 use crate::usage::Usage;
 use crate::value::Value;
 use async_trait::async_trait;
@@ -426,6 +426,23 @@ pub trait Store: Send + Sync {
         limit: usize,
         after: Option<&Cursor>,
     ) -> Result<Vec<FlowSource>, StoreError>;
+    /// Saves stored text `flow_id` as the next version of the flow called `name` (1 for
+    /// a new name), unless it is that flow's latest version already; the version that
+    /// holds it. Two saves at once get two versions, never one number twice.
+    async fn save_version(
+        &self,
+        name: &str,
+        flow_id: &str,
+        now_ms: i64,
+    ) -> Result<FlowVersion, StoreError>;
+    /// Version `version` of the flow called `name`, or its latest when `None`.
+    async fn flow_version(
+        &self,
+        name: &str,
+        version: Option<u32>,
+    ) -> Result<Option<FlowVersion>, StoreError>;
+    /// The latest version of every named flow, by name.
+    async fn named_flows(&self) -> Result<Vec<FlowVersion>, StoreError>;
     /// Totals over every run, for monitoring.
     async fn run_stats(&self) -> Result<RunStats, StoreError>;
     /// Every journal entry of a run, in append order.

@@ -2,7 +2,7 @@
 
 use super::err;
 use rusqlite::{Connection, OptionalExtension, params};
-use weft_core::ports::{Cursor, FlowSource, StoreError};
+use weft_core::ports::{Cursor, FlowSource, FlowVersion, StoreError};
 
 const COLUMNS: &str = "id, name, dialect, text, created_ms";
 
@@ -60,4 +60,68 @@ pub(super) fn list(
             .collect::<rusqlite::Result<Vec<_>>>()
     })
     .map_err(|e| err("sources", e))
+}
+
+const VERSION_COLUMNS: &str = "name, version, flow_id, created_ms";
+
+fn version_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<FlowVersion> {
+    Ok(FlowVersion {
+        name: r.get(0)?,
+        version: r.get(1)?,
+        flow_id: r.get(2)?,
+        created_ms: r.get(3)?,
+    })
+}
+
+/// The next version of `name`, unless `flow_id` is its latest; on the one writer
+/// connection, so two saves never share a number.
+pub(super) fn save_version(
+    conn: &Connection,
+    name: &str,
+    flow_id: &str,
+    now_ms: i64,
+) -> Result<FlowVersion, StoreError> {
+    if let Some(latest) = version(conn, name, None)?
+        && latest.flow_id == flow_id
+    {
+        return Ok(latest);
+    }
+    conn.prepare_cached(&format!(
+        "INSERT INTO flow_versions ({VERSION_COLUMNS})
+         SELECT ?1, COALESCE(MAX(version), 0) + 1, ?2, ?3 FROM flow_versions WHERE name = ?1
+         RETURNING {VERSION_COLUMNS}"
+    ))
+    .and_then(|mut s| s.query_row(params![name, flow_id, now_ms], version_from_row))
+    .map_err(|e| err("flow_versions", e))
+}
+
+/// Version `version` of `name`, or its latest.
+pub(super) fn version(
+    conn: &Connection,
+    name: &str,
+    version: Option<u32>,
+) -> Result<Option<FlowVersion>, StoreError> {
+    conn.prepare_cached(&format!(
+        "SELECT {VERSION_COLUMNS} FROM flow_versions
+         WHERE name = ?1 AND (?2 IS NULL OR version = ?2) ORDER BY version DESC LIMIT 1"
+    ))
+    .and_then(|mut s| {
+        s.query_row(params![name, version], version_from_row)
+            .optional()
+    })
+    .map_err(|e| err("flow_versions", e))
+}
+
+/// The latest version of every name.
+pub(super) fn named(conn: &Connection) -> Result<Vec<FlowVersion>, StoreError> {
+    conn.prepare_cached(&format!(
+        "SELECT {VERSION_COLUMNS} FROM flow_versions v
+         WHERE version = (SELECT MAX(version) FROM flow_versions WHERE name = v.name)
+         ORDER BY name"
+    ))
+    .and_then(|mut s| {
+        s.query_map([], version_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+    })
+    .map_err(|e| err("flow_versions", e))
 }
