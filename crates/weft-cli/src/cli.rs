@@ -171,6 +171,22 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Serve the MCP tools (docs/mcp.md) on stdin/stdout, for a model to write, check,
+    /// run and fix flows.
+    Mcp {
+        /// Let models answer approvals (`answer_approval`); by default only people do.
+        #[arg(long)]
+        allow_mcp_approvals: bool,
+        /// The model for llm blocks that name none (default: $WEFT_MODEL).
+        #[arg(long, value_name = "ID", env = "WEFT_MODEL")]
+        model: Option<String>,
+        /// The only directory file actions may read and write (default: $WEFT_FILES,
+        /// else the current directory).
+        #[arg(long, value_name = "DIR", env = "WEFT_FILES")]
+        files: Option<PathBuf>,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Serve sandboxed code on stdin/stdout (started by Weft itself, not by people).
     #[command(hide = true, name = "sandbox-worker")]
     SandboxWorker {

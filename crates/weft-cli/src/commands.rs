@@ -106,6 +106,15 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             let max_runs = max_runs.map(|n| n as usize);
             serve(addr, token_file.as_deref(), max_runs, &db, &run, settings).await
         }
+        Command::Mcp {
+            allow_mcp_approvals,
+            model,
+            files,
+            db,
+        } => {
+            let run = RunSettings::new(files, model);
+            mcp(allow_mcp_approvals, &db, &run, settings).await
+        }
         Command::SandboxWorker { .. } | Command::ModelWorker { .. } => {
             unreachable!("handled before the runtime starts")
         }
@@ -693,6 +702,27 @@ async fn serve(
     weft_server::serve(listener, engine, config, shutdown)
         .await
         .map_err(fail)?;
+    Ok(exit::OK)
+}
+
+/// `weft mcp`: the MCP tools on stdin/stdout over the engine `weft run` builds, until
+/// the client disconnects.
+async fn mcp(
+    allow_approvals: bool,
+    db: &DbArgs,
+    run: &RunSettings,
+    settings: &Settings,
+) -> Result<u8, Failure> {
+    let store = open_store(db, settings)?;
+    let (engine, _) = engine(store, settings, None, None, EventView::default(), run)?;
+    let options = weft_mcp::McpOptions {
+        allow_approvals,
+        run_settings: Some(run.to_value()),
+    };
+    weft_mcp::WeftMcp::new(engine, options)
+        .serve_stdio()
+        .await
+        .map_err(|e| Failure::invalid(format!("error: {e}")))?;
     Ok(exit::OK)
 }
 

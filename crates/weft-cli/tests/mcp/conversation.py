@@ -1,0 +1,157 @@
+"""A model's conversation with `weft mcp`, driven by the official Python MCP SDK.
+
+    python conversation.py WEFT_BINARY DB_PATH APPROVAL_FLOW_PATH
+
+Builds spec 000's example (an `h` container with a `code` block in a `loop`) from an
+empty document by `edit_flow` patches, fixing a deliberate mistake from the
+diagnostics; runs it; sees a run pause at an approval and `answer_approval` refuse;
+then sends hostile arguments to every tool. Exits non-zero at the first surprise.
+"""
+import asyncio
+import json
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+TOOLS = {
+    "describe_format", "validate_flow", "save_flow", "get_flow", "list_flows", "edit_flow",
+    "run_flow", "get_run", "list_runs", "cancel_run", "retry_run", "answer_approval",
+}
+
+
+def body(result):
+    """The tool result's JSON (structured content, else its text)."""
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+def check(condition, what, detail=None):
+    if not condition:
+        print(f"FAILED: {what}: {json.dumps(detail)[:2000]}", file=sys.stderr)
+        sys.exit(1)
+
+
+def flow_patch(code_type):
+    """Patches that build the flow from an empty document; `code_type` is the inner
+    block's type (the mistake is `cod`)."""
+    return [
+        {"op": "add", "path": "/name", "value": "people"},
+        {"op": "add", "path": "/root", "value": {"type": "h", "children": []}},
+        {"op": "add", "path": "/root/children/-", "value": {
+            "type": "loop", "arrayField": "people", "children": [{
+                "step_id": "describe", "type": code_type,
+                "input_schema": {"fields": [{"name": "people", "type": "object"}]},
+                "code": "return {'full_name': people['first'] + ' ' + people['last']}",
+            }],
+        }},
+    ]
+
+
+async def conversation(session, approval_source):
+    tools = await session.list_tools()
+    check({t.name for t in tools.tools} == TOOLS, "the tool list", [t.name for t in tools.tools])
+    for t in tools.tools:
+        check(t.description and t.input_schema.get("type") == "object", f"{t.name} schema", t.input_schema)
+
+    dialects = body(await session.call_tool("describe_format", {}))
+    check("blocks" in [d["dialect"] for d in dialects["dialects"]], "dialects", dialects)
+    blocks = body(await session.call_tool("describe_format", {"dialect": "blocks"}))
+    check("loop" in blocks["reference"] and blocks["schema"], "the blocks reference", list(blocks))
+
+    # The mistake: the diagnostics say where and what to write instead.
+    wrong = await session.call_tool("edit_flow", {"name": "people", "patch": flow_patch("cod"), "dialect": "blocks"})
+    check(wrong.is_error, "an invalid edit is refused", body(wrong))
+    diags = body(wrong)["diagnostics"]
+    check(any("/root/children/0/children/0" in d["pointer"] and d.get("loc") for d in diags), "located diagnostics", diags)
+    check(any("code" in (d.get("hint") or "") for d in diags), "a hint naming `code`", diags)
+    listed = body(await session.call_tool("list_flows", {}))
+    check(listed["flows"] == [], "nothing saved by a refused edit", listed)
+
+    fixed = await session.call_tool("edit_flow", {"name": "people", "patch": flow_patch("code"), "dialect": "blocks"})
+    check(not fixed.is_error and body(fixed)["version"] == 1, "the fixed edit saves version 1", body(fixed))
+    structure = body(await session.call_tool("get_flow", {"name": "people", "view": "structure"}))
+    check(structure["document"]["root"]["type"] == "h" and structure["graph"]["nodes"], "the structure", structure)
+    # A small patch: a new version, the YAML written back.
+    renamed = await session.call_tool("edit_flow", {"name": "people", "patch": [
+        {"op": "add", "path": "/description", "value": "Full names of people"}]})
+    check(body(renamed)["version"] == 2 and "description: Full names" in body(renamed)["source"], "version 2", body(renamed))
+    missing = await session.call_tool("edit_flow", {"name": "people", "patch": [
+        {"op": "replace", "path": "/root/children/7/type", "value": "v"}]})
+    check(missing.is_error and "patch" in body(missing)["error"], "a patch on a missing path", body(missing))
+
+    run = body(await session.call_tool("run_flow", {
+        "name": "people", "wait_seconds": 60,
+        "input": {"people": [{"first": "Ada", "last": "Lovelace"}, {"first": "Alan", "last": "Turing"}]},
+    }))
+    check(run["status"] == "completed", "the run completes", run)
+    check("Ada Lovelace" in json.dumps(run["output"]), "the output", run)
+    got = body(await session.call_tool("get_run", {"run_id": run["run_id"]}))
+    check(got["status"] == "completed" and got["events"], "get_run with events", got)
+    after = body(await session.call_tool("get_run", {"run_id": run["run_id"], "after_event": got["next_after"]}))
+    check(after["events"] == [], "no events after the last", after)
+
+    paused = body(await session.call_tool("run_flow", {"source": approval_source, "wait_seconds": 30}))
+    check(paused["status"] == "paused", "the approval flow pauses", paused)
+    seen = body(await session.call_tool("get_run", {"run_id": paused["run_id"]}))
+    check(seen["waiting"] and seen["waiting"][0]["prompt"], "the waiting approval", seen)
+    refused = await session.call_tool("answer_approval", {"run_id": paused["run_id"], "decision": "approve"})
+    check(refused.is_error and "weft approve" in body(refused)["hint"], "a model may not approve", body(refused))
+    runs = body(await session.call_tool("list_runs", {"status": "paused"}))
+    check(runs["runs"][0]["run_id"] == paused["run_id"], "list_runs", runs)
+    cancelled = body(await session.call_tool("cancel_run", {"run_id": paused["run_id"]}))
+    check(cancelled["status"] == "cancelled", "cancel_run", cancelled)
+
+
+# Every tool with missing, wrongly typed and oversized arguments: each a tool error.
+HOSTILE = [
+    ("describe_format", {"dialect": "nope"}),
+    ("describe_format", {"dialect": 7}),
+    ("validate_flow", {}),
+    ("validate_flow", {"source": 123}),
+    ("validate_flow", {"source": "x" * (2 << 20)}),
+    ("validate_flow", {"source": "weft: 1\nname: x\nroot: {", "extra": True}),
+    ("save_flow", {"name": "../etc", "source": "weft: 1"}),
+    ("save_flow", {"name": "ok", "source": "weft: 1\nname: x\nroot: {sequense: []}\n"}),
+    ("get_flow", {"name": "missing"}),
+    ("get_flow", {"name": "people", "view": "pictures"}),
+    ("list_flows", {"unexpected": 1}),
+    ("edit_flow", {"name": "people", "patch": "not a list"}),
+    ("edit_flow", {"name": "people", "patch": [{"op": "explode", "path": "/"}]}),
+    ("run_flow", {}),
+    ("run_flow", {"name": "people", "source": "weft: 1"}),
+    ("run_flow", {"name": "missing"}),
+    ("get_run", {"run_id": "0000dead"}),
+    ("get_run", {"run_id": ["a"]}),
+    ("list_runs", {"status": "sleeping"}),
+    ("cancel_run", {}),
+    ("retry_run", {"run_id": "0000dead"}),
+    ("answer_approval", {"run_id": "x"}),
+    ("no_such_tool", {}),
+]
+
+
+async def hostile(session):
+    for name, arguments in HOSTILE:
+        r = await session.call_tool(name, arguments)
+        check(r.is_error, f"{name} {str(arguments)[:80]} is a tool error", body(r))
+        check(body(r)["error"], f"{name} says why", body(r))
+    tools = await session.list_tools()
+    check(len(tools.tools) == len(TOOLS), "still serving after hostile input")
+
+
+async def main():
+    weft, db, approval_path = sys.argv[1:4]
+    approval_source = open(approval_path).read()
+    params = StdioServerParameters(command=weft, args=["mcp", "--db", db])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            await conversation(session, approval_source)
+            await hostile(session)
+    print("conversation ok")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

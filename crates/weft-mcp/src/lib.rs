@@ -1,0 +1,106 @@
+//! # weft-mcp
+//!
+//! Weft's MCP server (`weft mcp`): the tools a language model needs to author flows —
+//! learn a dialect, validate with located diagnostics and hints, save named versions,
+//! edit by JSON Patch, run, watch and fix — over one [`weft_engine::Engine`].
+//!
+//! It owns the MCP surface only: the tool table ([`tools`]), their arguments, and how a
+//! failure becomes a tool error (`isError`) a model can act on. A run is addressed by its
+//! id and lives in the engine's store, so no run depends on a connection. It must not
+//! depend on the command line, the HTTP server, or any store, model or sandbox adapter.
+
+mod args;
+mod failure;
+mod flows;
+mod format;
+mod runs;
+pub mod tools;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use weft_engine::Engine;
+
+/// How the server behaves beyond its engine.
+#[derive(Debug, Clone, Default)]
+pub struct McpOptions {
+    /// Let `answer_approval` answer approvals. Off by default: a model must not approve
+    /// its own run's pause; a person answers on the page, over the API or with `weft
+    /// approve`.
+    pub allow_approvals: bool,
+    /// Settings stored with each run this server starts (see `RunRecord::settings`).
+    pub run_settings: Option<serde_json::Value>,
+}
+
+/// The MCP server over one engine. Cheap to clone: one per connection.
+#[derive(Clone)]
+pub struct WeftMcp {
+    pub(crate) engine: Engine,
+    pub(crate) options: McpOptions,
+}
+
+impl WeftMcp {
+    /// The server for `engine`.
+    pub fn new(engine: Engine, options: McpOptions) -> WeftMcp {
+        WeftMcp { engine, options }
+    }
+
+    /// Serves one client on standard input and output until it disconnects.
+    pub async fn serve_stdio(self) -> Result<(), McpServeError> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| McpServeError(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| McpServeError(e.to_string()))?;
+        Ok(())
+    }
+}
+
+/// Why serving stopped with an error.
+#[derive(Debug)]
+pub struct McpServeError(pub String);
+
+impl std::fmt::Display for McpServeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the MCP session failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for McpServeError {}
+
+/// What a client is told when it connects.
+const INSTRUCTIONS: &str = "Weft runs AI-agent workflows (flows) written in several dialects. \
+To author one: describe_format (learn a dialect), validate_flow (diagnostics with line:col and \
+hints), save_flow or edit_flow (JSON Patch; every save is a version), then run_flow and get_run \
+(status, output, the failing step and its error, events). Runs are addressed by run_id.";
+
+impl ServerHandler for WeftMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("weft", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        Ok(tools::call(self, &request.name, arguments).await.into())
+    }
+}

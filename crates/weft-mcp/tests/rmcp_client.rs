@@ -1,0 +1,150 @@
+//! The same conversation as the Python SDK's, through rmcp's own client: a server over a
+//! real SQLite file, connected by an in-process pipe.
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use weft_mcp::{McpOptions, WeftMcp};
+
+struct Session {
+    client: RunningService<RoleClient, ()>,
+    _dir: tempfile::TempDir,
+}
+
+async fn session(options: McpOptions) -> Session {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        weft_store::SqliteStore::open(dir.path().join("runs.db"), weft_store::Durability::Process)
+            .unwrap();
+    let engine = weft_engine::Engine::builder(Arc::new(store)).build();
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        let running = WeftMcp::new(engine, options)
+            .serve(server_end)
+            .await
+            .unwrap();
+        let _ = running.waiting().await;
+    });
+    let client = ().serve(client_end).await.unwrap();
+    Session { client, _dir: dir }
+}
+
+impl Session {
+    async fn call(&self, tool: &str, arguments: Value) -> (bool, Value) {
+        let Value::Object(map) = arguments else {
+            panic!("arguments are an object")
+        };
+        let r: CallToolResult = self
+            .client
+            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(map))
+            .await
+            .unwrap();
+        let body = r.structured_content.clone().unwrap_or(Value::Null);
+        (r.is_error.unwrap_or(false), body)
+    }
+}
+
+const FLOW: &str = "weft: 1\nname: double\ninput: {count: 2}\nroot:\n  sequence:\n    - {id: twice, transform: {output: '{{ input.count * 2 }}'}}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_is_saved_patched_run_and_read_back() {
+    let s = session(McpOptions::default()).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, weft_mcp::tools::names());
+
+    let (err, saved) = s
+        .call("save_flow", json!({"name": "double", "source": FLOW}))
+        .await;
+    assert!(!err, "{saved}");
+    assert_eq!(saved["version"], 1);
+    // A patch that breaks the flow is refused with located diagnostics; nothing saved.
+    let (err, refused) = s
+        .call(
+            "edit_flow",
+            json!({"name": "double", "patch": [{"op": "add", "path": "/root/sequence/0/retyr", "value": 3}]}),
+        )
+        .await;
+    assert!(err, "{refused}");
+    let d = &refused["diagnostics"][0];
+    assert_eq!(d["pointer"], "/root/sequence/0/retyr", "{refused}");
+    assert!(d["loc"]["line"].as_u64().is_some(), "{refused}");
+    assert!(d["hint"].as_str().unwrap().contains("retry"), "{refused}");
+    let (_, listed) = s.call("list_flows", json!({})).await;
+    assert_eq!(listed["flows"][0]["version"], 1);
+
+    let (err, edited) = s
+        .call(
+            "edit_flow",
+            json!({"name": "double", "patch": [{"op": "replace", "path": "/input/count", "value": 21}]}),
+        )
+        .await;
+    assert!(!err, "{edited}");
+    assert_eq!(edited["version"], 2);
+    assert!(
+        edited["source"].as_str().unwrap().contains("count: 21"),
+        "{edited}"
+    );
+
+    let (err, run) = s
+        .call("run_flow", json!({"name": "double", "wait_seconds": 30}))
+        .await;
+    assert!(!err, "{run}");
+    assert_eq!(
+        (run["status"].as_str(), &run["output"]),
+        (Some("completed"), &json!(42))
+    );
+    let (_, first) = s
+        .call("get_flow", json!({"name": "double", "version": 1}))
+        .await;
+    assert_eq!(first["source"], FLOW, "every version is kept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_names_its_failing_step_and_approvals_need_the_flag() {
+    let s = session(McpOptions::default()).await;
+    let failing = "weft: 1\nname: bad\nroot:\n  sequence:\n    - {id: ok, transform: {output: 1}}\n    - {id: boom, transform: {output: '{{ input.missing.deeper }}'}}\n";
+    let (_, run) = s
+        .call("run_flow", json!({"source": failing, "wait_seconds": 30}))
+        .await;
+    assert_eq!(run["status"], "failed", "{run}");
+    let (_, got) = s.call("get_run", json!({"run_id": run["run_id"]})).await;
+    assert_eq!(got["failure"]["path"], "root/boom", "{got}");
+    assert_eq!(got["failure"]["input"], json!(1), "{got}");
+    assert!(got["failure"]["error"]["kind"].is_string(), "{got}");
+
+    let gate = "weft: 1\nname: gate\nroot: {id: ask, approval: {prompt: 'ship?'}}\n";
+    let (_, paused) = s
+        .call("run_flow", json!({"source": gate, "wait_seconds": 30}))
+        .await;
+    assert_eq!(paused["status"], "paused", "{paused}");
+    let (err, refused) = s
+        .call(
+            "answer_approval",
+            json!({"run_id": paused["run_id"], "decision": "approve"}),
+        )
+        .await;
+    assert!(
+        err && refused["hint"].as_str().unwrap().contains("weft approve"),
+        "{refused}"
+    );
+
+    let allowed = session(McpOptions {
+        allow_approvals: true,
+        ..McpOptions::default()
+    })
+    .await;
+    let (_, paused) = allowed
+        .call("run_flow", json!({"source": gate, "wait_seconds": 30}))
+        .await;
+    let (err, answered) = allowed
+        .call(
+            "answer_approval",
+            json!({"run_id": paused["run_id"], "decision": "approve", "wait_seconds": 30}),
+        )
+        .await;
+    assert!(!err, "{answered}");
+    assert_eq!(answered["status"], "completed", "{answered}");
+}
