@@ -4,7 +4,8 @@
 //! month's delay never loses an event; deltas are live only.
 
 use crate::driver::EngineError;
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use weft_core::event::Event;
@@ -14,6 +15,8 @@ use weft_core::ports::{EventSink, Store};
 const BATCH: usize = 1024;
 /// Events a live follower may fall behind by before it reads the store instead.
 const LIVE_BUFFER: usize = 4096;
+/// Feeds kept before those nobody follows any more are dropped.
+const FEEDS_BEFORE_PRUNING: usize = 1024;
 /// How often a follower looks at the store for events live publishing cannot bring
 /// (a run driven by another process).
 const POLL: Duration = Duration::from_millis(250);
@@ -26,12 +29,54 @@ enum Message {
     Flush(oneshot::Sender<()>),
 }
 
-/// The writer of every run's events for one engine, and the live feed of them.
+/// The writer of every run's events for one engine, and the live feeds of them.
 pub(crate) struct EventLog {
     store: Arc<dyn Store>,
     /// Started on first use, inside the runtime that drives runs.
     writer: OnceLock<mpsc::UnboundedSender<Message>>,
-    live: broadcast::Sender<Arc<Event>>,
+    live: Arc<Feeds>,
+}
+
+/// One live feed per run that someone follows, so that an event wakes only the
+/// followers of its own run, and publishing for a run nobody follows costs a lookup.
+#[derive(Default)]
+struct Feeds {
+    by_run: Mutex<HashMap<Arc<str>, broadcast::Sender<Arc<Event>>>>,
+}
+
+impl Feeds {
+    fn subscribe(&self, run_id: &str) -> broadcast::Receiver<Arc<Event>> {
+        let Ok(mut feeds) = self.by_run.lock() else {
+            // A poisoned lock: a receiver that never gets anything; the store has all.
+            return broadcast::channel(1).1;
+        };
+        if feeds.len() >= FEEDS_BEFORE_PRUNING {
+            feeds.retain(|_, tx| tx.receiver_count() > 0);
+        }
+        match feeds.get(run_id) {
+            Some(tx) => tx.subscribe(),
+            None => {
+                let (tx, rx) = broadcast::channel(LIVE_BUFFER);
+                feeds.insert(Arc::from(run_id), tx);
+                rx
+            }
+        }
+    }
+
+    fn publish(&self, event: Arc<Event>) {
+        let Ok(mut feeds) = self.by_run.lock() else {
+            return;
+        };
+        let Some(tx) = feeds.get(&event.run_id) else {
+            return;
+        };
+        let last = event.kind.is_final();
+        // Nobody follows any more, or nobody will need more: the feed goes (its
+        // receivers still get what it sent them).
+        if tx.send(event.clone()).is_err() || last {
+            feeds.remove(&event.run_id);
+        }
+    }
 }
 
 impl EventLog {
@@ -39,7 +84,7 @@ impl EventLog {
         EventLog {
             store,
             writer: OnceLock::new(),
-            live: broadcast::channel(LIVE_BUFFER).0,
+            live: Arc::default(),
         }
     }
 
@@ -59,16 +104,17 @@ impl EventLog {
         }
     }
 
-    /// A live receiver of events as they become durable (and of deltas as they happen).
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.live.subscribe()
+    /// A live receiver of run `run_id`'s events as they become durable (and of its
+    /// deltas as they happen).
+    fn subscribe(&self, run_id: &str) -> broadcast::Receiver<Arc<Event>> {
+        self.live.subscribe(run_id)
     }
 }
 
 impl EventSink for EventLog {
     fn emit(&self, event: &Event) {
         if event.kind.is_live_only() {
-            let _ = self.live.send(Arc::new(event.clone()));
+            self.live.publish(Arc::new(event.clone()));
         } else {
             let _ = self.writer().send(Message::Event(event.clone()));
         }
@@ -77,7 +123,7 @@ impl EventSink for EventLog {
 
 async fn write_events(
     store: Arc<dyn Store>,
-    live: broadcast::Sender<Arc<Event>>,
+    live: Arc<Feeds>,
     mut rx: mpsc::UnboundedReceiver<Message>,
 ) {
     let mut events = Vec::new();
@@ -97,7 +143,7 @@ async fn write_events(
         // record the run depends on; the log is what watchers see of it.
         if store.append_events(&events).await.is_ok() {
             for e in events.drain(..) {
-                let _ = live.send(Arc::new(e));
+                live.publish(Arc::new(e));
             }
         }
         events.clear();
@@ -114,9 +160,9 @@ pub(crate) fn follow(
     log: &EventLog,
     run_id: String,
     after: Option<u64>,
-) -> mpsc::Receiver<Result<Event, EngineError>> {
+) -> mpsc::Receiver<Result<Arc<Event>, EngineError>> {
     let (tx, rx) = mpsc::channel(PAGE);
-    let live = log.subscribe();
+    let live = log.subscribe(&run_id);
     tokio::spawn(
         Follower {
             store: log.store.clone(),
@@ -134,7 +180,7 @@ struct Follower {
     run_id: String,
     /// The `seq` of the next stored event to deliver.
     next: u64,
-    tx: mpsc::Sender<Result<Event, EngineError>>,
+    tx: mpsc::Sender<Result<Arc<Event>, EngineError>>,
 }
 
 /// Why following stopped.
@@ -168,11 +214,11 @@ impl Follower {
                     got = live.recv() => match got {
                         Ok(e) if *e.run_id == *self.run_id => {
                             if e.kind.is_live_only() {
-                                if self.tx.send(Ok((*e).clone())).await.is_err() {
+                                if self.tx.send(Ok(e)).await.is_err() {
                                     return Ok(());
                                 }
                             } else if e.seq == self.next {
-                                if let Some(Stopped::Done) = self.deliver((*e).clone()).await {
+                                if let Some(Stopped::Done) = self.deliver(e).await {
                                     return Ok(());
                                 }
                             } else if e.seq > self.next {
@@ -201,7 +247,7 @@ impl Follower {
                 .await?;
             let full = page.len() == PAGE;
             for e in page {
-                if let Some(stopped) = self.deliver(e).await {
+                if let Some(stopped) = self.deliver(Arc::new(e)).await {
                     return Ok(Some(stopped));
                 }
             }
@@ -211,7 +257,7 @@ impl Follower {
         }
     }
 
-    async fn deliver(&mut self, e: Event) -> Option<Stopped> {
+    async fn deliver(&mut self, e: Arc<Event>) -> Option<Stopped> {
         self.next = e.seq + 1;
         let last = e.kind.is_final();
         if self.tx.send(Ok(e)).await.is_err() || last {
@@ -234,5 +280,44 @@ impl Follower {
                 .events(&self.run_id, self.next.checked_sub(1), 1)
                 .await?
                 .is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_core::event::EventKind;
+
+    fn event(run: &str, seq: u64, kind: EventKind) -> Arc<Event> {
+        Arc::new(Event {
+            run_id: Arc::from(run),
+            seq,
+            at_ms: 0,
+            kind,
+        })
+    }
+
+    #[test]
+    fn a_feed_carries_only_its_run_and_goes_when_its_run_ends() {
+        let feeds = Feeds::default();
+        let mut a = feeds.subscribe("a");
+        let mut b = feeds.subscribe("b");
+        feeds.publish(event("a", 0, EventKind::RunCancelled));
+        feeds.publish(event("c", 0, EventKind::RunCancelled));
+        assert_eq!(a.try_recv().unwrap().run_id.as_ref(), "a");
+        assert!(
+            b.try_recv().is_err(),
+            "b's follower is not woken by a's events"
+        );
+        // a's run ended: its feed is gone, and its follower was told before it went.
+        assert_eq!(feeds.by_run.lock().unwrap().len(), 1);
+        assert!(matches!(
+            a.try_recv(),
+            Err(broadcast::error::TryRecvError::Closed)
+        ));
+        // A feed nobody follows any more goes at its next event.
+        drop(b);
+        feeds.publish(event("b", 0, EventKind::RunResumed { journaled: 0 }));
+        assert!(feeds.by_run.lock().unwrap().is_empty());
     }
 }

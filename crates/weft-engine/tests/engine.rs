@@ -983,7 +983,7 @@ async fn a_run_s_events_are_stored_and_followed_from_any_point() {
     {
         let e = follower.recv().await.unwrap().unwrap();
         assert_eq!(e.seq, seen.len() as u64);
-        seen.push(e.kind);
+        seen.push(e.kind.clone());
     }
     let done = second
         .engine
@@ -994,7 +994,7 @@ async fn a_run_s_events_are_stored_and_followed_from_any_point() {
     while let Some(e) = follower.recv().await {
         let e = e.unwrap();
         assert_eq!(e.seq, seen.len() as u64, "{:?}", e.kind);
-        seen.push(e.kind);
+        seen.push(e.kind.clone());
     }
     assert!(
         matches!(seen.last(), Some(EventKind::RunCompleted { .. })),
