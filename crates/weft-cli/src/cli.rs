@@ -161,6 +161,10 @@ pub enum Command {
         /// New runs that may run at once; more wait as `queued` (default: no limit).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         max_runs: Option<u32>,
+        /// Let models answer approvals through the MCP tools at /mcp; by default only
+        /// people do.
+        #[arg(long)]
+        allow_mcp_approvals: bool,
         /// The model for llm blocks that name none (default: $WEFT_MODEL).
         #[arg(long, value_name = "ID", env = "WEFT_MODEL")]
         model: Option<String>,

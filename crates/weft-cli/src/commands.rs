@@ -98,13 +98,19 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             addr,
             token_file,
             max_runs,
+            allow_mcp_approvals,
             model,
             files,
             db,
         } => {
             let run = RunSettings::new(files, model);
-            let max_runs = max_runs.map(|n| n as usize);
-            serve(addr, token_file.as_deref(), max_runs, &db, &run, settings).await
+            let serving = Serving {
+                addr,
+                token_file,
+                max_runs: max_runs.map(|n| n as usize),
+                allow_mcp_approvals,
+            };
+            serve(serving, &db, &run, settings).await
         }
         Command::Mcp {
             allow_mcp_approvals,
@@ -661,16 +667,23 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
     }
 }
 
+/// How `weft serve` was asked to serve.
+struct Serving {
+    addr: std::net::SocketAddr,
+    token_file: Option<PathBuf>,
+    max_runs: Option<usize>,
+    allow_mcp_approvals: bool,
+}
+
 /// `weft serve`: the HTTP API over the same engine `weft run` builds, until Ctrl-C.
 async fn serve(
-    addr: std::net::SocketAddr,
-    token_file: Option<&Path>,
-    max_runs: Option<usize>,
+    serving: Serving,
     db: &DbArgs,
     run: &RunSettings,
     settings: &Settings,
 ) -> Result<u8, Failure> {
-    let token = match token_file {
+    let addr = serving.addr;
+    let token = match serving.token_file.as_deref() {
         Some(path) => Some(
             std::fs::read_to_string(path)
                 .map_err(|e| {
@@ -689,7 +702,8 @@ async fn serve(
     let config = weft_server::ServerConfig {
         token,
         run_settings: Some(run.to_value()),
-        max_runs,
+        max_runs: serving.max_runs,
+        allow_mcp_approvals: serving.allow_mcp_approvals,
         ..weft_server::ServerConfig::new(addr)
     };
     let fail = |e: weft_server::ServerError| Failure::invalid(format!("error: {e}"));

@@ -1,6 +1,7 @@
-//! `weft mcp` with a real MCP client: the official Python SDK (`mcp` on PyPI, installed
-//! by `scripts/setup` into its own virtual environment) holds a model's conversation
-//! with the binary over stdio (`tests/mcp/conversation.py`).
+//! Weft's MCP server with a real MCP client: the official Python SDK (`mcp` on PyPI,
+//! installed by `scripts/setup` into its own virtual environment) holds a model's
+//! conversation (`tests/mcp/conversation.py`) with `weft mcp` over stdio, and with
+//! `/mcp` on a `weft serve` over streamable HTTP.
 
 mod support;
 
@@ -18,21 +19,22 @@ fn mcp_python() -> std::path::PathBuf {
     cache.join("weft/mcp-client/bin/python")
 }
 
-#[test]
-fn a_model_builds_runs_and_inspects_a_flow_through_the_python_sdk() {
+/// Runs the conversation over `transport` (`stdio` or `http`) at `place` with `secret`
+/// (the database, or the bearer token), and checks it ended well.
+fn converse(env: &Env, transport: &str, place: &str, secret: &str) {
     let python = mcp_python();
     assert!(
         python.exists(),
         "{} is missing: run scripts/setup (it installs the MCP client the tests use)",
         python.display()
     );
-    let env = Env::new();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/conversation.py");
     let out = std::process::Command::new(&python)
         .args([
             script,
-            env!("CARGO_BIN_EXE_weft"),
-            env.path("runs.db").to_str().unwrap(),
+            transport,
+            place,
+            secret,
             &support::example("release-approval.yaml"),
         ])
         .current_dir(env.path(""))
@@ -44,6 +46,38 @@ fn a_model_builds_runs_and_inspects_a_flow_through_the_python_sdk() {
     );
     assert!(
         out.status.success() && stdout.contains("conversation ok"),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
+        "{transport}: stdout:\n{stdout}\nstderr:\n{stderr}"
     );
+}
+
+#[test]
+fn a_model_builds_runs_and_inspects_a_flow_over_stdio() {
+    let env = Env::new();
+    let db = env.path("runs.db");
+    converse(
+        &env,
+        "stdio",
+        env!("CARGO_BIN_EXE_weft"),
+        db.to_str().unwrap(),
+    );
+}
+
+#[test]
+fn the_same_conversation_over_http_on_weft_serve() {
+    let env = Env::new();
+    let token = env.write("token", "s3cret-token\n");
+    let mut child = env
+        .cmd()
+        .args(["serve", "--addr", "127.0.0.1:0", "--token-file"])
+        .arg(&token)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let base = support::listening_on(&mut child);
+    converse(&env, "http", &format!("{base}/mcp"), "s3cret-token");
+    // Without the token, /mcp is refused like every other route.
+    assert_eq!(support::post_status(&base, "/mcp"), 401);
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -4,7 +4,6 @@
 use futures::StreamExt;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet};
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,18 +27,7 @@ impl Served {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let base = loop {
-            let line = lines
-                .next()
-                .expect("weft serve ended before listening")
-                .unwrap();
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                break rest.split_whitespace().next().unwrap().to_owned();
-            }
-        };
-        // Keep draining what it says, so it never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
+        let base = support::listening_on(&mut child);
         Served { child, base }
     }
 

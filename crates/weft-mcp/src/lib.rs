@@ -16,6 +16,10 @@ mod format;
 mod runs;
 pub mod tools;
 
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::sync::Arc;
+
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -59,6 +63,27 @@ impl WeftMcp {
             .await
             .map_err(|e| McpServeError(e.to_string()))?;
         Ok(())
+    }
+}
+
+impl WeftMcp {
+    /// The tools over streamable HTTP, for a server to mount (at `/mcp`). Stateless:
+    /// every request stands alone (no session to lose; runs are addressed by id), and a
+    /// plain request gets a plain JSON answer. `allowed_hosts` are the `Host` values it
+    /// answers (empty: any), against DNS rebinding when no token guards the server.
+    pub fn http_service(
+        self,
+        allowed_hosts: Vec<String>,
+    ) -> StreamableHttpService<WeftMcp, NeverSessionManager> {
+        let config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true)
+            .with_allowed_hosts(allowed_hosts);
+        StreamableHttpService::new(
+            move || Ok(self.clone()),
+            Arc::new(NeverSessionManager::default()),
+            config,
+        )
     }
 }
 

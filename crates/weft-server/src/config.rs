@@ -15,6 +15,8 @@ pub struct ServerConfig {
     pub run_settings: Option<serde_json::Value>,
     /// New runs that may run at once; more wait as `queued` (none: no limit).
     pub max_runs: Option<usize>,
+    /// Let models answer approvals through the MCP tools at `/mcp`.
+    pub allow_mcp_approvals: bool,
 }
 
 impl ServerConfig {
@@ -26,7 +28,21 @@ impl ServerConfig {
             max_body_bytes: 4 << 20,
             run_settings: None,
             max_runs: None,
+            allow_mcp_approvals: false,
         }
+    }
+
+    /// The `Host` values `/mcp` answers: without a token only this machine's names
+    /// (a page elsewhere cannot reach a loopback server by renaming itself); with a
+    /// token, any.
+    pub(crate) fn mcp_hosts(&self) -> Vec<String> {
+        if self.token.is_some() {
+            return Vec::new();
+        }
+        ["localhost", "127.0.0.1", "::1"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
     }
 
     /// Refuses to expose an unauthenticated API beyond this machine.

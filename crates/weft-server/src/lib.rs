@@ -8,7 +8,8 @@
 //!
 //! It owns the HTTP surface only: requests become calls on one [`weft_engine::Engine`]
 //! built by the caller (with its models, sandboxes and actions), and every error
-//! becomes a JSON problem object. It must not depend on the command line or on any
+//! becomes a JSON problem object. The MCP tools of `weft-mcp` are served at `/mcp`
+//! (streamable HTTP) over the same engine, behind the same token. It must not depend on the command line or on any
 //! store, model or sandbox adapter.
 
 mod api;
@@ -55,6 +56,14 @@ fn router_with(engine: Engine, config: &ServerConfig, slots: slots::Slots) -> Ro
         live: Arc::default(),
         slots,
     };
+    let mcp = weft_mcp::WeftMcp::new(
+        app.engine.clone(),
+        weft_mcp::McpOptions {
+            allow_approvals: config.allow_mcp_approvals,
+            run_settings: config.run_settings.clone(),
+        },
+    )
+    .http_service(config.mcp_hosts());
     let routes = api::routes();
     let document = Arc::new(api::openapi(&routes));
     let api = api::router(routes)
@@ -62,6 +71,7 @@ fn router_with(engine: Engine, config: &ServerConfig, slots: slots::Slots) -> Ro
             "/v1/openapi.json",
             get(move || async move { axum::Json((*document).clone()) }),
         )
+        .nest_service("/mcp", mcp)
         .fallback(problem::not_found)
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(config.token.clone()),

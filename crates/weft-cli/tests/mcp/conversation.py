@@ -1,6 +1,9 @@
-"""A model's conversation with `weft mcp`, driven by the official Python MCP SDK.
+"""A model's conversation with Weft's MCP server, driven by the official Python MCP SDK.
 
-    python conversation.py WEFT_BINARY DB_PATH APPROVAL_FLOW_PATH
+    python conversation.py stdio WEFT_BINARY DB_PATH APPROVAL_FLOW_PATH
+    python conversation.py http  URL         TOKEN   APPROVAL_FLOW_PATH
+
+over stdio (`weft mcp`, started by the SDK) or streamable HTTP (`/mcp` on `weft serve`).
 
 Builds spec 000's example (an `h` container with a `code` block in a `loop`) from an
 empty document by `edit_flow` patches, fixing a deliberate mistake from the
@@ -11,8 +14,10 @@ import asyncio
 import json
 import sys
 
+import httpx2
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 TOOLS = {
     "describe_format", "validate_flow", "save_flow", "get_flow", "list_flows", "edit_flow",
@@ -141,15 +146,25 @@ async def hostile(session):
     check(len(tools.tools) == len(TOOLS), "still serving after hostile input")
 
 
+async def converse(read, write, approval_source):
+    async with ClientSession(read, write) as session:
+        await session.initialize()
+        await conversation(session, approval_source)
+        await hostile(session)
+
+
 async def main():
-    weft, db, approval_path = sys.argv[1:4]
+    transport, where, secret, approval_path = sys.argv[1:5]
     approval_source = open(approval_path).read()
-    params = StdioServerParameters(command=weft, args=["mcp", "--db", db])
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            await conversation(session, approval_source)
-            await hostile(session)
+    if transport == "stdio":
+        params = StdioServerParameters(command=where, args=["mcp", "--db", secret])
+        async with stdio_client(params) as (read, write):
+            await converse(read, write, approval_source)
+    else:
+        headers = {"Authorization": f"Bearer {secret}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+            async with streamable_http_client(where, http_client=http) as (read, write):
+                await converse(read, write, approval_source)
     print("conversation ok")
 
 

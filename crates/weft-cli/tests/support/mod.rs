@@ -95,3 +95,40 @@ pub fn line_counts(path: &Path) -> BTreeMap<String, usize> {
     }
     seen
 }
+
+/// The base URL a `weft serve` child says it listens on (its stderr must be piped);
+/// what it says afterwards is drained, so it never blocks on a full pipe.
+pub fn listening_on(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let base = loop {
+        let line = lines
+            .next()
+            .expect("weft serve ended before listening")
+            .unwrap();
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    base
+}
+
+/// The status of a bare `POST path` (no token, empty body) to `base`.
+pub fn post_status(base: &str, path: &str) -> u16 {
+    use std::io::{Read, Write};
+    let authority = base.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(authority).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0)
+}
