@@ -100,3 +100,37 @@ pub fn builtins(files: PathBuf) -> Vec<(&'static str, Arc<dyn Native>)> {
         ("time.sleep", Arc::new(Sleep)),
     ]
 }
+
+/// The built-in actions that change the world outside the run.
+pub const WRITING: &[&str] = &["file.write", "file.append", "http.post"];
+
+/// Every built-in action, with those that write ([`WRITING`]) replaced by one that
+/// fails saying so: for a run that must leave no trace (a model testing its flow).
+pub fn without_writes(files: PathBuf) -> Vec<(&'static str, Arc<dyn Native>)> {
+    builtins(files)
+        .into_iter()
+        .map(|(name, action)| {
+            if WRITING.contains(&name) {
+                (name, Arc::new(Denied(name)) as Arc<dyn Native>)
+            } else {
+                (name, action)
+            }
+        })
+        .collect()
+}
+
+/// An action a run may not take.
+struct Denied(&'static str);
+
+#[async_trait]
+impl Native for Denied {
+    async fn call(&self, _: NativeCall) -> Result<NativeOutput, BlockError> {
+        Err(BlockError::new(
+            ErrorKind::Action,
+            format!(
+                "{} is denied in a test run: it would write outside the run",
+                self.0
+            ),
+        ))
+    }
+}

@@ -28,10 +28,23 @@ pub struct ServerArgs {
     pub server: Option<String>,
 }
 
+/// Where the runs a long-lived command starts act: their default model and files
+/// directory (`weft serve`, `weft mcp`).
+#[derive(Args, Debug, Clone)]
+pub struct EffectArgs {
+    /// The model for llm blocks that name none (default: $WEFT_MODEL).
+    #[arg(long, value_name = "ID", env = "WEFT_MODEL")]
+    pub model: Option<String>,
+    /// The only directory file actions may read and write (default: $WEFT_FILES, else
+    /// the current directory).
+    #[arg(long, value_name = "DIR", env = "WEFT_FILES")]
+    pub files: Option<PathBuf>,
+}
+
 /// How a run reports.
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
-    /// Print one JSON object {run_id, status, output, state, error} instead of the output.
+    /// Print one JSON object {run_id, status, output, state, error, usage} instead of the output.
     #[arg(long)]
     pub json: bool,
     /// Write every event as JSON lines to this file.
@@ -165,13 +178,8 @@ pub enum Command {
         /// people do.
         #[arg(long)]
         allow_mcp_approvals: bool,
-        /// The model for llm blocks that name none (default: $WEFT_MODEL).
-        #[arg(long, value_name = "ID", env = "WEFT_MODEL")]
-        model: Option<String>,
-        /// The only directory file actions may read and write (default: $WEFT_FILES,
-        /// else the current directory).
-        #[arg(long, value_name = "DIR", env = "WEFT_FILES")]
-        files: Option<PathBuf>,
+        #[command(flatten)]
+        effects: EffectArgs,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -181,13 +189,8 @@ pub enum Command {
         /// Let models answer approvals (`answer_approval`); by default only people do.
         #[arg(long)]
         allow_mcp_approvals: bool,
-        /// The model for llm blocks that name none (default: $WEFT_MODEL).
-        #[arg(long, value_name = "ID", env = "WEFT_MODEL")]
-        model: Option<String>,
-        /// The only directory file actions may read and write (default: $WEFT_FILES,
-        /// else the current directory).
-        #[arg(long, value_name = "DIR", env = "WEFT_FILES")]
-        files: Option<PathBuf>,
+        #[command(flatten)]
+        effects: EffectArgs,
         #[command(flatten)]
         db: DbArgs,
     },

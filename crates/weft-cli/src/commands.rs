@@ -99,11 +99,10 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             token_file,
             max_runs,
             allow_mcp_approvals,
-            model,
-            files,
+            effects,
             db,
         } => {
-            let run = RunSettings::new(files, model);
+            let run = RunSettings::new(effects.files, effects.model);
             let serving = Serving {
                 addr,
                 token_file,
@@ -114,11 +113,10 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
         }
         Command::Mcp {
             allow_mcp_approvals,
-            model,
-            files,
+            effects,
             db,
         } => {
-            let run = RunSettings::new(files, model);
+            let run = RunSettings::new(effects.files, effects.model);
             mcp(allow_mcp_approvals, &db, &run, settings).await
         }
         Command::SandboxWorker { .. } | Command::ModelWorker { .. } => {
@@ -177,7 +175,7 @@ fn session(
     let progress = (!out.quiet).then(|| Arc::new(Progress::new()));
     let (engine, log) = engine(
         store,
-        settings,
+        &crate::engines::Adapters::new(settings)?,
         out.events.as_deref(),
         progress.clone(),
         view,
@@ -194,41 +192,13 @@ fn session(
 /// The engine the CLI drives runs with; `events` names a file for every event.
 fn engine(
     store: Arc<SqliteStore>,
-    settings: &Settings,
+    adapters: &crate::engines::Adapters,
     events: Option<&Path>,
     progress: Option<Arc<Progress>>,
     view: EventView,
     run: &RunSettings,
 ) -> Result<(Engine, Option<Arc<DialectLog>>), Failure> {
-    let me = settings.program.clone().ok_or_else(|| {
-        Failure::invalid("error: cannot find the weft binary for worker processes")
-    })?;
-    let router = weft_llm::Router::from_env(settings.model_env())
-        .map_err(|e| Failure::invalid(format!("error: {e}")))?;
-    #[cfg(feature = "local")]
-    let router = router.with_provider(
-        "local",
-        crate::local::local_models(me.clone(), settings.models_dir.clone()),
-    );
-    let mut b = Engine::builder(store).models(Arc::new(router));
-    let worker = weft_code::WorkerCommand {
-        program: me,
-        args: vec!["sandbox-worker".into()],
-    };
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    b = b.code_runner(Arc::new(weft_code::Sandboxes::new(worker, workers)));
-    b = b.secrets(settings.secrets.clone());
-    for (name, action) in weft_actions::builtins(run.files.clone()) {
-        b = b.action(name, action);
-    }
-    match &run.model {
-        Some(m) => b = b.default_model(m.clone()),
-        // Without --model or $WEFT_MODEL, blocks that name no model use the local one.
-        #[cfg(feature = "local")]
-        None => b = b.default_model(crate::local::DEFAULT_LOCAL_MODEL.to_owned()),
-        #[cfg(not(feature = "local"))]
-        None => {}
-    }
+    let mut b = adapters.builder(store, run, true);
     if let Some(p) = progress {
         b = b.sink(p);
     }
@@ -350,12 +320,32 @@ async fn run_on_server(
     crate::remote_runs::run(server, flow, input, dialect, out, settings).await
 }
 
-/// One line of `weft runs list`: `summary` as JSON, or `text`.
-pub(crate) fn print_run_line(summary: &Value, json: bool, text: &str) {
-    if json {
-        println!("{summary}");
-    } else {
-        println!("{text}");
+/// One run as `weft runs list` shows it.
+pub(crate) struct RunLine<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) flow: &'a str,
+    pub(crate) status: &'a str,
+    pub(crate) created_ms: i64,
+    pub(crate) updated_ms: i64,
+}
+
+impl RunLine<'_> {
+    /// Prints the run as a JSON line, or as a line of text.
+    pub(crate) fn print(&self, json: bool) {
+        if json {
+            println!(
+                "{}",
+                json!({"run_id": self.id, "flow": self.flow, "status": self.status, "created_ms": self.created_ms, "updated_ms": self.updated_ms})
+            );
+        } else {
+            println!(
+                "{}  {:<9}  {}  {}",
+                self.id,
+                self.status,
+                format_ms(self.created_ms),
+                self.flow
+            );
+        }
     }
 }
 
@@ -367,17 +357,10 @@ pub(crate) fn report(r: &RunResult, as_json: bool, log: Option<&DialectLog>) -> 
             serde_json::to_string_pretty(&shaped).unwrap_or_default()
         );
     } else if as_json {
-        let mut obj = json!({
-            "run_id": r.run_id,
-            "status": r.status.as_str(),
-            "output": r.output,
-            "state": r.state,
-            "error": r.error,
-        });
-        if !r.waiting.is_empty() {
-            obj["waiting"] = Value::Array(r.waiting.clone());
-        }
-        println!("{}", serde_json::to_string_pretty(&obj).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r.to_json()).unwrap_or_default()
+        );
     } else {
         match r.status {
             RunStatus::Completed => {
@@ -576,17 +559,14 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
                 .await
                 .map_err(|e| Failure::invalid(format!("error: {e}")))?;
             for r in list {
-                print_run_line(
-                    &json!({"run_id": r.id, "flow": r.flow_name, "status": r.status.as_str(), "created_ms": r.created_ms, "updated_ms": r.updated_ms}),
-                    json,
-                    &format!(
-                        "{}  {:<9}  {}  {}",
-                        r.id,
-                        r.status.as_str(),
-                        format_ms(r.created_ms),
-                        r.flow_name
-                    ),
-                );
+                RunLine {
+                    id: &r.id,
+                    flow: &r.flow_name,
+                    status: r.status.as_str(),
+                    created_ms: r.created_ms,
+                    updated_ms: r.updated_ms,
+                }
+                .print(json);
             }
             Ok(exit::OK)
         }
@@ -698,12 +678,14 @@ async fn serve(
         None => settings.token.clone(),
     };
     let store = open_store(db, settings)?;
-    let (engine, _) = engine(store, settings, None, None, EventView::default(), run)?;
+    let adapters = crate::engines::Adapters::new(settings)?;
+    let (engine, _) = engine(store, &adapters, None, None, EventView::default(), run)?;
     let config = weft_server::ServerConfig {
         token,
         run_settings: Some(run.to_value()),
         max_runs: serving.max_runs,
         allow_mcp_approvals: serving.allow_mcp_approvals,
+        test_engines: Some(adapters.test_engines(run)),
         ..weft_server::ServerConfig::new(addr)
     };
     let fail = |e: weft_server::ServerError| Failure::invalid(format!("error: {e}"));
@@ -728,10 +710,12 @@ async fn mcp(
     settings: &Settings,
 ) -> Result<u8, Failure> {
     let store = open_store(db, settings)?;
-    let (engine, _) = engine(store, settings, None, None, EventView::default(), run)?;
+    let adapters = crate::engines::Adapters::new(settings)?;
+    let (engine, _) = engine(store, &adapters, None, None, EventView::default(), run)?;
     let options = weft_mcp::McpOptions {
         allow_approvals,
         run_settings: Some(run.to_value()),
+        test_engines: Some(adapters.test_engines(run)),
     };
     weft_mcp::WeftMcp::new(engine, options)
         .serve_stdio()
@@ -740,7 +724,7 @@ async fn mcp(
     Ok(exit::OK)
 }
 
-pub(crate) fn format_ms(ms: i64) -> String {
+fn format_ms(ms: i64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_seconds(t).to_string()
 }

@@ -5,6 +5,7 @@
 
 mod cli;
 mod commands;
+mod engines;
 mod event_file;
 #[cfg(feature = "local")]
 mod local;

@@ -2,12 +2,12 @@
 //! the same output and exit codes, on the runs of a `weft serve`.
 
 use crate::cli::{OutputArgs, RunsCommand};
-use crate::commands::{Failure, format_ms, normalize_answer, print_run_line, report};
+use crate::commands::{Failure, RunLine, normalize_answer, report};
 use crate::event_file::EventFile;
 use crate::progress::Progress;
 use crate::remote::{Remote, RemoteError};
 use crate::settings::Settings;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::Path;
 use weft_core::event::Event;
 use weft_core::ports::EventSink;
@@ -134,24 +134,15 @@ pub(crate) async fn runs(
                 .await
                 .map_err(failed)?;
             for r in listed["runs"].as_array().into_iter().flatten() {
-                let text = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
-                print_run_line(
-                    &json!({
-                        "run_id": r["run_id"],
-                        "flow": r["flow"],
-                        "status": r["status"],
-                        "created_ms": r["created_ms"],
-                        "updated_ms": r["updated_ms"],
-                    }),
-                    json,
-                    &format!(
-                        "{}  {:<9}  {}  {}",
-                        text("run_id"),
-                        text("status"),
-                        format_ms(r["created_ms"].as_i64().unwrap_or(0)),
-                        text("flow")
-                    ),
-                );
+                let text = |k: &str| r[k].as_str().unwrap_or_default();
+                RunLine {
+                    id: text("run_id"),
+                    flow: text("flow"),
+                    status: text("status"),
+                    created_ms: r["created_ms"].as_i64().unwrap_or(0),
+                    updated_ms: r["updated_ms"].as_i64().unwrap_or(0),
+                }
+                .print(json);
             }
             Ok(crate::exit::OK)
         }

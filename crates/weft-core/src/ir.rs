@@ -163,6 +163,26 @@ pub struct Block {
 }
 
 impl Block {
+    /// The blocks this one runs directly (its children and its rescue blocks), to
+    /// change in place.
+    pub fn children_mut(&mut self) -> Vec<&mut Block> {
+        let mut out: Vec<&mut Block> = match &mut self.kind {
+            BlockKind::Sequence(steps) => steps.iter_mut().collect(),
+            BlockKind::Parallel(p) => p.branches.values_mut().collect(),
+            BlockKind::Map(m) => vec![&mut *m.body],
+            BlockKind::Loop(l) => vec![&mut *l.body],
+            BlockKind::Branch(br) => {
+                let mut v: Vec<&mut Block> = br.cases.iter_mut().map(|c| &mut c.then).collect();
+                v.extend(br.otherwise.as_deref_mut());
+                v
+            }
+            BlockKind::Graph(g) => g.nodes.values_mut().collect(),
+            _ => Vec::new(),
+        };
+        out.extend(self.policy.rescue.iter_mut().map(|r| &mut r.then));
+        out
+    }
+
     /// A block of `kind` with default policy and data flow.
     pub fn new(kind: BlockKind) -> Block {
         Block {
@@ -261,16 +281,7 @@ impl BlockKind {
 
     /// Blocks that run no other block: the steps a person reads one by one.
     pub fn is_leaf(&self) -> bool {
-        matches!(
-            self,
-            BlockKind::Llm(_)
-                | BlockKind::Code(_)
-                | BlockKind::Handler(_)
-                | BlockKind::Action(_)
-                | BlockKind::Approval(_)
-                | BlockKind::Passthrough
-                | BlockKind::Transform(_)
-        )
+        self.is_effectful() || matches!(self, BlockKind::Passthrough | BlockKind::Transform(_))
     }
 
     /// Leaves whose result depends on the outside world; only these are journaled.

@@ -88,6 +88,25 @@ pub struct RunResult {
     pub usage: Usage,
 }
 
+impl RunResult {
+    /// The object `weft run --json` prints and the server's and MCP's waits answer:
+    /// `{run_id, status, output, state, error, usage}`, and `waiting` when paused.
+    pub fn to_json(&self) -> Value {
+        let mut v = serde_json::json!({
+            "run_id": self.run_id,
+            "status": self.status.as_str(),
+            "output": self.output,
+            "state": self.state,
+            "error": self.error,
+            "usage": self.usage,
+        });
+        if !self.waiting.is_empty() {
+            v["waiting"] = Value::Array(self.waiting.clone());
+        }
+        v
+    }
+}
+
 /// `null` read as no approvals, as a stored run without any shows them.
 fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
     use serde::Deserialize;

@@ -206,3 +206,21 @@ pub(crate) struct AnswerApproval {
     /// Wait up to this many seconds (at most 300) for the run to end or pause again.
     pub(crate) wait_seconds: Option<f64>,
 }
+
+/// `test_flow`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TestFlow {
+    /// The flow's text: YAML or JSON, any dialect.
+    pub(crate) source: String,
+    /// The dialect, when detection should not decide.
+    pub(crate) dialect: Option<String>,
+    /// The run's input (default: the flow's own).
+    pub(crate) input: Option<Value>,
+    /// What each model call answers, by the `llm` block's id: a string, or JSON for a
+    /// block with an output schema. Blocks not named here ask the offline local model.
+    #[serde(default)]
+    pub(crate) answers: serde_json::Map<String, Value>,
+    /// Wait up to this many seconds (default 60, at most 300).
+    pub(crate) wait_seconds: Option<f64>,
+}

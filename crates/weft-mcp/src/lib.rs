@@ -13,7 +13,9 @@ mod args;
 mod failure;
 mod flows;
 mod format;
+mod resources;
 mod runs;
+mod testing;
 pub mod tools;
 
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -21,15 +23,20 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use weft_engine::Engine;
 
+/// Makes the engine of one `test_flow` run: a fresh in-memory store, and actions that
+/// fail rather than write. The host builds it (this crate knows no adapter).
+pub type TestEngines = Arc<dyn Fn() -> Engine + Send + Sync>;
+
 /// How the server behaves beyond its engine.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct McpOptions {
     /// Let `answer_approval` answer approvals. Off by default: a model must not approve
     /// its own run's pause; a person answers on the page, over the API or with `weft
@@ -37,6 +44,8 @@ pub struct McpOptions {
     pub allow_approvals: bool,
     /// Settings stored with each run this server starts (see `RunRecord::settings`).
     pub run_settings: Option<serde_json::Value>,
+    /// Engines for `test_flow`; without them the tool says it is not offered here.
+    pub test_engines: Option<TestEngines>,
 }
 
 /// The MCP server over one engine. Cheap to clone: one per connection.
@@ -102,14 +111,20 @@ impl std::error::Error for McpServeError {}
 /// What a client is told when it connects.
 const INSTRUCTIONS: &str = "Weft runs AI-agent workflows (flows) written in several dialects. \
 To author one: describe_format (learn a dialect), validate_flow (diagnostics with line:col and \
-hints), save_flow or edit_flow (JSON Patch; every save is a version), then run_flow and get_run \
-(status, output, the failing step and its error, events). Runs are addressed by run_id.";
+hints), save_flow or edit_flow (JSON Patch; every save is a version), test_flow (a run with no \
+side effects, model calls answered by you), then run_flow and get_run (status, output, the \
+failing step and its error, events). Runs are addressed by run_id.";
 
 impl ServerHandler for WeftMcp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("weft", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("weft", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -118,6 +133,34 @@ impl ServerHandler for WeftMcp {
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(tools::list()))
+    }
+
+    async fn list_resources(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(
+            resources::list(self).await?,
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            resources::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        Ok(resources::read(self, &request.uri).await?.into())
     }
 
     async fn call_tool(

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use weft_core::ports::{RunQuery, RunRecord, RunStatus};
 use weft_engine::inspect::{StepDetail, StepStatus};
-use weft_engine::{RunHandle, RunOptions, RunResult};
+use weft_engine::{RunHandle, RunOptions};
 
 /// Events one `get_run` returns at most; `next_after` pages on.
 const EVENTS_PER_CALL: usize = 200;
@@ -56,7 +56,7 @@ async fn answer_when_done(
         && let Ok(joined) = tokio::time::timeout(wait, handle).await
     {
         let result = joined.map_err(|e| Failure::new(format!("the run's task stopped: {e}")))??;
-        return Ok(result_json(&result));
+        return Ok(result.to_json());
     }
     let status = match mcp.engine.store().get_run(&run_id).await? {
         Some(r) => r.status.as_str(),
@@ -67,20 +67,6 @@ async fn answer_when_done(
         "status": status,
         "hint": "get_run {run_id} shows where it stands and its events",
     }))
-}
-
-fn result_json(r: &RunResult) -> Value {
-    let mut v = json!({
-        "run_id": r.run_id,
-        "status": r.status.as_str(),
-        "output": r.output,
-        "error": r.error,
-        "usage": r.usage,
-    });
-    if !r.waiting.is_empty() {
-        v["waiting"] = Value::Array(r.waiting.clone());
-    }
-    v
 }
 
 pub(crate) async fn get(mcp: &WeftMcp, a: GetRun) -> Result<Value, Failure> {

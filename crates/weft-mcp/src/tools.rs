@@ -52,6 +52,11 @@ const TOOLS: &[Spec] = &[
         schema: schema_of::<EditFlow>,
     },
     Spec {
+        name: "test_flow",
+        description: "Run a flow's text with no side effects: an in-memory store, each llm block answered from `answers` (by block id) or by the offline local model, actions that write denied. Returns the result, each step's input and output, and which blocks asked the local model.",
+        schema: schema_of::<TestFlow>,
+    },
+    Spec {
         name: "run_flow",
         description: "Run a saved flow (`name`) or a flow's text (`source`) with `input`. Returns {run_id, status} at once, or the result if the run ends or pauses within `wait_seconds`.",
         schema: schema_of::<RunFlow>,
@@ -125,6 +130,7 @@ async fn dispatch(mcp: &WeftMcp, name: &str, a: Map<String, Value>) -> Result<Va
             crate::flows::list(mcp).await
         }
         "edit_flow" => crate::flows::edit(mcp, args::read(name, a)?).await,
+        "test_flow" => crate::testing::test(mcp, args::read(name, a)?).await,
         "run_flow" => crate::runs::run(mcp, args::read(name, a)?).await,
         "get_run" => crate::runs::get(mcp, args::read(name, a)?).await,
         "list_runs" => crate::runs::list(mcp, args::read(name, a)?).await,

@@ -19,6 +19,16 @@ async fn session(options: McpOptions) -> Session {
         weft_store::SqliteStore::open(dir.path().join("runs.db"), weft_store::Durability::Process)
             .unwrap();
     let engine = weft_engine::Engine::builder(Arc::new(store)).build();
+    // Test runs: a memory store and no actions at all; every llm block here is answered.
+    let test_engines: weft_mcp::TestEngines = Arc::new(|| {
+        weft_engine::Engine::builder(Arc::new(weft_store::MemoryStore::new()))
+            .models(Arc::new(weft_llm::Router::new()))
+            .build()
+    });
+    let options = McpOptions {
+        test_engines: Some(test_engines),
+        ..options
+    };
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
         let running = WeftMcp::new(engine, options)
@@ -147,4 +157,87 @@ async fn a_failed_run_names_its_failing_step_and_approvals_need_the_flag() {
         .await;
     assert!(!err, "{answered}");
     assert_eq!(answered["status"], "completed", "{answered}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_flow_answers_model_calls_from_the_answers_and_keeps_no_run() {
+    let s = session(McpOptions::default()).await;
+    let flow = "weft: 1\nname: t\nroot:\n  sequence:\n    - {id: pick, llm: {model: openai/gpt-4o, prompt: 'pick', output_schema: {type: object, properties: {label: {type: string}}, required: [label]}}}\n    - {id: shape, transform: {output: '{{ input.label }}!'}}\n";
+    let (err, tested) = s
+        .call(
+            "test_flow",
+            json!({"source": flow, "answers": {"pick": {"label": "billing"}}}),
+        )
+        .await;
+    assert!(!err, "{tested}");
+    assert_eq!(tested["output"], "billing!", "{tested}");
+    assert_eq!(tested["answered_blocks"], json!(["pick"]));
+    assert_eq!(
+        tested["steps"][1]["output"],
+        json!({"label": "billing"}),
+        "{tested}"
+    );
+    let (_, runs) = s.call("list_runs", json!({})).await;
+    assert_eq!(
+        runs["runs"],
+        json!([]),
+        "a test run stays out of the database"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_hold_dialect_references_saved_flows_and_runs() {
+    use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+    let s = session(McpOptions::default()).await;
+    s.call("save_flow", json!({"name": "double", "source": FLOW}))
+        .await;
+    let (_, run) = s
+        .call("run_flow", json!({"name": "double", "wait_seconds": 30}))
+        .await;
+    let listed = s.client.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = listed.iter().map(|r| r.uri.as_str()).collect();
+    for expected in [
+        "weft://dialects/blocks/reference",
+        "weft://dialects/native/schema",
+        "weft://flows/double",
+    ] {
+        assert!(uris.contains(&expected), "{expected} not in {uris:?}");
+    }
+    let run_uri = format!("weft://runs/{}", run["run_id"].as_str().unwrap());
+    assert!(uris.contains(&run_uri.as_str()), "{uris:?}");
+    let templates = s.client.list_all_resource_templates().await.unwrap();
+    assert_eq!(templates.len(), 3);
+
+    let read = |uri: String| {
+        let client = &s.client;
+        async move {
+            let r = client
+                .read_resource(ReadResourceRequestParams::new(uri))
+                .await
+                .unwrap();
+            match &r.contents[0] {
+                ResourceContents::TextResourceContents { text, .. } => text.clone(),
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    assert_eq!(read("weft://flows/double".into()).await, FLOW);
+    assert_eq!(read("weft://flows/double/versions/1".into()).await, FLOW);
+    assert!(
+        read("weft://dialects/blocks/reference".into())
+            .await
+            .contains("loop")
+    );
+    let schema: Value =
+        serde_json::from_str(&read("weft://dialects/native/schema".into()).await).unwrap();
+    assert!(schema.is_object());
+    let shown: Value = serde_json::from_str(&read(run_uri).await).unwrap();
+    assert_eq!(shown["status"], "completed");
+    let missing = s
+        .client
+        .read_resource(ReadResourceRequestParams::new("weft://flows/none"))
+        .await;
+    assert!(missing.is_err(), "an unknown resource is an error");
+    // The server keeps serving after it.
+    assert!(s.client.list_all_tools().await.is_ok());
 }

@@ -177,6 +177,26 @@ async fn subscribe(
     got
 }
 
+/// `n` subscribers of run `id`, each caught up on its pause.
+async fn caught_up(
+    client: &reqwest::Client,
+    base: &str,
+    id: &str,
+    n: usize,
+) -> Vec<tokio::task::JoinHandle<Received>> {
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::unbounded_channel();
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let url = format!("{base}/v1/runs/{id}/events");
+            tokio::spawn(subscribe(client.clone(), url, ready_tx.clone()))
+        })
+        .collect();
+    for _ in 0..n {
+        ready_rx.recv().await.unwrap();
+    }
+    tasks
+}
+
 /// One gated run watched by `subscribers`: each is caught up on the paused run, then
 /// the run is approved. Returns each subscriber's delay from sending the approval to
 /// receiving its event, whether every stream was whole, and how long until the last
@@ -194,16 +214,7 @@ async fn watched_run(
     .await;
     assert_eq!(run["status"], "paused", "{run}");
     let id = run["run_id"].as_str().unwrap().to_owned();
-    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::unbounded_channel();
-    let tasks: Vec<_> = (0..subscribers)
-        .map(|_| {
-            let url = format!("{base}/v1/runs/{id}/events");
-            tokio::spawn(subscribe(client.clone(), url, ready_tx.clone()))
-        })
-        .collect();
-    for _ in 0..subscribers {
-        ready_rx.recv().await.unwrap();
-    }
+    let tasks = caught_up(client, base, &id, subscribers).await;
     let sent = Instant::now();
     let (status, answer) = post(
         client,
@@ -284,16 +295,7 @@ async fn idle(args: &Args) -> Value {
     .await;
     let id = run["run_id"].as_str().unwrap().to_owned();
     let before = rss_kib(&pid);
-    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::unbounded_channel();
-    let tasks: Vec<_> = (0..subscribers)
-        .map(|_| {
-            let url = format!("{base}/v1/runs/{id}/events");
-            tokio::spawn(subscribe(client.clone(), url, ready_tx.clone()))
-        })
-        .collect();
-    for _ in 0..subscribers {
-        ready_rx.recv().await.unwrap();
-    }
+    let tasks = caught_up(&client, &base, &id, subscribers).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = rss_kib(&pid);
     let sent = Instant::now();

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 
 /// A server's settings, resolved by the caller (flags, environment) before it starts.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServerConfig {
     /// Where to listen.
     pub addr: SocketAddr,
@@ -17,6 +17,8 @@ pub struct ServerConfig {
     pub max_runs: Option<usize>,
     /// Let models answer approvals through the MCP tools at `/mcp`.
     pub allow_mcp_approvals: bool,
+    /// Engines for the MCP tool `test_flow` (none: the tool is not offered).
+    pub test_engines: Option<weft_mcp::TestEngines>,
 }
 
 impl ServerConfig {
@@ -29,6 +31,7 @@ impl ServerConfig {
             run_settings: None,
             max_runs: None,
             allow_mcp_approvals: false,
+            test_engines: None,
         }
     }
 

@@ -61,6 +61,7 @@ fn router_with(engine: Engine, config: &ServerConfig, slots: slots::Slots) -> Ro
         weft_mcp::McpOptions {
             allow_approvals: config.allow_mcp_approvals,
             run_settings: config.run_settings.clone(),
+            test_engines: config.test_engines.clone(),
         },
     )
     .http_service(config.mcp_hosts());

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 use weft_core::ports::{Cursor, RunQuery, RunRecord, RunStatus, StoreError};
-use weft_engine::{Engine, EngineError, RunHandle, RunOptions, RunResult};
+use weft_engine::{Engine, EngineError, RunHandle, RunOptions};
 
 /// The longest `?wait=` honoured, in seconds.
 const MAX_WAIT_S: f64 = 300.0;
@@ -138,7 +138,7 @@ async fn answer_when_done(
         return Ok(accepted());
     };
     match tokio::time::timeout(wait, run).await {
-        Ok(Ok(Ok(result))) => Ok((StatusCode::OK, Json(result_json(&result)))),
+        Ok(Ok(Ok(result))) => Ok((StatusCode::OK, Json(result.to_json()))),
         Ok(Ok(Err(e))) => Err(e.into()),
         Ok(Err(join)) => Err(
             Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "run aborted")
@@ -211,22 +211,6 @@ mod idempotency {
         }
         Ok(Some((StatusCode::OK, Json(shown))))
     }
-}
-
-/// The object `weft run --json` prints.
-fn result_json(r: &RunResult) -> Value {
-    let mut v = json!({
-        "run_id": r.run_id,
-        "status": r.status.as_str(),
-        "output": r.output,
-        "state": r.state,
-        "error": r.error,
-        "usage": r.usage,
-    });
-    if !r.waiting.is_empty() {
-        v["waiting"] = Value::Array(r.waiting.clone());
-    }
-    v
 }
 
 /// `GET /v1/runs?status=&limit=&cursor=`.

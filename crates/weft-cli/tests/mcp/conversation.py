@@ -21,8 +21,19 @@ from mcp.client.streamable_http import streamable_http_client
 
 TOOLS = {
     "describe_format", "validate_flow", "save_flow", "get_flow", "list_flows", "edit_flow",
-    "run_flow", "get_run", "list_runs", "cancel_run", "retry_run", "answer_approval",
+    "test_flow", "run_flow", "get_run", "list_runs", "cancel_run", "retry_run", "answer_approval",
 }
+
+# Two model calls and a file write: test_flow answers the first, asks the local model
+# for the second, and denies the write.
+TESTED = """weft: 1
+name: tested
+root:
+  sequence:
+    - {id: classify, llm: {model: openai/gpt-4o, prompt: "Classify: {{ input.text }}"}}
+    - {id: reword, llm: {prompt: "Say in two words: {{ input }}"}}
+    - {id: save, action: {uses: file.write, with: {path: out.txt, content: "{{ input }}"}}}
+"""
 
 
 def body(result):
@@ -97,6 +108,25 @@ async def conversation(session, approval_source):
     after = body(await session.call_tool("get_run", {"run_id": run["run_id"], "after_event": got["next_after"]}))
     check(after["events"] == [], "no events after the last", after)
 
+    tested = body(await session.call_tool("test_flow", {
+        "source": TESTED, "input": {"text": "my card was charged twice"},
+        "answers": {"classify": "billing"}, "wait_seconds": 120,
+    }))
+    check(tested["status"] == "failed", "the test run stops at the denied write", tested)
+    check("denied in a test run" in json.dumps(tested["error"]), "the write is denied", tested)
+    steps = {s["path"]: s for s in tested["steps"]}
+    check(steps["root/classify"]["output"] == "billing", "the answered block", steps)
+    check(steps["root/reword"]["status"] == "completed", "the local model answered", steps)
+    check(tested["answered_blocks"] == ["classify"] and tested["local_model_blocks"] == ["reword"], "who answered", tested)
+    runs = body(await session.call_tool("list_runs", {}))
+    check(all(r["flow"] != "tested" for r in runs["runs"]), "a test run is not stored", runs)
+
+    resources = await session.list_resources()
+    uris = {str(r.uri) for r in resources.resources}
+    check({"weft://dialects/blocks/reference", "weft://flows/people", f"weft://runs/{run['run_id']}"} <= uris, "resources", sorted(uris))
+    saved = await session.read_resource("weft://flows/people")
+    check("arrayField: people" in saved.contents[0].text, "a saved flow as a resource", saved.contents[0].text)
+
     paused = body(await session.call_tool("run_flow", {"source": approval_source, "wait_seconds": 30}))
     check(paused["status"] == "paused", "the approval flow pauses", paused)
     seen = body(await session.call_tool("get_run", {"run_id": paused["run_id"]}))
@@ -124,6 +154,8 @@ HOSTILE = [
     ("list_flows", {"unexpected": 1}),
     ("edit_flow", {"name": "people", "patch": "not a list"}),
     ("edit_flow", {"name": "people", "patch": [{"op": "explode", "path": "/"}]}),
+    ("test_flow", {}),
+    ("test_flow", {"source": "weft: 1\nname: t\nroot: {passthrough: {}}\n", "answers": {"nobody": "x"}}),
     ("run_flow", {}),
     ("run_flow", {"name": "people", "source": "weft: 1"}),
     ("run_flow", {"name": "missing"}),
