@@ -81,3 +81,52 @@ fn the_same_conversation_over_http_on_weft_serve() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Lines that are not JSON-RPC, on the raw stdio stream: each gets a protocol error or
+/// is ignored, and the server answers the next good request.
+#[test]
+fn garbage_on_stdin_does_not_stop_the_server() {
+    use std::io::{BufRead, BufReader, Write};
+    let env = Env::new();
+    let mut child = env
+        .cmd()
+        .args(["mcp", "--db"])
+        .arg(env.path("runs.db"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    for line in [
+        "this is not json",
+        "{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": ",
+        "[1, 2, 3]",
+        init,
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut answered = false;
+    for _ in 0..10 {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if v["id"] == 1 {
+            assert_eq!(v["result"]["serverInfo"]["name"], "weft", "{v}");
+            answered = true;
+            break;
+        }
+    }
+    assert!(answered, "the initialize after the garbage was answered");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "a closed stdin ends the server cleanly: {status}"
+    );
+}

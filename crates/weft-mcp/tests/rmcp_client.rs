@@ -241,3 +241,109 @@ async fn resources_hold_dialect_references_saved_flows_and_runs() {
     // The server keeps serving after it.
     assert!(s.client.list_all_tools().await.is_ok());
 }
+
+/// The Python SDK's conversation (tests/mcp/conversation.py in weft-cli), through rmcp:
+/// spec 000's `h` container with a `code` block in a `loop`, built from an empty
+/// document by patches, a deliberate mistake fixed from the diagnostics, then run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_000_s_example_is_built_by_patches_fixed_and_run() {
+    let s = session(McpOptions::default()).await;
+    let info = s.client.peer_info().unwrap();
+    eprintln!("rmcp negotiated {:?}", info.protocol_version);
+    assert_eq!(info.server_info.as_ref().unwrap().name, "weft");
+    let patch = |code_type: &str| {
+        json!([
+            {"op": "add", "path": "/name", "value": "people"},
+            {"op": "add", "path": "/root", "value": {"type": "h", "children": []}},
+            {"op": "add", "path": "/root/children/-", "value": {
+                "type": "loop", "arrayField": "people", "children": [{
+                    "step_id": "describe", "type": code_type,
+                    "input_schema": {"fields": [{"name": "people", "type": "object"}]},
+                    "code": "return {'full_name': people['first'] + ' ' + people['last']}",
+                }],
+            }},
+        ])
+    };
+    let (err, wrong) = s
+        .call(
+            "edit_flow",
+            json!({"name": "people", "dialect": "blocks", "patch": patch("cod")}),
+        )
+        .await;
+    assert!(err, "{wrong}");
+    let d = &wrong["diagnostics"][0];
+    assert_eq!(d["pointer"], "/root/children/0/children/0/type", "{wrong}");
+    assert!(d["hint"].as_str().unwrap().contains("`code`"), "{wrong}");
+    let (err, fixed) = s
+        .call(
+            "edit_flow",
+            json!({"name": "people", "dialect": "blocks", "patch": patch("code")}),
+        )
+        .await;
+    assert!(!err, "{fixed}");
+    assert_eq!(fixed["version"], 1);
+    assert_eq!(fixed["dialect"], "blocks");
+    let people = json!({"people": [{"first": "Ada", "last": "Lovelace"}, {"first": "Alan", "last": "Turing"}]});
+    let (err, run) = s
+        .call(
+            "run_flow",
+            json!({"name": "people", "input": people, "wait_seconds": 60}),
+        )
+        .await;
+    assert!(!err, "{run}");
+    let (_, got) = s.call("get_run", json!({"run_id": run["run_id"]})).await;
+    eprintln!("{got}");
+    // This in-process engine has no Python sandbox (the binary's test runs the code):
+    // the run fails at the code block, and get_run says where and why.
+    assert_eq!(run["status"], "failed", "{run}");
+    assert_eq!(got["failure"]["path"], "root/0/1/[0]/describe", "{got}");
+    assert_eq!(got["failure"]["error"]["kind"], "config", "{got}");
+    assert_eq!(
+        got["failure"]["input"],
+        json!({"people": {"first": "Ada", "last": "Lovelace"}}),
+        "{got}"
+    );
+}
+
+/// A client of the current protocol revision (2026-07-28) is served as well as one of
+/// the revision before it, which the other tests negotiate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_of_the_current_revision_is_served() {
+    use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        weft_store::SqliteStore::open(dir.path().join("runs.db"), weft_store::Durability::Process)
+            .unwrap();
+    let engine = weft_engine::Engine::builder(Arc::new(store)).build();
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        let running = WeftMcp::new(engine, McpOptions::default())
+            .serve(server_end)
+            .await
+            .unwrap();
+        let _ = running.waiting().await;
+    });
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    // 2026-07-28 has no initialize handshake: the client discovers the server.
+    let config = ClientConfig::new(ClientCapabilities::default(), Implementation::new("t", "1"));
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let client = config
+        .serve_with_lifecycle(client_end, lifecycle)
+        .await
+        .unwrap();
+    assert_eq!(
+        client.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2026_07_28
+    );
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), weft_mcp::tools::names().len());
+    let mut args = serde_json::Map::new();
+    args.insert("source".into(), json!(FLOW));
+    let r = client
+        .call_tool(CallToolRequestParams::new("validate_flow").with_arguments(args))
+        .await
+        .unwrap();
+    assert_eq!(r.structured_content.unwrap()["valid"], true);
+}

@@ -169,11 +169,37 @@ HOSTILE = [
 ]
 
 
+WRONG_TYPE = {"string": 7, "integer": "seven", "number": "seven", "boolean": "yes", "array": "x", "object": "x"}
+OVERSIZED = "x" * (2 << 20)
+
+
+def generated(tools):
+    """For every tool, from its own input schema: no arguments (when some are
+    required), each argument wrongly typed, and each text argument 2 MiB long."""
+    cases = []
+    for t in tools:
+        schema = t.input_schema
+        props = schema.get("properties", {})
+        if schema.get("required"):
+            cases.append((t.name, {}))
+        for prop, spec in props.items():
+            kinds = spec.get("type", "object")
+            kind = kinds[0] if isinstance(kinds, list) else kinds
+            if kind in WRONG_TYPE:
+                cases.append((t.name, {prop: WRONG_TYPE[kind]}))
+            if kind == "string":
+                cases.append((t.name, {prop: OVERSIZED}))
+    return cases
+
+
 async def hostile(session):
-    for name, arguments in HOSTILE:
+    tools = (await session.list_tools()).tools
+    cases = HOSTILE + generated(tools)
+    for name, arguments in cases:
         r = await session.call_tool(name, arguments)
         check(r.is_error, f"{name} {str(arguments)[:80]} is a tool error", body(r))
         check(body(r)["error"], f"{name} says why", body(r))
+    check(len(cases) > 60, "the hostile table covers every tool", len(cases))
     tools = await session.list_tools()
     check(len(tools.tools) == len(TOOLS), "still serving after hostile input")
 
