@@ -190,6 +190,43 @@ async fn with_a_token_every_route_but_healthz_demands_it() {
         .await
         .unwrap();
     assert_eq!(right.status(), 200);
+    // With a token, any name reaches it (the token is the guard).
+    let renamed = s
+        .client
+        .get(format!("{}/v1/runs", s.base))
+        .header("Host", "weft.example:8080")
+        .bearer_auth("s3cret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(renamed.status(), 200);
+}
+
+/// Without a token, a request that names another host (a page that pointed its own name
+/// at 127.0.0.1) is refused on every route, `/mcp` included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_token_only_this_machine_s_names_are_answered() {
+    let s = server(None).await;
+    for path in ["/v1/runs", "/mcp", "/metrics"] {
+        let r = s
+            .client
+            .get(format!("{}{path}", s.base))
+            .header("Host", "evil.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403, "{path}");
+        let p: Value = r.json().await.unwrap();
+        assert_eq!(p["title"], "forbidden host", "{path}");
+    }
+    let local = s
+        .client
+        .get(format!("{}/v1/runs", s.base))
+        .header("Host", "localhost:1234")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(local.status(), 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
