@@ -283,3 +283,66 @@ impl EventKind {
         )
     }
 }
+
+/// An event as many followers receive it: shared, and written as JSON at most once
+/// however many of them send it on.
+#[derive(Debug)]
+pub struct SharedEvent {
+    event: Event,
+    written: std::sync::OnceLock<(String, String)>,
+}
+
+impl SharedEvent {
+    /// Shares `event`.
+    pub fn new(event: Event) -> SharedEvent {
+        SharedEvent {
+            event,
+            written: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The event as JSON, as `weft run --events` writes it.
+    pub fn json(&self) -> &str {
+        &self.written().0
+    }
+
+    /// Its type as the JSON names it (`step_completed`, ...).
+    pub fn type_name(&self) -> &str {
+        &self.written().1
+    }
+
+    fn written(&self) -> &(String, String) {
+        self.written.get_or_init(|| {
+            let value = serde_json::to_value(&self.event).unwrap_or(serde_json::Value::Null);
+            let kind = value["type"].as_str().unwrap_or("event").to_owned();
+            (value.to_string(), kind)
+        })
+    }
+}
+
+impl std::ops::Deref for SharedEvent {
+    type Target = Event;
+    fn deref(&self) -> &Event {
+        &self.event
+    }
+}
+
+#[cfg(test)]
+mod shared_tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_event_is_written_once_as_its_own_json() {
+        let e = Event {
+            run_id: Arc::from("r"),
+            seq: 3,
+            at_ms: 9,
+            kind: EventKind::RunCancelled,
+        };
+        let shared = SharedEvent::new(e.clone());
+        assert_eq!(shared.type_name(), "run_cancelled");
+        assert_eq!(shared.json(), serde_json::to_string(&e).unwrap());
+        assert!(std::ptr::eq(shared.json(), shared.json()), "written once");
+        assert_eq!(shared.seq, 3);
+    }
+}

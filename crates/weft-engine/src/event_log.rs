@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
-use weft_core::event::Event;
+use weft_core::event::{Event, SharedEvent};
 use weft_core::ports::{EventSink, Store};
 
 /// Events written to the store together at most.
@@ -41,11 +41,11 @@ pub(crate) struct EventLog {
 /// followers of its own run, and publishing for a run nobody follows costs a lookup.
 #[derive(Default)]
 struct Feeds {
-    by_run: Mutex<HashMap<Arc<str>, broadcast::Sender<Arc<Event>>>>,
+    by_run: Mutex<HashMap<Arc<str>, broadcast::Sender<Arc<SharedEvent>>>>,
 }
 
 impl Feeds {
-    fn subscribe(&self, run_id: &str) -> broadcast::Receiver<Arc<Event>> {
+    fn subscribe(&self, run_id: &str) -> broadcast::Receiver<Arc<SharedEvent>> {
         let Ok(mut feeds) = self.by_run.lock() else {
             // A poisoned lock: a receiver that never gets anything; the store has all.
             return broadcast::channel(1).1;
@@ -63,7 +63,7 @@ impl Feeds {
         }
     }
 
-    fn publish(&self, event: Arc<Event>) {
+    fn publish(&self, event: Arc<SharedEvent>) {
         let Ok(mut feeds) = self.by_run.lock() else {
             return;
         };
@@ -106,7 +106,7 @@ impl EventLog {
 
     /// A live receiver of run `run_id`'s events as they become durable (and of its
     /// deltas as they happen).
-    fn subscribe(&self, run_id: &str) -> broadcast::Receiver<Arc<Event>> {
+    fn subscribe(&self, run_id: &str) -> broadcast::Receiver<Arc<SharedEvent>> {
         self.live.subscribe(run_id)
     }
 }
@@ -114,7 +114,7 @@ impl EventLog {
 impl EventSink for EventLog {
     fn emit(&self, event: &Event) {
         if event.kind.is_live_only() {
-            self.live.publish(Arc::new(event.clone()));
+            self.live.publish(Arc::new(SharedEvent::new(event.clone())));
         } else {
             let _ = self.writer().send(Message::Event(event.clone()));
         }
@@ -143,7 +143,7 @@ async fn write_events(
         // record the run depends on; the log is what watchers see of it.
         if store.append_events(&events).await.is_ok() {
             for e in events.drain(..) {
-                live.publish(Arc::new(e));
+                live.publish(Arc::new(SharedEvent::new(e)));
             }
         }
         events.clear();
@@ -160,7 +160,7 @@ pub(crate) fn follow(
     log: &EventLog,
     run_id: String,
     after: Option<u64>,
-) -> mpsc::Receiver<Result<Arc<Event>, EngineError>> {
+) -> mpsc::Receiver<Result<Arc<SharedEvent>, EngineError>> {
     let (tx, rx) = mpsc::channel(PAGE);
     let live = log.subscribe(&run_id);
     tokio::spawn(
@@ -180,7 +180,7 @@ struct Follower {
     run_id: String,
     /// The `seq` of the next stored event to deliver.
     next: u64,
-    tx: mpsc::Sender<Result<Arc<Event>, EngineError>>,
+    tx: mpsc::Sender<Result<Arc<SharedEvent>, EngineError>>,
 }
 
 /// Why following stopped.
@@ -190,7 +190,7 @@ enum Stopped {
 }
 
 impl Follower {
-    async fn run(mut self, mut live: broadcast::Receiver<Arc<Event>>) {
+    async fn run(mut self, mut live: broadcast::Receiver<Arc<SharedEvent>>) {
         if let Err(e) = self.follow(&mut live).await {
             let _ = self.tx.send(Err(e)).await;
         }
@@ -198,7 +198,7 @@ impl Follower {
 
     async fn follow(
         &mut self,
-        live: &mut broadcast::Receiver<Arc<Event>>,
+        live: &mut broadcast::Receiver<Arc<SharedEvent>>,
     ) -> Result<(), EngineError> {
         loop {
             if let Some(Stopped::Done) = self.catch_up().await? {
@@ -247,7 +247,7 @@ impl Follower {
                 .await?;
             let full = page.len() == PAGE;
             for e in page {
-                if let Some(stopped) = self.deliver(Arc::new(e)).await {
+                if let Some(stopped) = self.deliver(Arc::new(SharedEvent::new(e))).await {
                     return Ok(Some(stopped));
                 }
             }
@@ -257,7 +257,7 @@ impl Follower {
         }
     }
 
-    async fn deliver(&mut self, e: Arc<Event>) -> Option<Stopped> {
+    async fn deliver(&mut self, e: Arc<SharedEvent>) -> Option<Stopped> {
         self.next = e.seq + 1;
         let last = e.kind.is_final();
         if self.tx.send(Ok(e)).await.is_err() || last {
@@ -288,13 +288,13 @@ mod tests {
     use super::*;
     use weft_core::event::EventKind;
 
-    fn event(run: &str, seq: u64, kind: EventKind) -> Arc<Event> {
-        Arc::new(Event {
+    fn event(run: &str, seq: u64, kind: EventKind) -> Arc<SharedEvent> {
+        Arc::new(SharedEvent::new(Event {
             run_id: Arc::from(run),
             seq,
             at_ms: 0,
             kind,
-        })
+        }))
     }
 
     #[test]

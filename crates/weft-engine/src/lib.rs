@@ -163,7 +163,7 @@ impl Engine {
         &self,
         run_id: &str,
         after: Option<u64>,
-    ) -> tokio::sync::mpsc::Receiver<Result<Arc<weft_core::event::Event>, EngineError>> {
+    ) -> tokio::sync::mpsc::Receiver<Result<Arc<weft_core::event::SharedEvent>, EngineError>> {
         event_log::follow(&self.inner.event_log, run_id.to_owned(), after)
     }
 }

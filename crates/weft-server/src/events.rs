@@ -10,7 +10,7 @@ use futures::Stream;
 use serde::Deserialize;
 use std::convert::Infallible;
 use std::time::Duration;
-use weft_core::event::Event;
+use weft_core::event::SharedEvent;
 use weft_dialects::EventView;
 use weft_engine::EngineError;
 
@@ -85,19 +85,22 @@ pub(crate) async fn stream(
 }
 
 /// One event as SSE: `id` its `seq` (none for live-only deltas, which are never
-/// replayed), `event` its type, `data` its JSON, in Weft's shape or the dialect's.
-fn to_sse(e: &Event, view: Option<&EventView>) -> Option<SseEvent> {
-    let data = match view {
-        None => serde_json::to_value(e).ok()?,
-        Some(v) => v.translate(e)?,
+/// replayed), `event` its type, `data` its JSON, in Weft's shape (written once for all
+/// the streams that send it) or the dialect's.
+fn to_sse(e: &SharedEvent, view: Option<&EventView>) -> Option<SseEvent> {
+    let mut sse = match view {
+        None => SseEvent::default().event(e.type_name()).data(e.json()),
+        Some(v) => {
+            let data = v.translate(e)?;
+            let kind = data
+                .get("type")
+                .or_else(|| data.get("event"))
+                .and_then(|t| t.as_str())
+                .unwrap_or("event")
+                .to_owned();
+            SseEvent::default().event(kind).data(data.to_string())
+        }
     };
-    let kind = data
-        .get("type")
-        .or_else(|| data.get("event"))
-        .and_then(|t| t.as_str())
-        .unwrap_or("event")
-        .to_owned();
-    let mut sse = SseEvent::default().event(kind).data(data.to_string());
     if !e.kind.is_live_only() {
         sse = sse.id(e.seq.to_string());
     }
