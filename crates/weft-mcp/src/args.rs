@@ -17,7 +17,13 @@ pub(crate) fn read<T: for<'de> Deserialize<'de>>(
     arguments: serde_json::Map<String, Value>,
 ) -> Result<T, Failure> {
     serde_json::from_value(Value::Object(arguments)).map_err(|e| {
-        Failure::new(format!("invalid arguments for {tool}: {e}"))
+        // serde quotes the offending value, which may be megabytes long.
+        let mut why = e.to_string();
+        if let Some((cut, _)) = why.char_indices().nth(300) {
+            why.truncate(cut);
+            why.push('…');
+        }
+        Failure::new(format!("invalid arguments for {tool}: {why}"))
             .hint("the tool's input schema (tools/list) names each argument and its type")
     })
 }
@@ -44,8 +50,11 @@ pub(crate) fn name(name: &str) -> Result<&str, Failure> {
     if ok {
         Ok(name)
     } else {
-        Err(Failure::new(format!("`{name}` is not a flow name"))
-            .hint("use 1 to 100 letters, digits, `.`, `_` or `-`, e.g. `support-triage`"))
+        Err(Failure::new(format!(
+            "{} is not a flow name",
+            crate::failure::quoted(name)
+        ))
+        .hint("use 1 to 100 letters, digits, `.`, `_` or `-`, e.g. `support-triage`"))
     }
 }
 

@@ -53,11 +53,20 @@ impl Failure {
     }
 }
 
+/// A value the client sent, as an error message quotes it: at most 60 characters.
+pub(crate) fn quoted(value: &str) -> String {
+    const SHOWN: usize = 60;
+    match value.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("`{}…` ({} bytes)", &value[..cut], value.len()),
+        None => format!("`{value}`"),
+    }
+}
+
 impl From<EngineError> for Failure {
     fn from(e: EngineError) -> Failure {
         match e {
             EngineError::Invalid(d) => Failure::invalid_flow(d),
-            EngineError::NotFound(id) => Failure::new(format!("no run with id `{id}`"))
+            EngineError::NotFound(id) => Failure::new(format!("no run with id {}", quoted(&id)))
                 .hint("list_runs shows the runs there are"),
             other => Failure::new(other.to_string()),
         }

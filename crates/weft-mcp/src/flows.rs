@@ -102,8 +102,11 @@ pub(crate) async fn saved(
     let store = mcp.engine.store();
     let Some(v) = store.flow_version(name, version).await? else {
         let what = match version {
-            Some(n) => format!("no version {n} of a flow named `{name}`"),
-            None => format!("no flow named `{name}`"),
+            Some(n) => format!(
+                "no version {n} of a flow named {}",
+                crate::failure::quoted(name)
+            ),
+            None => format!("no flow named {}", crate::failure::quoted(name)),
         };
         return Err(Failure::new(what).hint("list_flows shows the saved flows and their versions"));
     };

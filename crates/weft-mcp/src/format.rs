@@ -17,7 +17,11 @@ pub(crate) fn describe(a: DescribeFormat) -> Result<Value, Failure> {
     };
     let dialect = weft_dialects::registry::dialect(&name).map_err(|d| {
         let hint = d.hint.clone().unwrap_or_default();
-        Failure::new(d.message).hint(hint)
+        Failure::new(format!(
+            "no dialect is called {}",
+            crate::failure::quoted(&name)
+        ))
+        .hint(hint)
     })?;
     Ok(json!({
         "dialect": dialect.name(),

@@ -139,7 +139,10 @@ fn pretty(v: &Value) -> String {
 
 fn not_found(uri: &str) -> ErrorData {
     ErrorData::resource_not_found(
-        format!("no resource `{uri}`: resources/list and resources/templates/list name them"),
+        format!(
+            "no resource {}: resources/list and resources/templates/list name them",
+            crate::failure::quoted(uri)
+        ),
         None,
     )
 }

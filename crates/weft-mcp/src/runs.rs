@@ -120,7 +120,7 @@ pub(crate) async fn list(mcp: &WeftMcp, a: ListRuns) -> Result<Value, Failure> {
     let status = match a.status.as_deref() {
         None => None,
         Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
-            Failure::new(format!("`{s}` is not a status"))
+            Failure::new(format!("{} is not a status", crate::failure::quoted(s)))
                 .hint("queued, running, paused, completed, failed or cancelled")
         })?),
     };

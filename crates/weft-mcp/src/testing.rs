@@ -44,7 +44,7 @@ pub(crate) async fn test(mcp: &WeftMcp, a: TestFlow) -> Result<Value, Failure> {
     if !unused.is_empty() {
         return Err(Failure::new(format!(
             "no llm block has the id of these answers: {}",
-            unused.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            unused.iter().map(|k| crate::failure::quoted(k)).collect::<Vec<_>>().join(", ")
         ))
         .hint("answers are keyed by each llm block's id (or step_id); get_flow view=structure shows them"));
     }

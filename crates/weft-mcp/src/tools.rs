@@ -137,7 +137,10 @@ async fn dispatch(mcp: &WeftMcp, name: &str, a: Map<String, Value>) -> Result<Va
         "cancel_run" => crate::runs::cancel(mcp, args::read(name, a)?).await,
         "retry_run" => crate::runs::retry(mcp, args::read(name, a)?).await,
         "answer_approval" => crate::runs::answer(mcp, args::read(name, a)?).await,
-        other => Err(Failure::new(format!("there is no tool `{other}`"))
-            .hint(format!("the tools: {}", names().join(", ")))),
+        other => Err(Failure::new(format!(
+            "there is no tool {}",
+            crate::failure::quoted(other)
+        ))
+        .hint(format!("the tools: {}", names().join(", ")))),
     }
 }

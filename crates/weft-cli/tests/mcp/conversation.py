@@ -199,6 +199,7 @@ async def hostile(session):
         r = await session.call_tool(name, arguments)
         check(r.is_error, f"{name} {str(arguments)[:80]} is a tool error", body(r))
         check(body(r)["error"], f"{name} says why", body(r))
+        check(len(json.dumps(body(r))) < 20_000, f"{name}: the error does not echo 2 MiB back", len(json.dumps(body(r))))
     check(len(cases) > 60, "the hostile table covers every tool", len(cases))
     tools = await session.list_tools()
     check(len(tools.tools) == len(TOOLS), "still serving after hostile input")
