@@ -18,11 +18,7 @@ pub(crate) fn read<T: for<'de> Deserialize<'de>>(
 ) -> Result<T, Failure> {
     serde_json::from_value(Value::Object(arguments)).map_err(|e| {
         // serde quotes the offending value, which may be megabytes long.
-        let mut why = e.to_string();
-        if let Some((cut, _)) = why.char_indices().nth(300) {
-            why.truncate(cut);
-            why.push('…');
-        }
+        let why = crate::failure::cut(e);
         Failure::new(format!("invalid arguments for {tool}: {why}"))
             .hint("the tool's input schema (tools/list) names each argument and its type")
     })

@@ -53,6 +53,17 @@ impl Failure {
     }
 }
 
+/// An error message from a parser, which may quote a value of any size: at most 300
+/// characters.
+pub(crate) fn cut(message: impl std::fmt::Display) -> String {
+    let mut text = message.to_string();
+    if let Some((at, _)) = text.char_indices().nth(300) {
+        text.truncate(at);
+        text.push('…');
+    }
+    text
+}
+
 /// A value the client sent, as an error message quotes it: at most 60 characters.
 pub(crate) fn quoted(value: &str) -> String {
     const SHOWN: usize = 60;

@@ -147,21 +147,26 @@ pub(crate) async fn list(mcp: &WeftMcp) -> Result<Value, Failure> {
 
 pub(crate) async fn edit(mcp: &WeftMcp, a: EditFlow) -> Result<Value, Failure> {
     let name = args::name(&a.name)?;
-    let (mut doc, was_json, dialect) = match saved(mcp, name, None).await {
-        Ok((_, source)) => {
-            let json = source.text.trim_start().starts_with('{');
-            (document(&source.text)?, json, Some(source.dialect))
-        }
+    let exists = mcp.engine.store().flow_version(name, None).await?.is_some();
+    let (mut doc, was_json, dialect) = if exists {
+        let (_, source) = saved(mcp, name, None).await?;
+        let json = source.text.trim_start().starts_with('{');
+        (document(&source.text)?, json, Some(source.dialect))
+    } else {
         // A new flow starts from an empty document.
-        Err(_) => (json!({}), false, a.dialect.clone()),
+        (json!({}), false, a.dialect.clone())
     };
     let patch: json_patch::Patch = serde_json::from_value(Value::Array(a.patch)).map_err(|e| {
-        Failure::new(format!("the patch is not an RFC 6902 JSON Patch: {e}")).hint(
+        Failure::new(format!(
+            "the patch is not an RFC 6902 JSON Patch: {}",
+            crate::failure::cut(e)
+        ))
+        .hint(
             r#"send a list of operations, e.g. [{"op": "replace", "path": "/name", "value": "triage"}]"#,
         )
     })?;
     json_patch::patch(&mut doc, &patch).map_err(|e| {
-        Failure::new(format!("the patch does not apply: {e}"))
+        Failure::new(format!("the patch does not apply: {}", crate::failure::cut(e)))
             .hint("paths are JSON Pointers into the document as get_flow view=structure shows it; `-` appends to a list; nothing was saved")
     })?;
     let text = if was_json {
