@@ -95,7 +95,7 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         dialect: Option<String>,
     },
-    /// Draw a flow as a Mermaid or Graphviz diagram.
+    /// Draw a flow as a Mermaid or Graphviz diagram, or as SVG.
     Graph {
         /// The flow file.
         flow: PathBuf,
@@ -259,6 +259,8 @@ pub enum RunsCommand {
 pub enum GraphFormat {
     Mermaid,
     Dot,
+    /// A standalone SVG picture, laid out by Weft itself.
+    Svg,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

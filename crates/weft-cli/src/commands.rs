@@ -488,6 +488,7 @@ fn graph(flow: &Path, format: GraphFormat, dialect: Option<&str>) -> Result<u8, 
         match format {
             GraphFormat::Mermaid => diagram.mermaid(),
             GraphFormat::Dot => diagram.dot(),
+            GraphFormat::Svg => diagram.svg(),
         }
     );
     Ok(exit::OK)

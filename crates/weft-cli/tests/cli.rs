@@ -756,12 +756,24 @@ fn validate_graph_and_convert_agree_with_run() {
     let env = Env::new();
     let o = env.weft(&["validate", &example("hello.yaml"), &example("fan-out.yaml")]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    for format in ["mermaid", "dot"] {
+    for format in ["mermaid", "dot", "svg"] {
         let o = env.weft(&["graph", &example("support-graph.yaml"), "--format", format]);
         assert_eq!(code(&o), 0);
         let text = String::from_utf8_lossy(&o.stdout);
         assert!(text.contains("billing"), "{text}");
     }
+    // The SVG names each block's node by its step path, for a page to colour.
+    let o = env.weft(&["graph", &example("refine-loop.yaml"), "--format", "svg"]);
+    let svg = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+        "{svg}"
+    );
+    assert!(svg.contains(r#"data-path="root/refine""#), "{svg}");
+    assert!(
+        svg.contains(r#"class="edge back""#),
+        "the loop's repeat edge: {svg}"
+    );
     // Converting to native and running the result gives the same output.
     for file in [
         "hello.yaml",

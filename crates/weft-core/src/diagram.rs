@@ -1,10 +1,12 @@
-//! A flow's IR as a diagram to draw: nodes and edges as data (for a page to lay out),
-//! Mermaid for Markdown, DOT for Graphviz.
+//! A flow's IR as a diagram to draw: nodes and edges as data, Mermaid for Markdown, DOT
+//! for Graphviz, and SVG laid out here (for a page that colours nodes as a run goes).
 //!
 //! Each node drawn for a block carries the block's step path as the engine names its
 //! steps, with `[*]` for any map item and `#*` for any loop iteration, so that a run's
 //! step events can be shown on the drawing (see [`step_pattern`]). Every block but a
 //! sequence (drawn as its steps in a chain) has a node; a graph's is its end.
+
+mod svg;
 
 use crate::Flow;
 use crate::ir::{Block, BlockKind, END};
