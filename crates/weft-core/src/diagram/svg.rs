@@ -404,7 +404,11 @@ mod tests {
             "{svg}"
         );
         assert_eq!(svg.matches("<path class=\"edge").count(), 4);
-        assert_eq!(svg.matches("class=\"edge back\"").count(), 1, "c -> b closes the cycle");
+        assert_eq!(
+            svg.matches("class=\"edge back\"").count(),
+            1,
+            "c -> b closes the cycle"
+        );
         // The cycle's closing edge does not push the loop below its body.
         assert!(y_of(&svg, "a") < y_of(&svg, "b"));
         assert!(y_of(&svg, "b") < y_of(&svg, "c"));
