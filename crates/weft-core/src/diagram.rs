@@ -90,6 +90,14 @@ pub fn step_pattern(path: &str) -> String {
         .join("/")
 }
 
+/// The name a block's steps run under, when its place gives it one (a graph node's or
+/// a parallel branch's name), rather than an index or a repetition.
+fn step_name(path: &str) -> Option<&str> {
+    let (_, seg) = path.rsplit_once('/')?;
+    let numbered = seg.bytes().all(|b| b.is_ascii_digit());
+    (!seg.is_empty() && !numbered && !seg.starts_with(['[', '#'])).then_some(seg)
+}
+
 fn child(path: &str, seg: &str) -> String {
     format!("{path}/{seg}")
 }
@@ -154,7 +162,10 @@ impl Diagram {
     }
 
     fn leaf(&mut self, b: &Block, path: &str, detail: String) -> (Vec<String>, Vec<String>) {
-        let name = b.id.clone().unwrap_or_else(|| b.kind_name().to_owned());
+        let name =
+            b.id.clone()
+                .or_else(|| step_name(path).map(str::to_owned))
+                .unwrap_or_else(|| b.kind_name().to_owned());
         let label = if detail.is_empty() {
             name
         } else {
@@ -389,6 +400,17 @@ impl Diagram {
 #[cfg(test)]
 mod tests {
     use super::step_pattern;
+
+    #[test]
+    fn a_block_without_an_id_is_named_by_its_place_when_that_is_a_name() {
+        use super::step_name;
+        assert_eq!(step_name("root/machine/classify"), Some("classify"));
+        assert_eq!(step_name("root/both/left"), Some("left"));
+        assert_eq!(step_name("root/3"), None);
+        assert_eq!(step_name("root/each/[*]"), None);
+        assert_eq!(step_name("root/again/#*"), None);
+        assert_eq!(step_name("root"), None);
+    }
 
     #[test]
     fn a_step_pattern_generalizes_repetitions_only() {
