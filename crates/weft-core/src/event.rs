@@ -75,9 +75,9 @@ pub enum EventKind {
         /// Block kind.
         kind: String,
         /// The block's input, for a leaf block (a composite's input is its first
-        /// child's).
+        /// child's); shared with the running step, not copied.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        input: Option<Value>,
+        input: Option<Arc<Value>>,
     },
     /// A block finished.
     StepCompleted {
@@ -93,9 +93,9 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exit: Option<String>,
         /// The block's output, for a leaf block (a composite's output is its last
-        /// child's).
+        /// child's); shared with the running step, not copied.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        output: Option<Value>,
+        output: Option<Arc<Value>>,
     },
     /// A block failed (after its retries).
     StepFailed {

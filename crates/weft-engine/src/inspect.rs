@@ -180,7 +180,7 @@ impl Steps {
     fn apply(&mut self, e: &Event) {
         match &e.kind {
             EventKind::StepStarted { path, kind, input } => {
-                self.started(e.at_ms, path, kind, input)
+                self.started(e.at_ms, path, kind, input.as_deref())
             }
             EventKind::StepCompleted {
                 path,
@@ -207,7 +207,7 @@ impl Steps {
                 s.elapsed_us = Some(*elapsed_us);
                 s.replayed = *replayed;
                 s.exit.clone_from(exit);
-                s.output.clone_from(output);
+                s.output = output.as_deref().cloned();
                 s.error = None;
             }
             EventKind::StepFailed { path, error } => {
@@ -237,7 +237,7 @@ impl Steps {
         }
     }
 
-    fn started(&mut self, at_ms: u64, path: &str, kind: &str, input: &Option<Value>) {
+    fn started(&mut self, at_ms: u64, path: &str, kind: &str, input: Option<&Value>) {
         if let Some(&i) = self.by_path.get(path) {
             let s = &mut self.list[i];
             // Started again: on a resume (a completed step replays, or runs anew if it
@@ -252,7 +252,7 @@ impl Steps {
                 s.error = None;
             }
             if input.is_some() {
-                s.input.clone_from(input);
+                s.input = input.cloned();
             }
             return;
         }
@@ -267,7 +267,7 @@ impl Steps {
             attempts: 1,
             replayed: false,
             exit: None,
-            input: input.clone(),
+            input: input.cloned(),
             output: None,
             error: None,
         });

@@ -78,7 +78,7 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
     emitter.emit(|| EventKind::StepStarted {
         path: cx.key.to_string(),
         kind: block.kind_name().to_owned(),
-        input: leaf.then(|| cx.input.as_ref().clone()),
+        input: leaf.then(|| cx.input.clone()),
     });
     let wall = block.policy.budget.as_ref().and_then(|b| b.wall_ms);
     let warn_only = block
@@ -127,7 +127,7 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
                 elapsed_us: started.elapsed().as_micros() as u64,
                 replayed: out.replayed,
                 exit: out.exit.as_deref().map(str::to_owned),
-                output: leaf.then(|| out.output.as_ref().clone()),
+                output: leaf.then(|| out.output.clone()),
             });
             Ok(out)
         }
