@@ -235,9 +235,9 @@ fn load_prepared(flow: &Path, dialect: Option<&str>) -> Result<(Loaded, Arc<Prep
 }
 
 fn render_diags(file: &str, loaded: &Loaded, diags: Vec<Diagnostic>) -> String {
-    diags
+    loaded
+        .locate_all(diags)
         .into_iter()
-        .map(|d| loaded.locate(d))
         .map(|d| d.render(file))
         .collect::<Vec<_>>()
         .join("\n")

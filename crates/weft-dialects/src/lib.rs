@@ -64,6 +64,11 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    /// [`Loaded::locate`] for each of `diagnostics` (what preparing the flow found).
+    pub fn locate_all(&self, diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+        diagnostics.into_iter().map(|d| self.locate(d)).collect()
+    }
+
     /// The flow's text as a store keeps it.
     pub fn flow_source(&self) -> weft_core::ports::FlowSource {
         weft_core::ports::FlowSource {

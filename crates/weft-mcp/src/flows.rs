@@ -29,12 +29,10 @@ pub(crate) fn check(
 ) -> Result<Checked, Vec<Diagnostic>> {
     let loaded =
         weft_dialects::load_str(text, SHOWN_AS, None, dialect).map_err(|e| e.diagnostics)?;
-    let prepared = mcp.engine.prepare(loaded.flow.clone()).map_err(|diags| {
-        diags
-            .into_iter()
-            .map(|d| loaded.locate(d))
-            .collect::<Vec<_>>()
-    })?;
+    let prepared = mcp
+        .engine
+        .prepare(loaded.flow.clone())
+        .map_err(|diags| loaded.locate_all(diags))?;
     Ok(Checked { loaded, prepared })
 }
 
@@ -99,8 +97,7 @@ pub(crate) async fn saved(
     name: &str,
     version: Option<u32>,
 ) -> Result<(FlowVersion, FlowSource), Failure> {
-    let store = mcp.engine.store();
-    let Some(v) = store.flow_version(name, version).await? else {
+    let Some(found) = find(mcp, name, version).await? else {
         let what = match version {
             Some(n) => format!(
                 "no version {n} of a flow named {}",
@@ -110,13 +107,27 @@ pub(crate) async fn saved(
         };
         return Err(Failure::new(what).hint("list_flows shows the saved flows and their versions"));
     };
+    Ok(found)
+}
+
+/// [`saved`], or `None` when there is no such flow or version.
+async fn find(
+    mcp: &WeftMcp,
+    name: &str,
+    version: Option<u32>,
+) -> Result<Option<(FlowVersion, FlowSource)>, Failure> {
+    let store = mcp.engine.store();
+    let Some(v) = store.flow_version(name, version).await? else {
+        return Ok(None);
+    };
     let source = store.get_source(&v.flow_id).await?.ok_or_else(|| {
         Failure::new(format!(
-            "the text of `{name}` version {} is missing",
+            "the text of {} version {} is missing",
+            crate::failure::quoted(name),
             v.version
         ))
     })?;
-    Ok((v, source))
+    Ok(Some((v, source)))
 }
 
 pub(crate) async fn get(mcp: &WeftMcp, a: GetFlow) -> Result<Value, Failure> {
@@ -147,14 +158,13 @@ pub(crate) async fn list(mcp: &WeftMcp) -> Result<Value, Failure> {
 
 pub(crate) async fn edit(mcp: &WeftMcp, a: EditFlow) -> Result<Value, Failure> {
     let name = args::name(&a.name)?;
-    let exists = mcp.engine.store().flow_version(name, None).await?.is_some();
-    let (mut doc, was_json, dialect) = if exists {
-        let (_, source) = saved(mcp, name, None).await?;
-        let json = source.text.trim_start().starts_with('{');
-        (document(&source.text)?, json, Some(source.dialect))
-    } else {
+    let (mut doc, was_json, dialect) = match find(mcp, name, None).await? {
+        Some((_, source)) => {
+            let json = source.text.trim_start().starts_with('{');
+            (document(&source.text)?, json, Some(source.dialect))
+        }
         // A new flow starts from an empty document.
-        (json!({}), false, a.dialect.clone())
+        None => (json!({}), false, a.dialect.clone()),
     };
     let patch: json_patch::Patch = serde_json::from_value(Value::Array(a.patch)).map_err(|e| {
         Failure::new(format!(

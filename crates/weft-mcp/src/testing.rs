@@ -51,7 +51,7 @@ pub(crate) async fn test(mcp: &WeftMcp, a: TestFlow) -> Result<Value, Failure> {
     let engine = engines();
     let prepared = engine
         .prepare(flow)
-        .map_err(|d| Failure::invalid_flow(d.into_iter().map(|d| loaded.locate(d)).collect()))?;
+        .map_err(|d| Failure::invalid_flow(loaded.locate_all(d)))?;
     let opts = RunOptions {
         view: loaded.events.to_stored(),
         ..RunOptions::default()

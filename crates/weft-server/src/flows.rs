@@ -47,9 +47,9 @@ pub(crate) fn check(
     let name = name.unwrap_or("flow");
     let loaded = weft_dialects::load_str(text, name, None, dialect)
         .map_err(|e| Problem::invalid_flow(e.diagnostics))?;
-    let prepared = engine.prepare(loaded.flow.clone()).map_err(|diags| {
-        Problem::invalid_flow(diags.into_iter().map(|d| loaded.locate(d)).collect())
-    })?;
+    let prepared = engine
+        .prepare(loaded.flow.clone())
+        .map_err(|diags| Problem::invalid_flow(loaded.locate_all(diags)))?;
     let source = loaded.flow_source();
     Ok(Checked {
         loaded,
