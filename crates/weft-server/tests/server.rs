@@ -174,32 +174,15 @@ async fn with_a_token_every_route_but_healthz_demands_it() {
     assert_eq!(health.status(), 200);
     let (status, p) = s.get("/v1/runs").await;
     assert_eq!((status, p["title"].as_str()), (401, Some("unauthorized")));
-    let wrong = s
-        .client
-        .get(format!("{}/v1/runs", s.base))
-        .bearer_auth("s3cre")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(wrong.status(), 401);
-    let right = s
-        .client
-        .get(format!("{}/v1/runs", s.base))
-        .bearer_auth("s3cret")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(right.status(), 200);
+    let (wrong, _) = s.get_as("/v1/runs", Some("s3cre"), None).await;
+    assert_eq!(wrong, 401);
+    let (right, _) = s.get_as("/v1/runs", Some("s3cret"), None).await;
+    assert_eq!(right, 200);
     // With a token, any name reaches it (the token is the guard).
-    let renamed = s
-        .client
-        .get(format!("{}/v1/runs", s.base))
-        .header("Host", "weft.example:8080")
-        .bearer_auth("s3cret")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(renamed.status(), 200);
+    let (renamed, _) = s
+        .get_as("/v1/runs", Some("s3cret"), Some("weft.example:8080"))
+        .await;
+    assert_eq!(renamed, 200);
 }
 
 /// Without a token, a request that names another host (a page that pointed its own name
@@ -208,25 +191,12 @@ async fn with_a_token_every_route_but_healthz_demands_it() {
 async fn without_a_token_only_this_machine_s_names_are_answered() {
     let s = server(None).await;
     for path in ["/v1/runs", "/mcp", "/metrics"] {
-        let r = s
-            .client
-            .get(format!("{}{path}", s.base))
-            .header("Host", "evil.example")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 403, "{path}");
-        let p: Value = r.json().await.unwrap();
+        let (status, p) = s.get_as(path, None, Some("evil.example")).await;
+        assert_eq!(status, 403, "{path}");
         assert_eq!(p["title"], "forbidden host", "{path}");
     }
-    let local = s
-        .client
-        .get(format!("{}/v1/runs", s.base))
-        .header("Host", "localhost:1234")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(local.status(), 200);
+    let (local, _) = s.get_as("/v1/runs", None, Some("localhost:1234")).await;
+    assert_eq!(local, 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -98,12 +98,24 @@ impl Server {
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let r = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .unwrap();
+        self.get_as(path, None, None).await
+    }
+
+    /// `GET path` with a bearer `token` and a `Host` header of its own, when given.
+    pub async fn get_as(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        host: Option<&str>,
+    ) -> (u16, Value) {
+        let mut req = self.client.get(format!("{}{path}", self.base));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(h) = host {
+            req = req.header("Host", h);
+        }
+        let r = req.send().await.unwrap();
         (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
     }
 
