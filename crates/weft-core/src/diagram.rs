@@ -8,6 +8,8 @@
 
 mod svg;
 
+pub use svg::{Decor, NodeDecor};
+
 use crate::Flow;
 use crate::ir::{Block, BlockKind, END};
 use serde::Serialize;

@@ -205,9 +205,38 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// What a page adds to a drawn node: classes (its state in a run), a link and a
+/// tooltip.
+#[derive(Debug, Clone, Default)]
+pub struct NodeDecor {
+    /// Classes added to the node's `<g>`, space-separated.
+    pub class: String,
+    /// Where following the node leads (it is then wrapped in an SVG `<a>`, focusable and
+    /// followed with the keyboard).
+    pub href: Option<String>,
+    /// A tooltip and accessible name (`<title>`).
+    pub title: Option<String>,
+}
+
+/// How to decorate a drawing: one call per node and per edge.
+pub struct Decor<'a> {
+    /// A node's decoration.
+    pub node: &'a dyn Fn(&super::Node) -> NodeDecor,
+    /// Classes added to an edge's `<path>` (e.g. that a run took it).
+    pub edge: &'a dyn Fn(&super::Edge) -> String,
+}
+
 impl Diagram {
     /// The diagram as a standalone SVG document.
     pub fn svg(&self) -> String {
+        self.svg_decorated(&Decor {
+            node: &|_| NodeDecor::default(),
+            edge: &|_| String::new(),
+        })
+    }
+
+    /// The diagram as SVG, each node and edge decorated by `decor`.
+    pub fn svg_decorated(&self, decor: &Decor<'_>) -> String {
         let index: HashMap<&str, usize> = self
             .nodes
             .iter()
@@ -227,6 +256,7 @@ impl Diagram {
             };
             let (a, b) = (&placed[a], &placed[b]);
             let label = edge.label.as_deref();
+            let class = (decor.edge)(edge);
             if back[e] || b.y <= a.y {
                 // Round the right of every node between them, each cycle a lane further out.
                 let lane = margin(&placed, b.y.min(a.y), a.y.max(b.y)) + loops;
@@ -234,9 +264,9 @@ impl Diagram {
                 let label_w =
                     label.map_or(0.0, |l| l.chars().count().min(MAX_CHARS) as f64 * CHAR_W);
                 right = right.max(lane + GAP_X / 2.0 + label_w);
-                back_edge_svg(&mut edges, a, b, lane, label);
+                back_edge_svg(&mut edges, a, b, lane, label, &class);
             } else {
-                edge_svg(&mut edges, a, b, label);
+                edge_svg(&mut edges, a, b, label, &class);
             }
         }
         let mut out = String::new();
@@ -246,7 +276,7 @@ impl Diagram {
         );
         out.push_str(&edges);
         for (i, n) in self.nodes.iter().enumerate() {
-            node_svg(&mut out, n, &placed[i]);
+            node_svg(&mut out, n, &placed[i], &(decor.node)(n));
         }
         out.push_str("</svg>\n");
         out
@@ -264,27 +294,45 @@ fn margin(placed: &[Placed], top: f64, bottom: f64) -> f64 {
 }
 
 /// An edge down the drawing, from `a`'s bottom to `b`'s top.
-fn edge_svg(out: &mut String, a: &Placed, b: &Placed, label: Option<&str>) {
+fn edge_svg(out: &mut String, a: &Placed, b: &Placed, label: Option<&str>, class: &str) {
     let (x1, y1, x2, y2) = (a.x, a.y + a.h / 2.0, b.x, b.y - b.h / 2.0);
     let my = (y1 + y2) / 2.0;
+    let class = edge_class("edge", class);
     let _ = write!(
         out,
-        r##"<path class="edge" d="M {x1:.1} {y1:.1} C {x1:.1} {my:.1} {x2:.1} {my:.1} {x2:.1} {y2:.1}" fill="none" stroke="#666" marker-end="url(#arrow)"/>"##
+        r##"<path class="{class}" d="M {x1:.1} {y1:.1} C {x1:.1} {my:.1} {x2:.1} {my:.1} {x2:.1} {y2:.1}" fill="none" stroke="#666" marker-end="url(#arrow)"/>"##
     );
     edge_label(out, (x1 + x2) / 2.0 + 4.0, my, label);
 }
 
 /// An edge that closes a cycle: out of `a`'s bottom, up the lane at `lane`, into `b`'s
 /// top, crossing no node.
-fn back_edge_svg(out: &mut String, a: &Placed, b: &Placed, lane: f64, label: Option<&str>) {
+fn back_edge_svg(
+    out: &mut String,
+    a: &Placed,
+    b: &Placed,
+    lane: f64,
+    label: Option<&str>,
+    class: &str,
+) {
     let (x1, y1) = (a.x, a.y + a.h / 2.0);
     let (x2, y2) = (b.x, b.y - b.h / 2.0);
     let (below, above) = (y1 + GAP_Y / 3.0, y2 - GAP_Y / 3.0);
+    let class = edge_class("edge back", class);
     let _ = write!(
         out,
-        r##"<path class="edge back" d="M {x1:.1} {y1:.1} L {x1:.1} {below:.1} L {lane:.1} {below:.1} L {lane:.1} {above:.1} L {x2:.1} {above:.1} L {x2:.1} {y2:.1}" fill="none" stroke="#666" marker-end="url(#arrow)"/>"##
+        r##"<path class="{class}" d="M {x1:.1} {y1:.1} L {x1:.1} {below:.1} L {lane:.1} {below:.1} L {lane:.1} {above:.1} L {x2:.1} {above:.1} L {x2:.1} {y2:.1}" fill="none" stroke="#666" marker-end="url(#arrow)"/>"##
     );
     edge_label(out, lane + 4.0, (below + above) / 2.0, label);
+}
+
+/// An edge's class attribute: its own classes and the decoration's, escaped.
+fn edge_class(own: &str, extra: &str) -> String {
+    if extra.is_empty() {
+        own.to_owned()
+    } else {
+        esc(&format!("{own} {extra}"))
+    }
 }
 
 fn edge_label(out: &mut String, x: f64, y: f64, label: Option<&str>) {
@@ -297,23 +345,33 @@ fn edge_label(out: &mut String, x: f64, y: f64, label: Option<&str>) {
     }
 }
 
-fn node_svg(out: &mut String, n: &super::Node, p: &Placed) {
+fn node_svg(out: &mut String, n: &super::Node, p: &Placed, decor: &NodeDecor) {
     let kind = n.kind.as_deref().unwrap_or("none");
     let shape = match n.shape {
         Shape::Box => "box",
         Shape::Decision => "decision",
         Shape::Terminal => "terminal",
     };
+    if let Some(href) = &decor.href {
+        let _ = write!(out, r#"<a href="{}">"#, esc(href));
+    }
     let _ = write!(
         out,
-        r#"<g id="node-{}" class="node {shape} kind-{}""#,
+        r#"<g id="node-{}" class="node {shape} kind-{}"#,
         esc(&n.id),
         esc(kind)
     );
+    if !decor.class.is_empty() {
+        let _ = write!(out, " {}", esc(&decor.class));
+    }
+    out.push('"');
     if let Some(path) = &n.path {
         let _ = write!(out, r#" data-path="{}""#, esc(path));
     }
     out.push('>');
+    if let Some(title) = &decor.title {
+        let _ = write!(out, "<title>{}</title>", esc(title));
+    }
     let (x, y, w, h) = (p.x - p.w / 2.0, p.y - p.h / 2.0, p.w, p.h);
     let _ = match n.shape {
         Shape::Box => write!(
@@ -348,6 +406,9 @@ fn node_svg(out: &mut String, n: &super::Node, p: &Placed) {
         );
     }
     out.push_str("</g>");
+    if decor.href.is_some() {
+        out.push_str("</a>");
+    }
 }
 
 #[cfg(test)]
