@@ -2,6 +2,10 @@
 //! timings, input and output (from the run's event log), and its journal. One builder,
 //! so that `weft runs show` and the server's `GET /v1/runs/{id}` print the same object.
 
+mod retry;
+
+pub use retry::{Effect, Fate, PlannedStep, RetryPlan, retry_plan};
+
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -58,6 +62,8 @@ pub struct RunDetail {
     /// The `seq` of the run's last stored event (follow its events `?after=` it to see
     /// only what happens next); none before its first.
     pub last_event: Option<u64>,
+    /// The approvals answered so far, in the order they were answered.
+    pub answered: Vec<AnsweredApproval>,
 }
 
 /// Where a step stands.
@@ -95,7 +101,8 @@ pub struct StepDetail {
     pub elapsed_us: Option<u64>,
     /// Attempts made (retries included).
     pub attempts: u32,
-    /// Its result came from the journal on a resume, without running again.
+    /// On the latest resume or retry its result came from the journal, without running
+    /// again (the timings are those of the execution that made the result).
     pub replayed: bool,
     /// The exit it chose, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -106,6 +113,40 @@ pub struct StepDetail {
     pub output: Option<Value>,
     /// Its error, when it failed or was rescued (the last one, while retrying).
     pub error: Option<BlockError>,
+    /// The model it called last, for a step that called one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Tokens and cost of its model calls, for a step that made any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The tools its model called, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// A tool a model called during a step.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolCall {
+    /// The tool's name.
+    pub tool: String,
+    /// The arguments the model gave.
+    pub arguments: Value,
+}
+
+/// An approval's answer, as the run's events recorded it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AnsweredApproval {
+    /// The approval's step key.
+    pub key: String,
+    /// The decision (`approve`, `reject`, ...).
+    pub decision: String,
+    /// The note given with it.
+    pub note: String,
+    /// Who answered, when they said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// When the answer was taken, Unix milliseconds.
+    pub at_ms: u64,
 }
 
 /// The run `id` with its steps and journal; `None` when there is no such run.
@@ -133,17 +174,13 @@ pub async fn run_detail(store: &dyn Store, id: &str) -> Result<Option<RunDetail>
             break;
         }
     }
-    Ok(Some(detail(r, steps.list, journal, after)))
+    Ok(Some(detail(r, steps, journal, after)))
 }
 
-fn detail(
-    r: RunRecord,
-    steps: Vec<StepDetail>,
-    journal: Vec<Value>,
-    last_event: Option<u64>,
-) -> RunDetail {
+fn detail(r: RunRecord, steps: Steps, journal: Vec<Value>, last_event: Option<u64>) -> RunDetail {
     RunDetail {
         last_event,
+        answered: steps.answered,
         status: r.status.as_str(),
         flow_id: r.flow_id,
         waiting: r.waiting.unwrap_or_else(|| Value::Array(Vec::new())),
@@ -161,7 +198,7 @@ fn detail(
         settings: r.settings,
         created_ms: r.created_ms,
         updated_ms: r.updated_ms,
-        steps,
+        steps: steps.list,
         journal,
     }
 }
@@ -174,6 +211,7 @@ struct Steps {
     /// When a completed step started again (a resume): its record changes only if it
     /// then runs anew rather than replaying.
     restarted: HashMap<usize, u64>,
+    answered: Vec<AnsweredApproval>,
 }
 
 impl Steps {
@@ -195,8 +233,10 @@ impl Steps {
                     .get(path)
                     .and_then(|i| self.restarted.remove(i));
                 let Some(s) = self.step(path) else { return };
-                // A resume replays journaled steps: the first execution's record stays.
+                // A resume replays journaled steps: the first execution's record stays,
+                // marked as answered from the journal this time.
                 if *replayed && s.status == StepStatus::Completed {
+                    s.replayed = true;
                     return;
                 }
                 if let Some(at) = restarted {
@@ -233,6 +273,32 @@ impl Steps {
                 s.status = StepStatus::Rescued;
                 s.error = Some(error.clone());
             }
+            EventKind::LlmCall { path, model, usage } => {
+                let Some(s) = self.step(path) else { return };
+                s.model = Some(model.clone());
+                s.usage.get_or_insert_with(Usage::default).add(usage);
+            }
+            EventKind::ToolCalled {
+                path,
+                tool,
+                arguments,
+            } => {
+                let Some(s) = self.step(path) else { return };
+                s.tool_calls.push(ToolCall {
+                    tool: tool.clone(),
+                    arguments: arguments.clone(),
+                });
+            }
+            EventKind::ApprovalAnswered { key, answer } => {
+                let text = |field: &str| answer.get(field).and_then(Value::as_str);
+                self.answered.push(AnsweredApproval {
+                    key: key.clone(),
+                    decision: text("decision").unwrap_or_default().to_owned(),
+                    note: text("note").unwrap_or_default().to_owned(),
+                    by: text("by").map(str::to_owned),
+                    at_ms: e.at_ms,
+                });
+            }
             _ => {}
         }
     }
@@ -250,6 +316,8 @@ impl Steps {
                 s.ended_ms = None;
                 s.elapsed_us = None;
                 s.error = None;
+                s.usage = None;
+                s.tool_calls.clear();
             }
             if input.is_some() {
                 s.input = input.cloned();
@@ -270,6 +338,9 @@ impl Steps {
             input: input.cloned(),
             output: None,
             error: None,
+            model: None,
+            usage: None,
+            tool_calls: Vec::new(),
         });
     }
 

@@ -79,13 +79,15 @@ async fn steps_show_attempts_input_output_and_an_approval_that_waits() {
         "{:?}",
         d.steps
     );
-    // The resume replayed the handler from the journal: its record is its first run's.
+    // The resume replayed the handler from the journal: its record is its first run's,
+    // marked as replayed this time.
     let flaky = &d.steps[1];
     assert_eq!(
         (flaky.started_ms, flaky.elapsed_us),
         (first_started, first_elapsed)
     );
-    assert!(!flaky.replayed);
+    assert!(flaky.replayed);
+    assert!(!d.steps[3].replayed, "the step after the approval ran");
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert_eq!(d.steps[3].output, Some(json!("approve")));
     assert_eq!(d.journal.len(), 2, "{:?}", d.journal);
