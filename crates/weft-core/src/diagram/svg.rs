@@ -478,6 +478,28 @@ mod tests {
     }
 
     #[test]
+    fn decorations_add_classes_links_and_titles_escaped() {
+        let d = Diagram {
+            nodes: vec![node("a", "a", Shape::Box), node("b", "b", Shape::Box)],
+            edges: vec![edge("a", "b")],
+        };
+        let svg = d.svg_decorated(&super::Decor {
+            node: &|n| super::NodeDecor {
+                class: format!("state-{}", n.id),
+                href: (n.id == "a").then(|| "/runs/r?step=root/a&x=\"1\"".to_owned()),
+                title: Some(format!("{} <done>", n.id)),
+            },
+            edge: &|_| "taken".to_owned(),
+        });
+        assert!(svg.contains(r#"<a href="/runs/r?step=root/a&amp;x=&quot;1&quot;"><g id="node-a" class="node box kind-llm state-a""#), "{svg}");
+        assert!(svg.contains("<title>a &lt;done&gt;</title>"));
+        assert!(svg.contains(r#"<g id="node-b" class="node box kind-llm state-b""#));
+        assert_eq!(svg.matches("</a>").count(), 1, "only a is a link");
+        assert!(svg.contains(r#"<path class="edge taken""#));
+        assert_eq!(d.svg().matches("state-").count(), 0);
+    }
+
+    #[test]
     fn an_empty_diagram_is_an_empty_drawing() {
         let d = Diagram {
             nodes: vec![],
