@@ -193,6 +193,15 @@ pub(crate) fn routes() -> Vec<Route> {
             handler: post(runs::retry),
         },
         Route {
+            method: "get",
+            path: "/v1/runs/{id}/retry-plan",
+            summary: "What retrying the run would do: each step it reached reused from the journal or run again, what each reaches (a model, an action, a host function, code), and the blocks it never reached",
+            body: None,
+            responses: &[(200, "{run_id, retryable, steps, not_reached}"), NOT_FOUND],
+            query: &[],
+            handler: get(runs::retry_plan),
+        },
+        Route {
             method: "post",
             path: "/v1/runs/{id}/cancel",
             summary: "Cancel a running or paused run",

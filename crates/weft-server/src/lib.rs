@@ -72,17 +72,37 @@ fn router_with(engine: Engine, config: &ServerConfig, slots: slots::Slots) -> Ro
             "/v1/openapi.json",
             get(move || async move { axum::Json((*document).clone()) }),
         )
+        .with_state(app.clone());
+    let page = weft_web::router(app.engine.clone());
+    let credentials = auth::Credentials::new(config.token.as_deref());
+    let guarded = api
+        .merge(page)
         .nest_service("/mcp", mcp)
-        .fallback(problem::not_found)
+        .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
-            Arc::new(config.token.clone()),
+            credentials.clone(),
             auth::require_token,
         ));
+    let login = Router::new()
+        .route("/login", get(auth::login_form).post(auth::login))
+        .with_state(credentials);
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
-        .merge(api)
+        .merge(weft_web::assets())
+        .merge(login)
+        .merge(guarded)
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
-        .with_state(app)
+}
+
+/// A path nothing serves: the page's HTML answer for a page address, a JSON problem for
+/// the API's.
+async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if weft_web::is_page_path(uri.path()) {
+        weft_web::not_found()
+    } else {
+        problem::not_found().await.into_response()
+    }
 }
 
 /// Checks `config` and binds its address (port 0 picks a free one: read it from the

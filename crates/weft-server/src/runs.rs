@@ -287,6 +287,8 @@ pub(crate) struct Answer {
     note: String,
     /// Which approval (its key), when the run waits for several.
     step: Option<String>,
+    /// Who answers, kept with the answer (the page and `weft approve` send a name).
+    by: Option<String>,
 }
 
 pub(crate) async fn approve(
@@ -296,12 +298,26 @@ pub(crate) async fn approve(
     body: Result<Json<Answer>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let Json(a) = body.map_err(bad_body)?;
-    let answer = json!({"decision": a.decision, "note": a.note});
+    let mut answer = json!({"decision": a.decision, "note": a.note});
+    if let Some(by) = a.by.filter(|b| !b.trim().is_empty()) {
+        answer["by"] = Value::String(by.trim().to_owned());
+    }
     let run = app
         .engine
         .answer_detached(&id, a.step.as_deref(), answer)
         .await?;
     answer_when_done(id, "running", run, wait.duration()).await
+}
+
+/// `GET /v1/runs/{id}/retry-plan`.
+pub(crate) async fn retry_plan(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<Json<weft_engine::inspect::RetryPlan>, Problem> {
+    weft_engine::inspect::retry_plan(&app.engine, &id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| EngineError::NotFound(id).into())
 }
 
 /// `POST /v1/runs/{id}/resume`: continues a paused run (its approvals are asked again)
