@@ -162,7 +162,8 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["reference"])]
         list: bool,
     },
-    /// Serve the HTTP API (docs/server.md): start, read, answer and follow runs.
+    /// Serve the web page and the HTTP API (docs/web.md, docs/server.md): start, read,
+    /// answer and follow runs.
     Serve {
         /// Where to listen; any address but a loopback one needs a token.
         #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080")]
@@ -178,6 +179,9 @@ pub enum Command {
         /// people do.
         #[arg(long)]
         allow_mcp_approvals: bool,
+        /// Open the page in the default browser once the server listens.
+        #[arg(long)]
+        open: bool,
         #[command(flatten)]
         effects: EffectArgs,
         #[command(flatten)]

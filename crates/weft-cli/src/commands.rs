@@ -85,8 +85,11 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             server,
             out,
         } => {
-            let answer =
+            let mut answer =
                 json!({"decision": if reject { "reject" } else { "approve" }, "note": note});
+            if let Some(user) = &settings.user {
+                answer["by"] = json!(user);
+            }
             match server.server {
                 Some(server) => {
                     crate::remote_runs::approve(&server, &id, step, answer, &out, settings).await
@@ -99,6 +102,7 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             token_file,
             max_runs,
             allow_mcp_approvals,
+            open,
             effects,
             db,
         } => {
@@ -108,6 +112,7 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
                 token_file,
                 max_runs: max_runs.map(|n| n as usize),
                 allow_mcp_approvals,
+                open,
             };
             serve(serving, &db, &run, settings).await
         }
@@ -654,6 +659,8 @@ struct Serving {
     token_file: Option<PathBuf>,
     max_runs: Option<usize>,
     allow_mcp_approvals: bool,
+    /// Open the page in a browser once listening.
+    open: bool,
 }
 
 /// `weft serve`: the HTTP API over the same engine `weft run` builds, until Ctrl-C.
@@ -692,7 +699,15 @@ async fn serve(
     let fail = |e: weft_server::ServerError| Failure::invalid(format!("error: {e}"));
     let listener = weft_server::bind(&config).await.map_err(fail)?;
     let bound = listener.local_addr().unwrap_or(addr);
-    eprintln!("weft serve: listening on http://{bound} (docs/server.md)");
+    let page = page_url(bound, config.token.is_some());
+    eprintln!(
+        "weft serve: listening on http://{bound} (the page: {page}; the API: docs/server.md)"
+    );
+    if serving.open
+        && let Err(e) = open::that_detached(&page)
+    {
+        eprintln!("weft serve: cannot open a browser ({e}); open {page}");
+    }
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -700,6 +715,21 @@ async fn serve(
         .await
         .map_err(fail)?;
     Ok(exit::OK)
+}
+
+/// Where a person opens the page of a server bound to `bound`: a wildcard address is
+/// reached through loopback, and a server with a token starts at its sign-in form.
+fn page_url(bound: std::net::SocketAddr, token: bool) -> String {
+    let ip = match bound.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    let path = if token { "/login" } else { "/" };
+    format!(
+        "http://{}{path}",
+        std::net::SocketAddr::new(ip, bound.port())
+    )
 }
 
 /// `weft mcp`: the MCP tools on stdin/stdout over the engine `weft run` builds, until

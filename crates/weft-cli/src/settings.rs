@@ -26,6 +26,8 @@ pub struct Settings {
     /// `$WEFT_TOKEN`: the bearer token `weft serve` demands when `--token-file` names
     /// none.
     pub token: Option<String>,
+    /// Who answers approvals from this shell: `$USER`, else `$LOGNAME`.
+    pub user: Option<String>,
     /// This binary, which also serves as the sandbox and model worker.
     pub program: Option<PathBuf>,
     /// The variables model providers read (API keys, base URLs, `WEFT_PRICES`, ...).
@@ -68,6 +70,7 @@ impl Settings {
             secrets,
             models_dir: get("WEFT_MODELS").map(PathBuf::from),
             token: get("WEFT_TOKEN").map(|t| t.trim().to_owned()),
+            user: get("USER").or_else(|| get("LOGNAME")).map(str::to_owned),
             program,
             vars: Arc::new(vars),
         }

@@ -4,46 +4,11 @@
 use futures::StreamExt;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet};
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 mod support;
 
-use support::{Env, journaled_steps, line_counts};
-
-/// A `weft serve` process and its address.
-struct Served {
-    child: Child,
-    base: String,
-}
-
-impl Served {
-    /// Starts `weft serve` on a free port and waits until it listens.
-    fn start(env: &Env) -> Served {
-        let mut child = env
-            .cmd()
-            .args(["serve", "--addr", "127.0.0.1:0"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let base = support::listening_on(&mut child);
-        Served { child, base }
-    }
-
-    /// SIGKILL: no chance to clean up, exactly like a crash.
-    fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use support::{Env, Served, journaled_steps, line_counts};
 
 const STEPS: usize = 10;
 

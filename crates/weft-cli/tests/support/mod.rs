@@ -132,3 +132,37 @@ pub fn post_status(base: &str, path: &str) -> u16 {
         .and_then(|code| code.parse().ok())
         .unwrap_or(0)
 }
+
+/// A `weft serve` process and its address; killed when dropped.
+pub struct Served {
+    pub child: std::process::Child,
+    pub base: String,
+}
+
+impl Served {
+    /// Starts `weft serve` on a free port and waits until it listens.
+    pub fn start(env: &Env) -> Served {
+        let mut child = env
+            .cmd()
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let base = listening_on(&mut child);
+        Served { child, base }
+    }
+
+    /// SIGKILL: no chance to clean up, exactly like a crash.
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
