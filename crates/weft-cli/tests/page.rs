@@ -95,70 +95,133 @@ fn chromium() -> String {
         .to_owned()
 }
 
-/// Evaluates `script` (a function body that returns a value) until it returns something
-/// truthy, and returns that; fails with `what` after [`PATIENCE`].
-async fn wait_for(c: &Client, what: &str, script: &str) -> Value {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let v = c.execute(script, vec![]).await.unwrap();
-        let truthy =
-            !matches!(&v, Value::Null | Value::Bool(false)) && v != json!("") && v != json!(0);
-        if truthy {
-            return v;
-        }
-        if Instant::now() > deadline {
-            let body = c
-                .execute("return document.body.innerText", vec![])
-                .await
-                .unwrap();
-            panic!(
-                "the page never showed {what}; it shows:\n{}",
-                body.as_str().unwrap_or("")
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+/// A browser tab on the page, with the few things the test does to it.
+struct Page {
+    c: Client,
+}
+
+impl Page {
+    async fn open(&self, url: &str) {
+        self.c.goto(url).await.unwrap();
     }
-}
 
-/// The class of the drawn node for the block at `path`.
-fn node_class(path: &str) -> String {
-    format!(
-        "const g = document.querySelector('g.node[data-path=\"{path}\"]'); return g ? g.getAttribute('class') : null;"
-    )
-}
+    /// Evaluates `script` (a function body that returns a value) until it returns
+    /// something truthy, and returns that; fails with `what` after [`PATIENCE`].
+    async fn wait_for(&self, what: &str, script: &str) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let v = self.c.execute(script, vec![]).await.unwrap();
+            let truthy =
+                !matches!(&v, Value::Null | Value::Bool(false)) && v != json!("") && v != json!(0);
+            if truthy {
+                return v;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "the page never showed {what}; it shows:\n{}",
+                    self.text("body").await
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
 
-/// The class of the drawn node for the block at `path` once it holds `state`.
-fn node_in(path: &str, state: &str) -> String {
-    format!(
-        "const g = document.querySelector('g.node[data-path=\"{path}\"]'); const c = g && g.getAttribute('class'); return c && c.includes('{state}') ? c : null;"
-    )
-}
+    async fn click(&self, css: &str) {
+        self.c
+            .find(Locator::Css(css))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+    }
 
-async fn screenshot(c: &Client, name: &str) {
-    let Some(dir) = std::env::var_os("WEFT_SCREENSHOTS") else {
-        return;
-    };
-    let png = c.screenshot().await.unwrap();
-    std::fs::write(PathBuf::from(dir).join(name), png).unwrap();
+    /// Types `keys` into the element `css` selects (a button takes Enter).
+    async fn type_into(&self, css: &str, keys: &str) {
+        let element = self.c.find(Locator::Css(css)).await.unwrap();
+        element.send_keys(keys).await.unwrap();
+    }
+
+    /// The text of the element `css` selects, read in one step (the script may redraw
+    /// the run's part at any moment, which a find-then-read would race).
+    async fn text(&self, css: &str) -> String {
+        let text = self
+            .c
+            .execute(
+                "const e = document.querySelector(arguments[0]); return e ? e.innerText : null;",
+                vec![json!(css)],
+            )
+            .await
+            .unwrap();
+        text.as_str()
+            .unwrap_or_else(|| panic!("nothing matches {css}"))
+            .to_owned()
+    }
+
+    /// The class of the drawn node for the block at `path`.
+    async fn node_class(&self, path: &str) -> String {
+        let script = format!(
+            "const g = document.querySelector('g.node[data-path=\"{path}\"]'); return g && g.getAttribute('class');"
+        );
+        let class = self.c.execute(&script, vec![]).await.unwrap();
+        class.as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Waits until the node for `path` is in `state`.
+    async fn wait_for_node(&self, path: &str, state: &str) {
+        let script = format!(
+            "const g = document.querySelector('g.node[data-path=\"{path}\"]'); const c = g && g.getAttribute('class'); return c && c.includes('{state}');"
+        );
+        self.wait_for(&format!("{path} in {state}"), &script).await;
+    }
+
+    /// The run's output, once the page shows it.
+    async fn output(&self) -> Value {
+        let text = self
+            .wait_for(
+                "the run's output",
+                "const o = document.getElementById('run-output'); return o && o.textContent;",
+            )
+            .await;
+        let text = text.as_str().unwrap();
+        serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+    }
+
+    async fn screenshot(&self, name: &str) {
+        let Some(dir) = std::env::var_os("WEFT_SCREENSHOTS") else {
+            return;
+        };
+        let png = self.c.screenshot().await.unwrap();
+        std::fs::write(PathBuf::from(dir).join(name), png).unwrap();
+    }
 }
 
 fn example_text(name: &str) -> String {
     std::fs::read_to_string(support::example(name)).unwrap()
 }
 
-/// Starts the read-notes example through the API and waits for it to fail at `read`.
-async fn failed_run(base: &str) -> String {
-    let run: Value = reqwest::Client::new()
-        .post(format!("{base}/v1/runs?wait=20"))
-        .json(&json!({"source": example_text("read-notes.yaml")}))
+/// Starts a run of `source` through the API (with `?wait=20` when `wait`): the answer.
+async fn start_run(base: &str, source: &str, wait: bool) -> Value {
+    let query = if wait { "?wait=20" } else { "" };
+    reqwest::Client::new()
+        .post(format!("{base}/v1/runs{query}"))
+        .json(&json!({ "source": source }))
         .send()
         .await
         .unwrap()
         .json()
         .await
-        .unwrap();
-    assert_eq!(run["status"], "failed", "{run}");
-    run["run_id"].as_str().unwrap().to_owned()
+        .unwrap()
+}
+
+/// What the streaming model says, a word every 150 ms.
+const STREAMED: &str = "Tea is an aromatic drink made by steeping cured leaves in hot water.";
+
+/// A flow whose model streams its reply slowly.
+fn streaming_flow() -> String {
+    format!(
+        "weft: 1\nname: streaming\nmodels:\n  slow: {{provider: scripted, rules: [{{reply: \"{STREAMED}\", stream_delay_ms: 150}}]}}\nroot: {{id: say, llm: {{model: slow, prompt: tea}}}}\n"
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -167,173 +230,96 @@ async fn a_person_starts_watches_approves_and_retries_runs_in_a_browser() {
     let served = Served::start(&env);
     let base = served.base.clone();
     let driver = Driver::start();
-    let c = driver.browser().await;
+    let page = Page {
+        c: driver.browser().await,
+    };
 
     // Paste the example on the start page; it is checked, stored, and offered to start.
-    c.goto(&format!("{base}/new")).await.unwrap();
-    c.execute(
-        "document.getElementById('source').value = arguments[0];",
-        vec![json!(example_text("release-approval.yaml"))],
-    )
-    .await
-    .unwrap();
-    c.find(Locator::Css("[data-action=check]"))
-        .await
-        .unwrap()
-        .click()
+    page.open(&format!("{base}/new")).await;
+    page.c
+        .execute(
+            "document.getElementById('source').value = arguments[0];",
+            vec![json!(example_text("release-approval.yaml"))],
+        )
         .await
         .unwrap();
-    wait_for(
-        &c,
-        "the stored flow's start form",
-        "return document.querySelector('[data-action=start]');",
-    )
-    .await;
-    assert!(
-        c.current_url()
-            .await
-            .unwrap()
-            .as_str()
-            .contains("/new?flow=")
-    );
-    let input = c.find(Locator::Id("input")).await.unwrap();
-    let default_input: Value =
-        serde_json::from_str(&input.prop("value").await.unwrap().unwrap()).unwrap();
-    assert_eq!(
-        default_input["version"], "1.4.0",
-        "the flow's own input is offered"
-    );
-    c.find(Locator::Css("[data-action=start]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    page.click("[data-action=check]").await;
+    let input = page
+        .wait_for(
+            "the stored flow's start form",
+            "const i = document.getElementById('input'); return location.search.startsWith('?flow=') && i && i.value;",
+        )
+        .await;
+    let input: Value = serde_json::from_str(input.as_str().unwrap()).unwrap();
+    assert_eq!(input["version"], "1.4.0", "the flow's own input is offered");
+    page.click("[data-action=start]").await;
 
     // The run page: the approval block turns "waiting" as the run reaches it.
-    wait_for(
-        &c,
-        "the run page",
-        "return location.pathname.startsWith('/runs/');",
-    )
-    .await;
-    let run_id = c
-        .current_url()
-        .await
+    let path = page
+        .wait_for(
+            "the run page",
+            "return location.pathname.startsWith('/runs/') && location.pathname;",
+        )
+        .await;
+    let run_id = path
+        .as_str()
         .unwrap()
-        .path()
         .trim_start_matches("/runs/")
         .to_owned();
-    wait_for(
-        &c,
-        "the review block waiting",
-        &node_in("root/review", "state-waiting"),
-    )
-    .await;
-    let draft = c.execute(&node_class("root/draft"), vec![]).await.unwrap();
-    assert!(draft.as_str().unwrap().contains("state-done"), "{draft}");
-    let prompt = c
-        .find(Locator::Css("section.approval .prompt"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    page.wait_for_node("root/review", "state-waiting").await;
+    assert!(page.node_class("root/draft").await.contains("state-done"));
+    let prompt = page.text("section.approval .prompt").await;
     assert!(prompt.contains("Publish these notes?"), "{prompt}");
-    screenshot(&c, "run-waiting.png").await;
+    page.screenshot("run-waiting.png").await;
 
     // Approve from the page, with the keyboard, giving a note and a name.
-    c.find(Locator::Css("section.approval textarea[name=note]"))
-        .await
-        .unwrap()
-        .send_keys("Looks right.")
-        .await
-        .unwrap();
-    c.find(Locator::Css("section.approval input[name=by]"))
-        .await
-        .unwrap()
-        .send_keys("Ada")
-        .await
-        .unwrap();
-    c.find(Locator::Css("button[data-decision=approve]"))
-        .await
-        .unwrap()
-        .send_keys(&String::from(char::from(Key::Enter)))
-        .await
-        .unwrap();
-    let output = wait_for(
-        &c,
-        "the run's output",
-        "const o = document.getElementById('run-output'); return o && o.textContent;",
-    )
-    .await;
-    let output: Value = serde_json::from_str(output.as_str().unwrap()).unwrap();
+    page.type_into("section.approval textarea[name=note]", "Looks right.")
+        .await;
+    page.type_into("section.approval input[name=by]", "Ada")
+        .await;
+    let enter = String::from(char::from(Key::Enter));
+    page.type_into("button[data-decision=approve]", &enter)
+        .await;
+    let output = page.output().await;
     assert_eq!(output["released"], true, "{output}");
-    assert_eq!(
-        c.find(Locator::Css(".run-head .badge"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-        "completed"
-    );
-    let answered = c
-        .find(Locator::Css("section.answered"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    assert_eq!(page.text(".run-head .badge").await, "completed");
+    let answered = page.text("section.answered").await;
     assert!(
         answered.contains("approve")
             && answered.contains("Ada")
             && answered.contains("Looks right."),
         "{answered}"
     );
-    let taken = c
-        .execute(&node_class("root/decide/approved"), vec![])
-        .await
-        .unwrap();
-    assert!(taken.as_str().unwrap().contains("state-done"), "{taken}");
-    let skipped = c
-        .execute(&node_class("root/decide/otherwise"), vec![])
-        .await
-        .unwrap();
     assert!(
-        skipped.as_str().unwrap().contains("state-not-reached"),
-        "{skipped}"
+        page.node_class("root/decide/approved")
+            .await
+            .contains("state-done")
     );
-    screenshot(&c, "run-page.png").await;
+    assert!(
+        page.node_class("root/decide/otherwise")
+            .await
+            .contains("state-not-reached")
+    );
+    page.screenshot("run-page.png").await;
 
     // A failed run: its failing step's error, and a retry that says what runs again.
-    let failed = failed_run(&base).await;
-    c.goto(&format!("{base}/runs/{failed}")).await.unwrap();
-    let panel = c
-        .find(Locator::Id("step-panel"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let failed = start_run(&base, &example_text("read-notes.yaml"), true).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let failed = failed["run_id"].as_str().unwrap().to_owned();
+    page.open(&format!("{base}/runs/{failed}")).await;
+    let panel = page.text("#step-panel").await;
     assert!(
         panel.contains("root/read") && panel.contains("No such file"),
         "{panel}"
     );
-    let read = c.execute(&node_class("root/read"), vec![]).await.unwrap();
-    assert!(read.as_str().unwrap().contains("state-failed"), "{read}");
-    c.find(Locator::Css("[data-open=retry-dialog]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let plan = wait_for(
-        &c,
-        "the retry plan",
-        "const d = document.getElementById('retry-dialog'); return d && d.open && d.innerText;",
-    )
-    .await;
+    assert!(page.node_class("root/read").await.contains("state-failed"));
+    page.click("[data-open=retry-dialog]").await;
+    let plan = page
+        .wait_for(
+            "the retry plan",
+            "const d = document.getElementById('retry-dialog'); return d && d.open && d.innerText;",
+        )
+        .await;
     let plan = plan.as_str().unwrap();
     assert!(
         plan.contains("1 journaled step(s) keep their result"),
@@ -348,53 +334,58 @@ async fn a_person_starts_watches_approves_and_retries_runs_in_a_browser() {
         "the draft is reused, not asked again: {plan}"
     );
     std::fs::write(env.path("notes.txt"), "ship it").unwrap();
-    c.find(Locator::Css("[data-action=retry]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let output = wait_for(
-        &c,
-        "the retried run's output",
-        "const o = document.getElementById('run-output'); return o && o.textContent;",
-    )
-    .await;
-    let output: Value = serde_json::from_str(output.as_str().unwrap()).unwrap();
+    page.click("[data-action=retry]").await;
+    let output = page.output().await;
     assert_eq!(output["notes"], "ship it", "{output}");
-    let draft = c.execute(&node_class("root/draft"), vec![]).await.unwrap();
+    let draft = page.node_class("root/draft").await;
     assert!(
-        draft.as_str().unwrap().contains("state-replayed"),
+        draft.contains("state-replayed"),
         "the draft came from the journal: {draft}"
     );
 
-    // The runs list shows both, and a phone-sized window needs no sideways scrolling
-    // outside the table.
-    c.goto(&format!("{base}/")).await.unwrap();
-    let rows = c
+    // A model step's text shows in its panel as it streams, before the step ends.
+    let streaming = start_run(&base, &streaming_flow(), false).await;
+    let streaming = streaming["run_id"].as_str().unwrap();
+    page.open(&format!("{base}/runs/{streaming}")).await;
+    let partial = page
+        .wait_for(
+            "the model's text while it streams",
+            "const p = document.querySelector('pre[data-stream]'); return !document.getElementById('run-output') && p && p.textContent;",
+        )
+        .await;
+    // Deltas are live only: the panel shows the text from the moment the page opened.
+    let partial = partial.as_str().unwrap();
+    assert!(
+        STREAMED.ends_with(partial) || STREAMED.contains(partial),
+        "{partial:?}"
+    );
+    assert!(partial.len() < STREAMED.len(), "{partial:?}");
+    assert_eq!(page.output().await, STREAMED);
+
+    // The runs list shows them all, and a phone-sized window needs no sideways
+    // scrolling outside the table.
+    page.open(&format!("{base}/")).await;
+    let rows = page
+        .c
         .find_all(Locator::Css("tbody#runs tr[data-run]"))
         .await
         .unwrap();
-    assert_eq!(rows.len(), 2);
-    let listed = c
-        .find(Locator::Id("runs"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        listed.contains("release-approval") && listed.contains("read-notes"),
-        "{listed}"
-    );
-    assert!(
-        listed.contains(&run_id[..12]) && listed.contains(&failed[..12]),
-        "{listed}"
-    );
-    screenshot(&c, "runs.png").await;
-    c.set_window_size(390, 844).await.unwrap();
-    c.goto(&format!("{base}/runs/{run_id}")).await.unwrap();
-    let overflow = c
+    assert_eq!(rows.len(), 3);
+    let listed = page.text("#runs").await;
+    for shown in [
+        "release-approval",
+        "read-notes",
+        "streaming",
+        &run_id[..12],
+        &failed[..12],
+    ] {
+        assert!(listed.contains(shown), "{shown} in {listed}");
+    }
+    page.screenshot("runs.png").await;
+    page.c.set_window_size(390, 844).await.unwrap();
+    page.open(&format!("{base}/runs/{run_id}")).await;
+    let overflow = page
+        .c
         .execute(
             "return document.documentElement.scrollWidth - window.innerWidth;",
             vec![],
@@ -406,6 +397,5 @@ async fn a_person_starts_watches_approves_and_retries_runs_in_a_browser() {
         "the run page is wider than a phone by {overflow}px"
     );
 
-    c.close().await.unwrap();
-    drop(served);
+    page.c.close().await.unwrap();
 }

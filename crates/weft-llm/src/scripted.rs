@@ -42,6 +42,10 @@ struct RuleDef {
     error: Option<ErrorDef>,
     #[serde(default)]
     delay_ms: u64,
+    /// A pause before each streamed word after the first, so the reply arrives as a real
+    /// model's does (for clients that show text as it streams).
+    #[serde(default)]
+    stream_delay_ms: u64,
     #[serde(default)]
     usage: Option<Usage>,
 }
@@ -177,6 +181,9 @@ impl Model for Scripted {
         let mut first = true;
         for word in content.split_inclusive(' ') {
             if first || !word.is_empty() {
+                if !first && def.stream_delay_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(def.stream_delay_ms)).await;
+                }
                 on_delta(word);
                 first = false;
             }

@@ -89,8 +89,11 @@ async fn a_paused_run_s_page_draws_its_graph_in_the_run_s_colours_with_its_appro
     assert!(list.contains(id) && list.contains("status-completed"));
     let (_, inbox) = html(&s, &c, "/approvals").await;
     assert!(inbox.contains("Nothing waits for an answer."));
-    let (status, _) = html(&s, &c, "/?status=nonsense").await;
-    assert_eq!(status, 404);
+    for bad in ["/?status=nonsense", "/?cursor=nonsense"] {
+        let (status, page) = html(&s, &c, bad).await;
+        assert_eq!(status, 400, "{bad}");
+        assert!(page.contains("Bad address"));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

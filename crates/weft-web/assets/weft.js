@@ -149,10 +149,13 @@ let runView = null;
 function refreshLists() {
   for (const el of document.querySelectorAll("[data-refresh]")) {
     if (el.contains(document.activeElement) && document.activeElement !== document.body) continue;
+    // A note written and left unsent is not thrown away by a refresh.
+    if ([...el.querySelectorAll("textarea")].some((t) => t.value)) continue;
     fetch(el.dataset.refresh, { headers: { Accept: "text/html" } })
       .then((res) => (res.ok ? res.text() : null))
       .then((html) => {
         if (html === null || el.contains(document.activeElement)) return;
+        if ([...el.querySelectorAll("textarea")].some((t) => t.value)) return;
         el.innerHTML = html;
         localTimes(el);
         prefillNames(el);

@@ -84,6 +84,8 @@ pub fn not_found() -> Response {
 
 /// Why a page could not be shown.
 pub(crate) enum PageError {
+    /// The address asks for something that cannot be (an unknown status, a bad cursor).
+    BadRequest(String),
     /// No run, flow or file by that name.
     NotFound(String),
     /// The store failed.
@@ -93,6 +95,7 @@ pub(crate) enum PageError {
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         match self {
+            PageError::BadRequest(why) => error(StatusCode::BAD_REQUEST, "Bad address", &why),
             PageError::NotFound(what) => error(StatusCode::NOT_FOUND, "Not found", &what),
             PageError::Store(why) => {
                 error(StatusCode::INTERNAL_SERVER_ERROR, "The store failed", &why)

@@ -35,18 +35,28 @@ pub(crate) async fn page(
     Query(q): Query<ListQuery>,
 ) -> Result<Response, PageError> {
     let status = q.status.as_deref().filter(|s| !s.is_empty());
-    let query = RunQuery {
-        status: status.and_then(RunStatus::parse),
-        limit: PAGE + 1,
-        after: q.cursor.as_deref().and_then(Cursor::parse),
+    let wanted = match status {
+        None => None,
+        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
+            PageError::BadRequest(format!(
+                "There is no status `{s}`; the statuses are {}.",
+                STATUSES.join(", ")
+            ))
+        })?),
     };
-    if status.is_some() && query.status.is_none() {
-        return Err(PageError::NotFound(format!(
-            "There is no status `{}`; the statuses are {}.",
-            status.unwrap_or_default(),
-            STATUSES.join(", ")
-        )));
-    }
+    let after = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(Cursor::parse(c).ok_or_else(|| {
+            PageError::BadRequest(format!(
+                "`{c}` is not a cursor; follow the page's own \"Older runs\" link."
+            ))
+        })?),
+    };
+    let query = RunQuery {
+        status: wanted,
+        limit: PAGE + 1,
+        after,
+    };
     let mut runs = engine.store().list_runs(&query).await?;
     let more = runs.len() > PAGE;
     runs.truncate(PAGE);
