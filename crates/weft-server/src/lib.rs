@@ -9,8 +9,9 @@
 //! It owns the HTTP surface only: requests become calls on one [`weft_engine::Engine`]
 //! built by the caller (with its models, sandboxes and actions), and every error
 //! becomes a JSON problem object. The MCP tools of `weft-mcp` are served at `/mcp`
-//! (streamable HTTP) over the same engine, behind the same token. It must not depend on the command line or on any
-//! store, model or sandbox adapter.
+//! (streamable HTTP) and the page of `weft-web` at `/`, over the same engine, behind the
+//! same token (which a browser gives once at `/login` for a session cookie). It must
+//! not depend on the command line or on any store, model or sandbox adapter.
 
 mod api;
 mod auth;
