@@ -330,21 +330,24 @@ impl Engine {
 
     /// Loads the flow a run was started with.
     pub async fn stored_flow(&self, rec: &RunRecord) -> Result<Arc<Prepared>, EngineError> {
-        let json = self
-            .inner
-            .store
-            .get_flow(&rec.flow_hash)
-            .await?
-            .ok_or_else(|| {
-                EngineError::Refused(format!(
-                    "the flow of run {} is missing from the store",
-                    rec.id
-                ))
-            })?;
+        self.flow_of_run(&rec.id, &rec.flow_hash).await
+    }
+
+    /// Loads the flow stored under `flow_hash`, which run `run_id` was started with (for
+    /// a caller that holds the run's detail rather than its record).
+    pub async fn flow_of_run(
+        &self,
+        run_id: &str,
+        flow_hash: &str,
+    ) -> Result<Arc<Prepared>, EngineError> {
+        let json = self.inner.store.get_flow(flow_hash).await?.ok_or_else(|| {
+            EngineError::Refused(format!(
+                "the flow of run {run_id} is missing from the store"
+            ))
+        })?;
         let flow: Flow = serde_json::from_str(&json).map_err(|e| {
             EngineError::Refused(format!(
-                "the stored flow of run {} is unreadable: {e}",
-                rec.id
+                "the stored flow of run {run_id} is unreadable: {e}"
             ))
         })?;
         self.prepare(flow).map_err(EngineError::Invalid)

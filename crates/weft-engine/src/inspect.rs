@@ -4,7 +4,7 @@
 
 mod retry;
 
-pub use retry::{Effect, Fate, PlannedStep, RetryPlan, retry_plan};
+pub use retry::{Effect, Fate, PlannedStep, RetryPlan, plan as retry_plan_of, retry_plan};
 
 use serde::Serialize;
 use serde_json::Value;

@@ -29,21 +29,15 @@ pub(crate) async fn page(
     let run = inspect::run_detail(engine.store().as_ref(), &id)
         .await?
         .ok_or_else(|| PageError::NotFound(format!("No run `{id}`.")))?;
-    let diagram = match engine.store().get_run(&run.run_id).await? {
-        Some(rec) => engine
-            .stored_flow(&rec)
-            .await
-            .ok()
-            .map(|p| Diagram::of(p.flow())),
-        None => None,
-    };
-    let plan = if matches!(run.status, "failed" | "cancelled") {
-        inspect::retry_plan(&engine, &run.run_id)
-            .await
-            .ok()
-            .flatten()
-    } else {
-        None
+    let diagram = engine
+        .flow_of_run(&run.run_id, &run.flow_hash)
+        .await
+        .ok()
+        .map(|p| Diagram::of(p.flow()));
+    // The plan is made from what the page read already: no second read of the log.
+    let plan = match (&diagram, run.status) {
+        (Some(d), "failed" | "cancelled") => Some(inspect::retry_plan_of(&run, d)),
+        _ => None,
     };
     let live = live(&run, diagram.as_ref(), plan.as_ref(), q.step.as_deref());
     if q.part.as_deref() == Some("live") {
@@ -62,12 +56,6 @@ pub(crate) async fn page(
     .into_response())
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 /// Everything of the run page that changes as the run goes.
 fn live(
     run: &RunDetail,
@@ -80,7 +68,7 @@ fn live(
         None => step::default_selection(run),
     };
     let selected = chosen.map(|s| s.path.as_str());
-    let now = now_ms();
+    let now = format::now_ms();
     html! {
         (header(run, now))
         (outcome(run))

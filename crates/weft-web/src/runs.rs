@@ -110,9 +110,7 @@ fn filter(status: Option<&str>) -> Markup {
 }
 
 fn rows(runs: &[RunRecord]) -> Markup {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let now = format::now_ms() as i64;
     html! {
         @if runs.is_empty() {
             tr { td colspan="8" .muted { "No runs yet: start one from " a href="/new" { "Start a run" } ", or with " code { "weft run --server" } "." } }

@@ -2,12 +2,12 @@
 //! journaled result, which run again, and which of those call a model or the outside
 //! world — so a person confirming a retry knows what it will cost.
 
-use super::{StepDetail, StepStatus};
+use super::{RunDetail, StepDetail, StepStatus};
 use crate::{Engine, EngineError};
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use weft_core::diagram::{Diagram, step_pattern};
-use weft_core::ports::{EntryKind, RunStatus};
+use weft_core::ports::EntryKind;
 
 /// What a retry of one run would do.
 #[derive(Debug, Clone, Serialize)]
@@ -90,35 +90,38 @@ const CONTAINERS: [&str; 7] = [
 
 /// The retry plan of run `run_id`; `None` when there is no such run.
 pub async fn retry_plan(engine: &Engine, run_id: &str) -> Result<Option<RetryPlan>, EngineError> {
-    let store = engine.store();
-    let Some(detail) = super::run_detail(store.as_ref(), run_id).await? else {
+    let Some(detail) = super::run_detail(engine.store().as_ref(), run_id).await? else {
         return Ok(None);
     };
-    let Some(rec) = store.get_run(&detail.run_id).await? else {
-        return Ok(None);
-    };
-    let journaled: HashSet<String> = store
-        .journal(&rec.id)
-        .await?
-        .into_iter()
-        .filter(|e| e.kind != EntryKind::Failure)
-        .map(|e| e.key)
+    let flow = engine
+        .flow_of_run(&detail.run_id, &detail.flow_hash)
+        .await?;
+    Ok(Some(plan(&detail, &Diagram::of(flow.flow()))))
+}
+
+/// The retry plan of a run read already (`detail`, with its journal), whose flow is
+/// drawn as `diagram`.
+pub fn plan(detail: &RunDetail, diagram: &Diagram) -> RetryPlan {
+    let journaled: HashSet<&str> = detail
+        .journal
+        .iter()
+        .filter(|e| e["kind"] != EntryKind::Failure.as_str())
+        .filter_map(|e| e["key"].as_str())
         .collect();
-    let steps: Vec<PlannedStep> = detail
+    let steps = detail
         .steps
         .iter()
         .filter(|s| !CONTAINERS.contains(&s.kind.as_str()))
         .map(|s| planned(s, &journaled))
         .collect();
     let reached: HashSet<String> = detail.steps.iter().map(|s| step_pattern(&s.path)).collect();
-    let diagram = Diagram::of(engine.stored_flow(&rec).await?.flow());
-    let mut seen = HashMap::new();
+    let mut listed = HashSet::new();
     let not_reached = diagram
         .nodes
         .iter()
         .filter_map(|n| Some((n.path.as_deref()?, n.kind.as_deref()?)))
         .filter(|(path, kind)| !reached.contains(*path) && !CONTAINERS.contains(kind))
-        .filter(|(path, _)| seen.insert(path.to_string(), ()).is_none())
+        .filter(|(path, _)| listed.insert(*path))
         .map(|(path, kind)| PlannedStep {
             path: path.to_owned(),
             kind: kind.to_owned(),
@@ -128,18 +131,18 @@ pub async fn retry_plan(engine: &Engine, run_id: &str) -> Result<Option<RetryPla
             failed: false,
         })
         .collect();
-    Ok(Some(RetryPlan {
-        run_id: rec.id,
-        retryable: matches!(rec.status, RunStatus::Failed | RunStatus::Cancelled),
+    RetryPlan {
+        run_id: detail.run_id.clone(),
+        retryable: matches!(detail.status, "failed" | "cancelled"),
         steps,
         not_reached,
-    }))
+    }
 }
 
-fn planned(s: &StepDetail, journaled: &HashSet<String>) -> PlannedStep {
+fn planned(s: &StepDetail, journaled: &HashSet<&str>) -> PlannedStep {
     let effect = Effect::of_kind(&s.kind);
     // Pure steps are never journaled: they always run again, at no cost.
-    let reused = effect.is_some() && journaled.contains(&s.path);
+    let reused = effect.is_some() && journaled.contains(s.path.as_str());
     PlannedStep {
         path: s.path.clone(),
         kind: s.kind.clone(),
