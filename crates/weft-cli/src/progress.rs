@@ -96,6 +96,7 @@ impl EventSink for Progress {
                     "  ! {path}: {owner}'s {budget} budget is {state} its limit ({used} of {limit})"
                 ))
             }
+            EventKind::Warning { path, message, .. } => self.line(format!("  ! {path}: {message}")),
             EventKind::ApprovalRequested { key, prompt, .. } => {
                 self.line(format!("  ⏸ {key} waits for approval: {prompt}"))
             }

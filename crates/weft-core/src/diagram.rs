@@ -121,7 +121,7 @@ impl Diagram {
             edges: Vec::new(),
         };
         let start = d.node(format!("start: {}", flow.name), Shape::Terminal);
-        let root = flow.root.id.as_deref().unwrap_or("root");
+        let root = flow.root.label().unwrap_or("root");
         let (entries, exits) = d.block(&flow.root, root);
         let end = d.node("end".into(), Shape::Terminal);
         d.connect(&[start], &entries, None);
@@ -164,10 +164,11 @@ impl Diagram {
     }
 
     fn leaf(&mut self, b: &Block, path: &str, detail: String) -> (Vec<String>, Vec<String>) {
-        let name =
-            b.id.clone()
-                .or_else(|| step_name(path).map(str::to_owned))
-                .unwrap_or_else(|| b.kind_name().to_owned());
+        let name = b
+            .label()
+            .map(str::to_owned)
+            .or_else(|| step_name(path).map(str::to_owned))
+            .unwrap_or_else(|| b.kind_name().to_owned());
         let label = if detail.is_empty() {
             name
         } else {
@@ -196,7 +197,7 @@ impl Diagram {
                 let mut entries = Vec::new();
                 let mut exits: Vec<String> = Vec::new();
                 for (i, s) in steps.iter().enumerate() {
-                    let seg = s.id.clone().unwrap_or_else(|| i.to_string());
+                    let seg = crate::ir::step_segment(steps, i);
                     let (en, ex) = self.block(s, &child(path, &seg));
                     if i == 0 {
                         entries = en;
@@ -211,7 +212,7 @@ impl Diagram {
                 let fork = self.block_node(
                     b,
                     path,
-                    format!("{}\nparallel", b.id.as_deref().unwrap_or("fork")),
+                    format!("{}\nparallel", b.label().unwrap_or("fork")),
                     Shape::Decision,
                 );
                 let join = self.node("join".into(), Shape::Decision);
@@ -228,7 +229,7 @@ impl Diagram {
                     path,
                     format!(
                         "{}\nmap over {}",
-                        b.id.as_deref().unwrap_or("map"),
+                        b.label().unwrap_or("map"),
                         short(&m.items.0.to_string())
                     ),
                     Shape::Decision,
@@ -251,7 +252,7 @@ impl Diagram {
                     path,
                     format!(
                         "{}\nloop ≤{} {cond}",
-                        b.id.as_deref().unwrap_or("loop"),
+                        b.label().unwrap_or("loop"),
                         l.max_iterations
                     ),
                     Shape::Decision,
@@ -265,7 +266,7 @@ impl Diagram {
                 let head = self.block_node(
                     b,
                     path,
-                    b.id.clone().unwrap_or_else(|| "branch".into()),
+                    b.label().unwrap_or("branch").to_owned(),
                     Shape::Decision,
                 );
                 let mut exits = Vec::new();
@@ -294,7 +295,7 @@ impl Diagram {
                 let done = self.block_node(
                     b,
                     path,
-                    format!("{} end", b.id.as_deref().unwrap_or("graph")),
+                    format!("{} end", b.label().unwrap_or("graph")),
                     Shape::Terminal,
                 );
                 for e in &g.edges {

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+mod conversions;
+
 /// What went wrong at run time, as a kind that rescue handlers and retry policies match on.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
@@ -39,6 +41,8 @@ pub enum ErrorKind {
     Cancelled,
     /// A graph or sub-flow exceeded its step or depth limit.
     Limit,
+    /// A loop reached its bound with its condition still unmet, where that is a failure.
+    LoopExhausted,
     /// Something the flow needs is not configured (model, sandbox, handler).
     Config,
     /// The journal or store failed.
@@ -65,6 +69,7 @@ impl ErrorKind {
         ("rejected", ErrorKind::Rejected),
         ("cancelled", ErrorKind::Cancelled),
         ("limit", ErrorKind::Limit),
+        ("loop_exhausted", ErrorKind::LoopExhausted),
         ("config", ErrorKind::Config),
         ("store", ErrorKind::Store),
     ];
@@ -137,7 +142,7 @@ impl schemars::JsonSchema for ErrorKind {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "description": "An error kind: timeout, budget, assertion, code, model, rate_limit, auth, context_overflow, malformed_response, handler, action, input, expression, rejected, cancelled, limit, config, store, or a custom name."
+            "description": "An error kind: timeout, budget, assertion, code, model, rate_limit, auth, context_overflow, malformed_response, handler, action, input, expression, rejected, cancelled, limit, loop_exhausted, config, store, or a custom name."
         })
     }
 }

@@ -258,6 +258,16 @@ pub enum EventKind {
         /// Arguments.
         arguments: Value,
     },
+    /// Something its author may not expect happened, and the run went on (a loop
+    /// stopped at its bound with its condition unmet, ...).
+    Warning {
+        /// Block path.
+        path: String,
+        /// A stable name for the kind of warning (`loop_bound_reached`).
+        code: String,
+        /// What happened, for a person.
+        message: String,
+    },
     /// A free-form message from a block.
     Message {
         /// Block path.

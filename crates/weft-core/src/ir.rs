@@ -150,6 +150,10 @@ pub struct ValueTemplate(pub Value);
 pub struct Block {
     /// A name unique in the flow; it keys the journal, so give effectful blocks one.
     pub id: Option<String>,
+    /// A display name that need not be unique (the library's block names): one block
+    /// may stand at many places of a flow. In a sequence it keys the step like an id,
+    /// numbered `name@n` from its second use among the steps.
+    pub name: Option<String>,
     /// What the block is for.
     pub description: Option<String>,
     /// What the block does.
@@ -187,6 +191,7 @@ impl Block {
     pub fn new(kind: BlockKind) -> Block {
         Block {
             id: None,
+            name: None,
             description: None,
             kind,
             policy: Policy::default(),
@@ -204,6 +209,36 @@ impl Block {
     /// The kind's name as written in files.
     pub fn kind_name(&self) -> &'static str {
         self.kind.name()
+    }
+
+    /// The same block with the display name `name`.
+    pub fn with_name(mut self, name: impl Into<String>) -> Block {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// What the block is called: its id, else its display name.
+    pub fn label(&self) -> Option<&str> {
+        self.id.as_deref().or(self.name.as_deref())
+    }
+}
+
+/// The path segment of step `index` of a sequence: its id or name, numbered `@n` when
+/// `n` earlier steps carry the same one (so one block may be a step twice), else its
+/// position. The engine keys the journal with it; drawings and tools that name steps
+/// must use it too.
+pub fn step_segment(steps: &[Block], index: usize) -> String {
+    let Some(label) = steps[index].label() else {
+        return index.to_string();
+    };
+    let repeats = steps[..index]
+        .iter()
+        .filter(|s| s.label() == Some(label))
+        .count();
+    if repeats == 0 {
+        label.to_owned()
+    } else {
+        format!("{label}@{repeats}")
     }
 }
 
@@ -853,9 +888,14 @@ pub struct LoopSpec {
     /// Checked after each iteration (`output`, `exit` in scope); the loop stops when true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<Expr>,
-    /// Reaching `max_iterations` fails the block instead of ending the loop normally.
+    /// Reaching `max_iterations` with the condition unmet fails the block (kind
+    /// `loop_exhausted`) instead of ending the loop normally.
     #[serde(default, skip_serializing_if = "is_false")]
     pub fail_at_max: bool,
+    /// Reaching `max_iterations` with the condition unmet ends the loop normally but
+    /// emits a `warning` event saying so.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub warn_at_max: bool,
 }
 
 /// The first case whose condition holds runs; without one, `otherwise` (or passthrough).

@@ -168,6 +168,7 @@ fn benches(c: &mut Criterion) {
         while_: None,
         until: None,
         fail_at_max: false,
+        warn_at_max: false,
     })));
     g.bench_function(BenchmarkId::new("loop_10000", "passthrough_memory"), |b| {
         b.iter(|| run(&rt, &mem, &looped))
@@ -178,6 +179,7 @@ fn benches(c: &mut Criterion) {
         while_: Some(weft_core::ir::Expr("iteration < 100000".into())),
         until: None,
         fail_at_max: false,
+        warn_at_max: false,
     })));
     g.bench_function(
         BenchmarkId::new("loop_10000", "passthrough_while_condition_memory"),
@@ -193,6 +195,7 @@ fn benches(c: &mut Criterion) {
         )),
         until: None,
         fail_at_max: false,
+        warn_at_max: false,
     })));
     let with_functions = Engine::builder(Arc::new(MemoryStore::new()))
         .function("below", |args| {

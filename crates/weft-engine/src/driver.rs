@@ -163,7 +163,7 @@ fn new_run_id() -> String {
 }
 
 fn root_key(flow: &Flow) -> Arc<str> {
-    Arc::from(flow.root.id.as_deref().unwrap_or("root"))
+    Arc::from(flow.root.label().unwrap_or("root"))
 }
 
 fn recorded(entries: Vec<JournalEntry>) -> HashMap<String, Recorded> {

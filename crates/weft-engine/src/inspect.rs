@@ -64,6 +64,22 @@ pub struct RunDetail {
     pub last_event: Option<u64>,
     /// The approvals answered so far, in the order they were answered.
     pub answered: Vec<AnsweredApproval>,
+    /// What the run warned of (a loop stopped at its bound, ...), once per step and
+    /// kind of warning, in the order first raised.
+    pub warnings: Vec<RunWarning>,
+}
+
+/// A `warning` event of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunWarning {
+    /// The step that raised it.
+    pub path: String,
+    /// Its kind (`loop_bound_reached`).
+    pub code: String,
+    /// What happened.
+    pub message: String,
+    /// When it was raised last, Unix milliseconds.
+    pub at_ms: u64,
 }
 
 /// Where a step stands.
@@ -181,6 +197,7 @@ fn detail(r: RunRecord, steps: Steps, journal: Vec<Value>, last_event: Option<u6
     RunDetail {
         last_event,
         answered: steps.answered,
+        warnings: steps.warnings,
         status: r.status.as_str(),
         flow_id: r.flow_id,
         waiting: r.waiting.unwrap_or_else(|| Value::Array(Vec::new())),
@@ -212,6 +229,7 @@ struct Steps {
     /// then runs anew rather than replaying.
     restarted: HashMap<usize, u64>,
     answered: Vec<AnsweredApproval>,
+    warnings: Vec<RunWarning>,
 }
 
 impl Steps {
@@ -299,7 +317,31 @@ impl Steps {
                     at_ms: e.at_ms,
                 });
             }
+            EventKind::Warning {
+                path,
+                code,
+                message,
+            } => self.warned(e.at_ms, path, code, message),
             _ => {}
+        }
+    }
+
+    /// Keeps one warning per step and code: a resumed run raises again what its pure
+    /// steps raised before.
+    fn warned(&mut self, at_ms: u64, path: &str, code: &str, message: &str) {
+        let w = RunWarning {
+            path: path.to_owned(),
+            code: code.to_owned(),
+            message: message.to_owned(),
+            at_ms,
+        };
+        match self
+            .warnings
+            .iter_mut()
+            .find(|w| w.path == path && w.code == code)
+        {
+            Some(old) => *old = w,
+            None => self.warnings.push(w),
         }
     }
 

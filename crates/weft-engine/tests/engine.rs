@@ -285,7 +285,31 @@ async fn loops_stop_at_their_bound() {
         "weft: 1\nname: l2\nroot:\n  loop: {until: 'output > 100', max_iterations: 3, fail_at_max: true, body: {transform: {output: '{{ input + 1 }}'}}}\ninput: 0\n",
     );
     let r = h.run(f).await;
-    assert_eq!(r.error.unwrap().kind, ErrorKind::Limit);
+    let e = r.error.unwrap();
+    assert_eq!(e.kind, ErrorKind::LoopExhausted);
+    assert_eq!(e.path, "root");
+    assert!(e.message.contains("bound of 3 iterations"), "{}", e.message);
+    assert_eq!(
+        e.detail_field("condition"),
+        Some(&serde_json::json!("until output > 100"))
+    );
+
+    // warn_at_max: the last value, and a warning event that says why.
+    let h = harness(memory(), vec![]);
+    let f = flow(
+        "weft: 1\nname: l3\nroot:\n  id: climb\n  loop: {until: 'output > 100', max_iterations: 2, warn_at_max: true, body: {transform: {output: '{{ input + 1 }}'}}}\ninput: 0\n",
+    );
+    assert_eq!(h.run(f).await.output.unwrap(), 2);
+    let warning = h.kinds().into_iter().find_map(|k| match k {
+        EventKind::Warning { code, message, .. } => Some((code, message)),
+        _ => None,
+    });
+    let (code, message) = warning.expect("a warning event");
+    assert_eq!(code, "loop_bound_reached");
+    assert!(
+        message.contains("the loop `climb` stopped at its bound of 2"),
+        "{message}"
+    );
 }
 
 #[tokio::test]

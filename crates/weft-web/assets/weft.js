@@ -8,7 +8,7 @@ const EVENT_TYPES = [
   "budget_warning", "step_rescued", "loop_started", "loop_iteration", "loop_ended",
   "fan_out_started", "branch_started", "branch_ended", "fan_out_ended", "route_taken",
   "approval_requested", "approval_answered", "llm_delta", "llm_call", "tool_called",
-  "message", "error",
+  "warning", "message", "error",
 ];
 const FINAL = new Set(["run_completed", "run_failed", "run_cancelled"]);
 const ENDED = new Set(["completed", "failed", "cancelled"]);

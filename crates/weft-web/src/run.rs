@@ -72,6 +72,7 @@ fn live(
     html! {
         (header(run, now))
         (outcome(run))
+        (warnings(run))
         (approvals(run))
         div.run-body {
             section.graph aria-label="The flow's graph" {
@@ -146,6 +147,25 @@ fn outcome(run: &RunDetail) -> Markup {
                 p #run-error { code { (kind) } " " (message) }
                 @if !path.is_empty() {
                     p { "at " a href=(step::href(&run.run_id, path)) { code { (path) } } }
+                }
+            }
+        }
+    }
+}
+
+/// What the run warned of, each with a link to the step that raised it.
+fn warnings(run: &RunDetail) -> Markup {
+    html! {
+        @if !run.warnings.is_empty() {
+            section.outcome.warned aria-label="Warnings" {
+                h2 { "Warnings" }
+                ul {
+                    @for w in &run.warnings {
+                        li.warning {
+                            a href=(step::href(&run.run_id, &w.path)) { code { (w.path) } }
+                            ": " (w.message)
+                        }
+                    }
                 }
             }
         }

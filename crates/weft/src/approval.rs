@@ -29,6 +29,6 @@ pub fn approval<S: Into<String>>(
         prompt: Some(Template(prompt.into())),
         options,
     }))
-    .with_id(name.clone());
+    .with_name(name.clone());
     Block::new(name, Kind::Approval, ir, Parts::default())
 }

@@ -239,7 +239,7 @@ impl Generator {
         if self.history {
             spec.history = Some(format!("{agent}_history"));
         }
-        let mut ir = ir::Block::new(BlockKind::Llm(spec)).with_id(self.name.clone());
+        let mut ir = ir::Block::new(BlockKind::Llm(spec)).with_name(self.name.clone());
         if let Some(t) = self.agent_type {
             ir.data.emit = Some(ValueTemplate(json!({
                 "agent_type": t.as_str(),

@@ -302,7 +302,7 @@ impl HandlerBuilder {
             name: self.name.clone(),
             config: Value::Null,
         }))
-        .with_id(self.name.clone());
+        .with_name(self.name.clone());
         let mut block = Block::new(self.name, Kind::Handler, ir, parts);
         block.description = self.description;
         block.input_schema = Some(schema_of::<I>());

@@ -62,7 +62,7 @@ impl Router {
             &func::call(&f, &["input", "state"]),
             self.routes,
         );
-        ir.id = Some(self.name.clone());
+        ir.name = Some(self.name.clone());
         Block::new(self.name, Kind::Router, ir, self.parts)
     }
 }

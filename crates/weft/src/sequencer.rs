@@ -312,23 +312,27 @@ impl Sequencer {
     }
 
     /// Runs `block` repeatedly, each time on its previous output, until `done(output)`
-    /// holds (checked after each run), at most [`DEFAULT_MAX_ITERATIONS`] times.
+    /// holds (checked after each run). A guard of [`DEFAULT_MAX_ITERATIONS`] runs keeps
+    /// it finite: reaching it with `done` still false fails the step with kind
+    /// `loop_exhausted` (a bound you did not choose never ends a run with a wrong value).
     pub fn do_until<T: DeserializeOwned>(
         self,
         done: impl Fn(T) -> bool + Send + Sync + 'static,
         block: impl Into<Block>,
     ) -> Self {
-        self.do_until_at_most(done, block, DEFAULT_MAX_ITERATIONS)
+        self.repeat("do_until", func::unary(done), false, block, Bound::Guard)
     }
 
-    /// [`Sequencer::do_until`] with its bound.
+    /// [`Sequencer::do_until`] with the bound you choose: reaching it with `done` still
+    /// false ends the loop with the last output and a `warning` event saying so.
     pub fn do_until_at_most<T: DeserializeOwned>(
         self,
         done: impl Fn(T) -> bool + Send + Sync + 'static,
         block: impl Into<Block>,
         max_iterations: u32,
     ) -> Self {
-        self.repeat("do_until", func::unary(done), false, block, max_iterations)
+        let bound = Bound::Chosen(max_iterations);
+        self.repeat("do_until", func::unary(done), false, block, bound)
     }
 
     /// A loop of `block` whose condition `f` (negated when `negate`) ends it.
@@ -338,37 +342,40 @@ impl Sequencer {
         f: Function,
         negate: bool,
         block: impl Into<Block>,
-        max_iterations: u32,
+        bound: Bound,
     ) -> Self {
         let body = self.take(block);
         let f = self.function(what, f);
         let call = func::call(&f, &["output"]);
         let until = if negate { format!("not {call}") } else { call };
-        self.push(loop_block(body, &until, max_iterations))
+        self.push(loop_block(what, body, &until, bound))
     }
 
-    /// Runs `block` repeatedly while `again(output)` holds (checked after each run), at
-    /// most [`DEFAULT_MAX_ITERATIONS`] times.
+    /// Runs `block` repeatedly while `again(output)` holds (checked after each run),
+    /// within the same guard as [`Sequencer::do_until`].
     pub fn do_while<T: DeserializeOwned>(
         self,
         again: impl Fn(T) -> bool + Send + Sync + 'static,
         block: impl Into<Block>,
     ) -> Self {
-        self.do_while_at_most(again, block, DEFAULT_MAX_ITERATIONS)
+        self.repeat("do_while", func::unary(again), true, block, Bound::Guard)
     }
 
-    /// [`Sequencer::do_while`] with its bound.
+    /// [`Sequencer::do_while`] with the bound you choose (a `warning` event when it ends
+    /// the loop).
     pub fn do_while_at_most<T: DeserializeOwned>(
         self,
         again: impl Fn(T) -> bool + Send + Sync + 'static,
         block: impl Into<Block>,
         max_iterations: u32,
     ) -> Self {
-        self.repeat("do_while", func::unary(again), true, block, max_iterations)
+        let bound = Bound::Chosen(max_iterations);
+        self.repeat("do_while", func::unary(again), true, block, bound)
     }
 
     /// Jumps back to the step named `target` while `when(value)` holds, at most
-    /// `max_iterations` times; then the chain goes on.
+    /// `max_iterations` times; then the chain goes on (with a `warning` event when
+    /// `when` still held).
     pub fn loop_back<T: DeserializeOwned>(
         mut self,
         target: impl Into<String>,
@@ -546,19 +553,26 @@ impl Sequencer {
         self
     }
 
-    /// Blocks by name, for the concurrent methods.
+    /// Blocks by name, for the concurrent methods; a block given twice is keyed
+    /// `name@1` the second time, as a repeated sequence step is.
     fn named(
         &mut self,
         blocks: impl IntoIterator<Item = impl Into<Block>>,
     ) -> IndexMap<String, ir::Block> {
-        blocks
-            .into_iter()
-            .map(|b| {
-                let b: Block = b.into();
-                let name = b.name.clone();
-                (name, self.take(b))
-            })
-            .collect()
+        let mut out = IndexMap::new();
+        for b in blocks {
+            let b: Block = b.into();
+            let repeats = out
+                .keys()
+                .filter(|k: &&String| k.split('@').next() == Some(b.name.as_str()))
+                .count();
+            let key = match repeats {
+                0 => b.name.clone(),
+                n => format!("{}@{n}", b.name),
+            };
+            out.insert(key, self.take(b));
+        }
+        out
     }
 
     /// The sequencer as a block.
@@ -574,7 +588,7 @@ impl Sequencer {
                 Vec::new()
             }
         };
-        let ir = ir::Block::new(BlockKind::Sequence(steps)).with_id(self.name.clone());
+        let ir = ir::Block::new(BlockKind::Sequence(steps)).with_name(self.name.clone());
         Block::new(self.name, Kind::Sequencer, ir, parts)
     }
 }
@@ -628,17 +642,15 @@ fn fold(steps: &[Step]) -> Result<Vec<ir::Block>, String> {
             // Nothing runs in the background here.
             Step::WaitForWork(_) => {}
             Step::LoopBack { target, again, max } => {
-                let Some(k) = out
-                    .iter()
-                    .rposition(|b| b.id.as_deref() == Some(target.as_str()))
-                else {
+                let Some(k) = out.iter().rposition(|b| b.label() == Some(target.as_str())) else {
                     return Err(format!(
                         "loop_back names `{target}`, which is not an earlier step of this sequencer"
                     ));
                 };
                 let body = one(out.drain(k..).collect());
                 let until = format!("not {}", func::call(again, &["output"]));
-                out.push(loop_block(body, &until, max.saturating_add(1)));
+                let bound = Bound::Chosen(max.saturating_add(1));
+                out.push(loop_block("loop_back", body, &until, bound));
             }
         }
         i += 1;
@@ -723,14 +735,30 @@ fn map_block(items: ValueTemplate, body: ir::Block, max_concurrency: Option<u32>
     }))
 }
 
-fn loop_block(body: ir::Block, until: &str, max_iterations: u32) -> ir::Block {
+/// How a loop is bounded: by the guard every loop has, or by the user.
+#[derive(Clone, Copy)]
+enum Bound {
+    /// [`DEFAULT_MAX_ITERATIONS`]; reaching it with the condition unmet is a failure.
+    Guard,
+    /// A bound the user chose; reaching it ends the loop with a warning.
+    Chosen(u32),
+}
+
+/// A loop named `name` (its step's display name) of `body` until `until` holds.
+fn loop_block(name: &str, body: ir::Block, until: &str, bound: Bound) -> ir::Block {
+    let (max_iterations, guard) = match bound {
+        Bound::Guard => (DEFAULT_MAX_ITERATIONS, true),
+        Bound::Chosen(n) => (n, false),
+    };
     ir::Block::new(BlockKind::Loop(LoopSpec {
         body: Box::new(body),
         max_iterations,
         while_: None,
         until: Some(Expr(until.to_owned())),
-        fail_at_max: false,
+        fail_at_max: guard,
+        warn_at_max: !guard,
     }))
+    .with_name(name)
 }
 
 /// Runs the route that the expression `pick` names (evaluated once); naming no route

@@ -210,16 +210,35 @@ impl TestRun {
             .collect()
     }
 
-    /// How many times a step whose path ends in `/name` (or is `name`) started.
+    /// How many times a step named `name` started: a path whose last segment is `name`,
+    /// or `name@n` where the block is used again in one sequence.
     pub fn starts(&self, name: &str) -> usize {
-        let suffix = format!("/{name}");
         self.events
             .iter()
             .filter(|e| match &e.kind {
-                EventKind::StepStarted { path, .. } => path == name || path.ends_with(&suffix),
+                EventKind::StepStarted { path, .. } => {
+                    let last = path.rsplit('/').next().unwrap_or(path);
+                    let base = last.split_once('@').map_or(last, |(b, _)| b);
+                    base == name
+                }
                 _ => false,
             })
             .count()
+    }
+
+    /// The `warning` events, as `(path, code, message)`, in order.
+    pub fn warnings(&self) -> Vec<(&str, &str, &str)> {
+        self.events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Warning {
+                    path,
+                    code,
+                    message,
+                } => Some((path.as_str(), code.as_str(), message.as_str())),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The errors of steps that failed along the way (rescued or not), in order.

@@ -166,14 +166,33 @@ async fn do_until_and_do_while_loop_on_their_output_within_their_bound() {
     let whilst = sequencer("w").do_while(|x: i64| x < 3, add("inc", 1));
     assert_eq!(run(whilst, json!(0)).await.output(), &json!(3));
 
-    // A condition that never holds stops at the guard.
+    // A bound the user chose ends the loop with the last value, and says so.
     let endless = sequencer("e").do_until_at_most(|_: i64| false, add("inc", 1), 6);
     let r = run(endless, json!(0)).await;
     assert_eq!(r.output(), &json!(6));
-    let guarded = sequencer("g").do_until(|_: i64| false, add("inc", 1));
-    assert_eq!(
-        run(guarded, json!(0)).await.output(),
-        &json!(weft::DEFAULT_MAX_ITERATIONS)
+    let warnings = r.warnings();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].0, "e/do_until");
+    assert_eq!(warnings[0].1, "loop_bound_reached");
+    assert!(
+        warnings[0].2.contains("bound of 6 iterations"),
+        "{:?}",
+        warnings[0]
+    );
+
+    // The guard every loop has is not an answer: the condition unmet at it is a failure.
+    let guarded = sequencer("g").do_until(|n: i64| n >= 1_000_000, add("inc", 1));
+    let r = run(guarded, json!(0)).await;
+    let e = r.error().expect("the guard fails the run");
+    assert_eq!(e.kind, ErrorKind::LoopExhausted);
+    assert_eq!(e.path, "g/do_until");
+    assert!(
+        e.message.contains(&format!(
+            "the loop `do_until` stopped at its bound of {} iterations",
+            weft::DEFAULT_MAX_ITERATIONS
+        )),
+        "{}",
+        e.message
     );
 }
 
@@ -479,16 +498,6 @@ async fn names_must_be_unique() {
     let twins = sequencer("p").then(add("same", 1)).then(add("same", 2));
     let e = twins.build().to_flow().unwrap_err().to_string();
     assert!(e.contains("two different handlers are named `same`"), "{e}");
-    // The same block in two places is one block used twice: its journal key repeats.
-    let once = add("once", 1);
-    let e = sequencer("q")
-        .then(once.clone())
-        .then(once)
-        .build()
-        .to_flow()
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("duplicate block id `once`"), "{e}");
 }
 
 #[tokio::test]

@@ -15,6 +15,8 @@ pub(super) struct BlockDoc {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     description: Option<String>,
 
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -137,6 +139,7 @@ impl TryFrom<BlockDoc> for Block {
         };
         Ok(Block {
             id: d.id,
+            name: d.name,
             description: d.description,
             kind,
             policy: Policy {
@@ -163,6 +166,7 @@ impl From<&Block> for BlockDoc {
     fn from(b: &Block) -> BlockDoc {
         let mut d = BlockDoc {
             id: b.id.clone(),
+            name: b.name.clone(),
             description: b.description.clone(),
             retry: b.policy.retry.clone(),
             timeout_ms: b.policy.timeout_ms,

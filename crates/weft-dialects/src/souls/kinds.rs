@@ -365,6 +365,7 @@ impl Compiler<'_> {
             while_: None,
             until: (!stops.is_empty()).then(|| Expr(stops.join(" or "))),
             fail_at_max: false,
+            warn_at_max: false,
         })))
     }
 }

@@ -491,6 +491,7 @@ impl Compiler<'_> {
             while_: Some(Expr(strip_braces(condition).to_owned())),
             until: None,
             fail_at_max: false,
+            warn_at_max: false,
         })))
     }
 

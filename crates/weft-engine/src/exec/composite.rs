@@ -6,7 +6,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use std::sync::Arc;
 use weft_core::event::{EventKind, LoopExit};
-use weft_core::ir::{Block, BranchSpec, LoopSpec, MapSpec, OnError, ParallelSpec};
+use weft_core::ir::{Block, BranchSpec, LoopSpec, MapSpec, OnError, ParallelSpec, step_segment};
 use weft_core::ports::EntryKind;
 use weft_core::{BlockError, ErrorKind, Patch, Value};
 
@@ -17,19 +17,18 @@ pub(crate) fn apply(state: &mut Arc<Value>, patch: &Patch) {
     }
 }
 
-fn seg_for(block: &Block, index: usize) -> String {
-    block.id.clone().unwrap_or_else(|| index.to_string())
-}
-
 pub(crate) async fn sequence(cx: &Cx<'_>, steps: &[Block]) -> Exec {
     let mut input = cx.input.clone();
     let mut state = cx.state.clone();
     let mut patch = Patch::default();
     let mut exit = None;
     for (i, step) in steps.iter().enumerate() {
-        let out = exec(cx.child(&seg_for(step, i), input, state.clone()), step)
-            .await
-            .map_err(|s| s.after(&patch))?;
+        let out = exec(
+            cx.child(&step_segment(steps, i), input, state.clone()),
+            step,
+        )
+        .await
+        .map_err(|s| s.after(&patch))?;
         apply(&mut state, &out.patch);
         patch.extend(out.patch);
         input = out.output;
@@ -239,7 +238,7 @@ pub(crate) async fn map(cx: &Cx<'_>, m: &MapSpec) -> Exec {
     })
 }
 
-pub(crate) async fn run_loop(cx: &Cx<'_>, l: &LoopSpec) -> Exec {
+pub(crate) async fn run_loop(cx: &Cx<'_>, l: &LoopSpec, label: Option<&str>) -> Exec {
     let emitter = &cx.run.emitter;
     emitter.emit(|| EventKind::LoopStarted {
         path: cx.key.to_string(),
@@ -314,14 +313,8 @@ pub(crate) async fn run_loop(cx: &Cx<'_>, l: &LoopSpec) -> Exec {
         iterations: done,
         reason,
     });
-    if reason == LoopExit::MaxIterationsReached && l.fail_at_max {
-        return Err(Stop::Failed(BlockError::new(
-            ErrorKind::Limit,
-            format!(
-                "the loop reached max_iterations ({}) without meeting its condition",
-                l.max_iterations
-            ),
-        )));
+    if reason == LoopExit::MaxIterationsReached {
+        at_bound(cx, l, label)?;
     }
     Ok(Outcome {
         exit,
@@ -486,4 +479,39 @@ async fn race(cx: &Cx<'_>, p: &ParallelSpec) -> Exec {
         Some(suspended) => suspended.without_writes_if(p.isolate),
         None => Stop::Failed(BlockError::new(ErrorKind::Input, "a race needs branches")),
     })
+}
+
+/// What a loop that reached its bound with its condition unmet does: ends quietly (its
+/// `loop_ended` event says why), warns, or fails with `loop_exhausted`. A loop without
+/// a condition runs to its bound by design.
+fn at_bound(cx: &Cx<'_>, l: &LoopSpec, label: Option<&str>) -> Result<(), Stop> {
+    let condition = match (&l.until, &l.while_) {
+        (Some(u), _) => format!("until {}", u.0),
+        (None, Some(w)) => format!("while {}", w.0),
+        (None, None) => return Ok(()),
+    };
+    if !l.fail_at_max && !l.warn_at_max {
+        return Ok(());
+    }
+    let name = label.unwrap_or(&cx.key);
+    let message = format!(
+        "the loop `{name}` stopped at its bound of {} iterations with its condition unmet",
+        l.max_iterations
+    );
+    if l.fail_at_max {
+        let detail = serde_json::json!({
+            "loop": name,
+            "max_iterations": l.max_iterations,
+            "condition": condition,
+        });
+        return Err(Stop::Failed(
+            BlockError::new(ErrorKind::LoopExhausted, message).with_detail(detail),
+        ));
+    }
+    cx.run.emitter.emit(|| EventKind::Warning {
+        path: cx.key.to_string(),
+        code: "loop_bound_reached".to_owned(),
+        message,
+    });
+    Ok(())
 }

@@ -45,14 +45,14 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
         }
     }
     if let Some(b) = &block.policy.budget {
-        cx.budgets = cx.budgets.push(block.id.as_deref().unwrap_or(&cx.key), b);
+        cx.budgets = cx.budgets.push(block.label().unwrap_or(&cx.key), b);
     }
     if let Some(s) = &block.policy.stall {
         cx.stall = cx.stall.within(s);
     }
     // A named block that runs others (a composite, or a model call running tools) is
     // the parent native functions inside it see.
-    if let Some(id) = &block.id
+    if let Some(id) = block.label()
         && !cx.run.engine.handlers.is_empty()
         && matches!(
             block.kind,
@@ -67,7 +67,7 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
         )
     {
         cx.parent = Some(Arc::new(weft_core::ports::ParentBlock {
-            name: id.clone(),
+            name: id.to_owned(),
             kind: block.kind_name().to_owned(),
             input: cx.input.clone(),
         }));
@@ -94,7 +94,9 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
             if took > ms {
                 emitter.emit(|| EventKind::BudgetWarning {
                     path: cx.key.to_string(),
-                    owner: block.id.clone().unwrap_or_else(|| cx.key.to_string()),
+                    owner: block
+                        .label()
+                        .map_or_else(|| cx.key.to_string(), str::to_owned),
                     budget: "wall_ms".into(),
                     used: took as f64,
                     limit: ms as f64,
@@ -331,7 +333,7 @@ async fn dispatch(cx: &Cx<'_>, block: &Block) -> Exec {
         BlockKind::Sequence(steps) => composite::sequence(cx, steps).await,
         BlockKind::Parallel(p) => composite::parallel(cx, p).await,
         BlockKind::Map(m) => composite::map(cx, m).await,
-        BlockKind::Loop(l) => composite::run_loop(cx, l).await,
+        BlockKind::Loop(l) => composite::run_loop(cx, l, block.label()).await,
         BlockKind::Branch(b) => composite::branch(cx, b).await,
         BlockKind::Graph(g) => graph::run(cx, g).await,
         BlockKind::SubFlow(s) => {
