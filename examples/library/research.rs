@@ -38,10 +38,7 @@ struct Report {
 fn search(source: &'static str, corpus: &'static [&'static str]) -> Block {
     handler(format!("search-{source}")).execute(move |q: Query, _ctx| async move {
         if source == "web" && q.terms.iter().any(|t| t == "outage") {
-            return Err(BlockError::new(
-                ErrorKind::Other("search".into()),
-                "the web index is unreachable",
-            ));
+            return Err(BlockError::kind("search", "the web index is unreachable"));
         }
         Ok(corpus
             .iter()

@@ -85,6 +85,12 @@ pub enum BuildError {
     Engine(#[from] weft_engine::EngineError),
 }
 
+/// `docs/library.md`: each of spec 002's examples beside the Rust that does the same;
+/// every Rust snippet there runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+mod library_guide {}
+
 /// Everything a flow author needs, in one `use`.
 pub mod prelude {
     pub use crate::sequencer::{BranchCase, Entry, RescueCase, entry};
