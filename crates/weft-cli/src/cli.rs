@@ -94,6 +94,10 @@ pub enum Command {
         /// The flows' dialect (default: detected).
         #[arg(long, value_name = "NAME")]
         dialect: Option<String>,
+        /// The model `weft run` would give llm blocks that name none (default:
+        /// $WEFT_MODEL); without one, such blocks are warned of.
+        #[arg(long, value_name = "ID", env = "WEFT_MODEL")]
+        model: Option<String>,
     },
     /// Draw a flow as a Mermaid or Graphviz diagram, or as SVG.
     Graph {

@@ -56,7 +56,16 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             out,
             server: None,
         } => run(&flow, input, input_file, dialect, &db, &out, settings).await,
-        Command::Validate { flows, dialect } => Ok(validate(&flows, dialect.as_deref(), settings)),
+        Command::Validate {
+            flows,
+            dialect,
+            model,
+        } => Ok(validate(
+            &flows,
+            dialect.as_deref(),
+            model.is_some(),
+            settings,
+        )),
         Command::Graph {
             flow,
             format,
@@ -233,9 +242,13 @@ fn load(flow: &Path, dialect: Option<&str>) -> Result<Loaded, LoadError> {
 /// Loads and prepares a flow; diagnostics are rendered against the file.
 fn load_prepared(flow: &Path, dialect: Option<&str>) -> Result<(Loaded, Arc<Prepared>), Failure> {
     let loaded = load(flow, dialect).map_err(|e| Failure::invalid(e.render()))?;
-    let prepared = Prepared::new(loaded.flow.clone()).map_err(|diags| {
-        Failure::invalid(render_diags(&flow.display().to_string(), &loaded, diags))
-    })?;
+    let file = flow.display().to_string();
+    let unreachable = crate::engines::unknown_providers(&loaded.flow);
+    let prepared = Prepared::new(loaded.flow.clone())
+        .map_err(|diags| Failure::invalid(render_diags(&file, &loaded, diags)))?;
+    if !unreachable.is_empty() {
+        return Err(Failure::invalid(render_diags(&file, &loaded, unreachable)));
+    }
     Ok((loaded, Arc::new(prepared)))
 }
 
@@ -412,7 +425,7 @@ pub(crate) fn report(r: &RunResult, as_json: bool, log: Option<&DialectLog>) -> 
     }
 }
 
-fn validate(flows: &[PathBuf], dialect: Option<&str>, settings: &Settings) -> u8 {
+fn validate(flows: &[PathBuf], dialect: Option<&str>, has_model: bool, settings: &Settings) -> u8 {
     // Checking syntax runs no code: Lua is parsed in process, Python in its worker
     // when it first runs, so no worker process starts here.
     let sandboxes = weft_code::Sandboxes::new(
@@ -424,15 +437,21 @@ fn validate(flows: &[PathBuf], dialect: Option<&str>, settings: &Settings) -> u8
     );
     let mut code = exit::OK;
     for flow in flows {
-        if !validate_one(flow, dialect, &sandboxes) {
+        if !validate_one(flow, dialect, has_model, &sandboxes) {
             code = exit::INVALID;
         }
     }
     code
 }
 
-/// Validates one file, printing its problems; true when it has no error.
-fn validate_one(flow: &Path, dialect: Option<&str>, sandboxes: &weft_code::Sandboxes) -> bool {
+/// Validates one file, printing its problems; true when it has no error. Without a
+/// default model (`has_model`), blocks that name none are warned of.
+fn validate_one(
+    flow: &Path,
+    dialect: Option<&str>,
+    has_model: bool,
+    sandboxes: &weft_code::Sandboxes,
+) -> bool {
     let file = flow.display().to_string();
     let loaded = match load(flow, dialect) {
         Ok(l) => l,
@@ -441,7 +460,8 @@ fn validate_one(flow: &Path, dialect: Option<&str>, sandboxes: &weft_code::Sandb
             return false;
         }
     };
-    let code_errors = weft_core::validate::check_code(&loaded.flow, sandboxes);
+    let mut code_errors = weft_core::validate::check_code(&loaded.flow, sandboxes);
+    code_errors.extend(crate::engines::unknown_providers(&loaded.flow));
     match Prepared::new(loaded.flow.clone()) {
         Err(mut diags) => {
             diags.extend(code_errors);
@@ -453,7 +473,16 @@ fn validate_one(flow: &Path, dialect: Option<&str>, sandboxes: &weft_code::Sandb
             false
         }
         Ok(p) => {
-            let warnings = loaded.warnings.iter().chain(p.warnings());
+            let unmodelled = if has_model {
+                Vec::new()
+            } else {
+                loaded.locate_all(blocks_without_model(&loaded.flow))
+            };
+            let warnings = loaded
+                .warnings
+                .iter()
+                .chain(p.warnings())
+                .chain(&unmodelled);
             for w in warnings.filter(|d| d.severity == Severity::Warning) {
                 println!("{}", w.render(&file));
             }
@@ -464,6 +493,23 @@ fn validate_one(flow: &Path, dialect: Option<&str>, sandboxes: &weft_code::Sandb
             true
         }
     }
+}
+
+/// A warning for each llm block that names no model: `weft run` would give it the
+/// fallback model, which is rarely what the author meant.
+fn blocks_without_model(flow: &weft_core::ir::Flow) -> Vec<weft_core::Diagnostic> {
+    let mut out = Vec::new();
+    weft_core::validate::walk_blocks(flow, &mut |ptr, b| {
+        if let weft_core::ir::BlockKind::Llm(l) = &b.kind
+            && l.model.is_none()
+        {
+            out.push(
+                weft_core::Diagnostic::warning(ptr, crate::engines::no_model_warning())
+                    .hint("name a model on the block (or its soul / config), or pass --model / set WEFT_MODEL"),
+            );
+        }
+    });
+    out
 }
 
 fn schema(dialect: &str, reference: bool, list: bool) -> Result<u8, Failure> {

@@ -28,7 +28,7 @@ impl Adapters {
             .map_err(|e| Failure::invalid(format!("error: {e}")))?;
         #[cfg(feature = "local")]
         let router = router.with_provider(
-            "local",
+            LOCAL_PROVIDER,
             crate::local::local_models(me.clone(), settings.models_dir.clone()),
         );
         let worker = weft_code::WorkerCommand {
@@ -65,9 +65,10 @@ impl Adapters {
         }
         match &run.model {
             Some(m) => b.default_model(m.clone()),
-            // Without --model or $WEFT_MODEL, blocks that name no model use the local one.
+            // Without --model or $WEFT_MODEL, blocks that name no model use the local
+            // one, and the run says so: its answers are slow and small.
             #[cfg(feature = "local")]
-            None => b.default_model(crate::local::DEFAULT_LOCAL_MODEL.to_owned()),
+            None => b.fallback_model(crate::local::DEFAULT_LOCAL_MODEL, NO_MODEL_ADVICE),
             #[cfg(not(feature = "local"))]
             None => b,
         }
@@ -81,4 +82,33 @@ impl Adapters {
             adapters.builder(store, &run, false).build()
         })
     }
+}
+
+/// What a run that names no model, and has none from `--model` or `$WEFT_MODEL`, is told.
+const NO_MODEL_ADVICE: &str = "set --model or WEFT_MODEL";
+
+/// The warning `weft validate` gives a block that names no model when no default is set.
+pub(crate) fn no_model_warning() -> String {
+    #[cfg(feature = "local")]
+    return format!(
+        "no model: using {}; {NO_MODEL_ADVICE}",
+        crate::local::DEFAULT_LOCAL_MODEL
+    );
+    #[cfg(not(feature = "local"))]
+    return format!("no model: the run fails at this block; {NO_MODEL_ADVICE}");
+}
+
+/// The provider of the offline models (`local/<name>`).
+#[cfg(feature = "local")]
+const LOCAL_PROVIDER: &str = "local";
+
+/// The model providers this build adds to those `weft_llm` reaches.
+#[cfg(feature = "local")]
+const EXTRA_PROVIDERS: &[&str] = &[LOCAL_PROVIDER];
+#[cfg(not(feature = "local"))]
+const EXTRA_PROVIDERS: &[&str] = &[];
+
+/// An error for each model of `flow` whose provider this build cannot reach.
+pub(crate) fn unknown_providers(flow: &weft_core::ir::Flow) -> Vec<weft_core::Diagnostic> {
+    weft_llm::unknown_providers(flow, EXTRA_PROVIDERS)
 }

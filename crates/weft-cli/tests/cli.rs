@@ -1025,3 +1025,46 @@ fn files_that_are_not_text_get_a_line_and_column() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_block_that_names_no_model_is_warned_of_by_validate() {
+    // A soul with no provider or model (as in runsight's own library) would run on the
+    // fallback model: validate says so, at the block, unless a model is chosen.
+    let env = Env::new();
+    let flow = env.write(
+        "plain.yaml",
+        "version: \"1.0\"\nsouls:\n  writer:\n    system_prompt: You write.\nblocks:\n  draft:\n    type: linear\n    soul_ref: writer\nworkflow:\n  name: w\n  entry: draft\n",
+    );
+    let o = env.weft(&["validate", flow.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "a warning is not an error: {}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(
+            "plain.yaml:6:3: warning: no model: using local/smollm2; set --model or WEFT_MODEL"
+        ),
+        "{out}"
+    );
+    let o = env
+        .cmd()
+        .args(["validate", flow.to_str().unwrap()])
+        .env("WEFT_MODEL", "openai/gpt-4o-mini")
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("no model"));
+
+    // A provider Weft cannot reach is an error before the run, not halfway through it.
+    let typo = env.write(
+        "typo.yaml",
+        "version: \"1.0\"\nsouls:\n  writer:\n    system_prompt: You write.\n    provider: opnai\n    model_name: gpt-4o-mini\nblocks:\n  draft:\n    type: linear\n    soul_ref: writer\nworkflow:\n  name: w\n  entry: draft\n",
+    );
+    for command in ["validate", "run"] {
+        let o = env.weft(&[command, typo.to_str().unwrap()]);
+        assert_eq!(code(&o), 2, "{command}");
+        let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+        assert!(
+            out.contains("typo.yaml:8:3: error: Weft knows no model provider `opnai`")
+                && out.contains("did you mean `openai`?"),
+            "{command}: {out}"
+        );
+    }
+}

@@ -43,6 +43,8 @@ pub enum ErrorKind {
     Limit,
     /// A loop reached its bound with its condition still unmet, where that is a failure.
     LoopExhausted,
+    /// A graph node took none of its edges where that is a failure.
+    Unrouted,
     /// Something the flow needs is not configured (model, sandbox, handler).
     Config,
     /// The journal or store failed.
@@ -70,6 +72,7 @@ impl ErrorKind {
         ("cancelled", ErrorKind::Cancelled),
         ("limit", ErrorKind::Limit),
         ("loop_exhausted", ErrorKind::LoopExhausted),
+        ("unrouted", ErrorKind::Unrouted),
         ("config", ErrorKind::Config),
         ("store", ErrorKind::Store),
     ];
@@ -142,7 +145,7 @@ impl schemars::JsonSchema for ErrorKind {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "description": "An error kind: timeout, budget, assertion, code, model, rate_limit, auth, context_overflow, malformed_response, handler, action, input, expression, rejected, cancelled, limit, loop_exhausted, config, store, or a custom name."
+            "description": "An error kind: timeout, budget, assertion, code, model, rate_limit, auth, context_overflow, malformed_response, handler, action, input, expression, rejected, cancelled, limit, loop_exhausted, unrouted, config, store, or a custom name."
         })
     }
 }

@@ -968,6 +968,11 @@ pub struct GraphSpec {
     /// state after it is the state at the fork.
     #[serde(default, skip_serializing_if = "is_false")]
     pub isolate: bool,
+    /// A node that has edges but takes none of them fails the graph (kind `unrouted`)
+    /// instead of ending its branch: an exit that no transition handles is a mistake,
+    /// not the end of the work.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fail_unrouted: bool,
 }
 
 /// The name edges use for the graph's end.

@@ -211,9 +211,19 @@ fn process_running(pid: u32) -> bool {
 }
 
 impl Engine {
-    /// Validates `flow` and compiles its expressions.
+    /// Validates `flow` (its models too, against this engine's providers) and compiles
+    /// its expressions.
     pub fn prepare(&self, flow: Flow) -> Result<Arc<Prepared>, Vec<Diagnostic>> {
-        Prepared::new(flow).map(Arc::new)
+        let unreachable = match &self.inner.models {
+            Some(models) => models.check(&flow),
+            None => Vec::new(),
+        };
+        let prepared = Prepared::new(flow)?;
+        if unreachable.is_empty() {
+            Ok(Arc::new(prepared))
+        } else {
+            Err(unreachable)
+        }
     }
 
     /// Starts a new run of `prepared` with `input` (default: the flow's own `input`) and
@@ -680,6 +690,7 @@ impl Engine {
             }),
             retries: rec.retries,
             binding: Arc::new(serde_json::json!({"id": rec.id, "retries": rec.retries})),
+            fallback_warned: Default::default(),
         };
         if let Entry::Answered(answered) = entry {
             run.emitter.emit(|| answered);

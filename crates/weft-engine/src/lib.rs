@@ -49,6 +49,9 @@ pub(crate) struct Inner {
     /// Whether runs write their events to the store (see [`EngineBuilder::without_event_log`]).
     pub(crate) record_events: bool,
     pub(crate) default_model: Option<String>,
+    /// The model blocks get when they name none and no default is set, and the advice
+    /// its warning gives (see [`EngineBuilder::fallback_model`]).
+    pub(crate) fallback_model: Option<(String, String)>,
     pub(crate) secrets: Arc<serde_json::Value>,
     pub(crate) owner: String,
     /// Flow hashes and source ids this engine has stored, so each is written once.
@@ -142,6 +145,7 @@ impl Engine {
                 functions: None,
                 sinks: Vec::new(),
                 default_model: None,
+                fallback_model: None,
                 secrets: Arc::new(serde_json::Value::Object(Default::default())),
                 owner: format!("pid:{}", std::process::id()),
                 stored: Default::default(),
@@ -178,6 +182,15 @@ impl EngineBuilder {
     /// The model for `llm` blocks that name none.
     pub fn default_model(mut self, id: impl Into<String>) -> Self {
         self.inner.default_model = Some(id.into());
+        self
+    }
+
+    /// The model for `llm` blocks that name none when no default model is set: the
+    /// run uses it, and warns once (a `warning` event, code `no_model`) that it did,
+    /// followed by `advice` (how to choose a model). For a front end whose stand-in
+    /// model is one the user did not choose, such as a small local one.
+    pub fn fallback_model(mut self, id: impl Into<String>, advice: impl Into<String>) -> Self {
+        self.inner.fallback_model = Some((id.into(), advice.into()));
         self
     }
 

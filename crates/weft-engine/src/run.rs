@@ -66,6 +66,8 @@ pub(crate) struct RunCtx {
     pub(crate) retries: u32,
     /// `run` in expressions: `{id, retries}`.
     pub(crate) binding: Arc<Value>,
+    /// Whether the run has warned that it uses the engine's fallback model.
+    pub(crate) fallback_warned: std::sync::atomic::AtomicBool,
 }
 
 impl RunCtx {

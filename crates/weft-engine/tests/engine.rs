@@ -1036,3 +1036,46 @@ async fn a_run_s_events_are_stored_and_followed_from_any_point() {
     }
     assert_eq!(rest, (4..seen.len() as u64).collect::<Vec<_>>());
 }
+
+#[tokio::test]
+async fn a_block_without_a_model_gets_the_fallback_and_the_run_says_so_once() {
+    let events = Arc::new(weft_engine::CollectingSink::new());
+    let engine = weft_engine::Engine::builder(memory())
+        .models(Arc::new(weft_llm::Router::new()))
+        .fallback_model("standin", "set a model")
+        .sink(events.clone())
+        .build();
+    let f = flow(
+        r#"weft: 1
+name: unnamed-models
+models:
+  standin: {provider: scripted, rules: [{reply: "from the stand-in"}]}
+  chosen: {provider: scripted, rules: [{reply: "from the chosen one"}]}
+root:
+  sequence:
+    - llm: {model: chosen, prompt: "a"}
+    - llm: {prompt: "b"}
+    - llm: {prompt: "c"}
+"#,
+    );
+    let r = engine
+        .start(f, None, weft_engine::RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.output.unwrap(), "from the stand-in");
+    let warnings: Vec<(String, String)> = events
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Warning { path, message, .. } => Some((path, message)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        warnings,
+        [(
+            "root/1".to_owned(),
+            "no model: using standin; set a model".to_owned()
+        )]
+    );
+}

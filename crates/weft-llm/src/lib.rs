@@ -10,12 +10,15 @@
 //! Must not depend on the engine or any dialect.
 
 pub mod cassette;
+mod check;
 mod errors;
 pub mod limits;
 pub mod prices;
 pub mod providers;
 pub mod remote;
 pub mod scripted;
+
+pub use check::unknown_providers;
 
 use cassette::{Cassette, CassetteMode, Taped};
 use limits::Limiter;
@@ -312,6 +315,11 @@ pub fn split_model_id(id: &str) -> (&str, &str) {
 }
 
 impl ModelResolver for Router {
+    fn check(&self, flow: &weft_core::ir::Flow) -> Vec<weft_core::Diagnostic> {
+        let extra: Vec<&str> = self.extra.keys().map(String::as_str).collect();
+        unknown_providers(flow, &extra)
+    }
+
     fn resolve(
         &self,
         id: &str,

@@ -137,4 +137,10 @@ pub trait ModelResolver: Send + Sync {
         id: &str,
         alias: Option<&ModelDef>,
     ) -> Result<(Arc<dyn Model>, String), BlockError>;
+
+    /// What can be told wrong with the models `flow` names before it runs (a provider
+    /// this resolver cannot reach), located in the flow. None by default.
+    fn check(&self, _flow: &crate::ir::Flow) -> Vec<crate::error::Diagnostic> {
+        Vec::new()
+    }
 }

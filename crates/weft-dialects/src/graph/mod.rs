@@ -222,6 +222,7 @@ impl Compiler<'_> {
             on_error: IndexMap::new(),
             max_steps: None,
             isolate: false,
+            fail_unrouted: false,
         };
         let mut flow = Flow::new(
             file.name.unwrap_or_else(|| "graph".to_owned()),

@@ -218,6 +218,8 @@ impl Compiler<'_> {
             on_error,
             max_steps: None,
             isolate: false,
+            // runsight fails a block whose exit no transition handles.
+            fail_unrouted: true,
         };
         // The task (or, for a child workflow, its parent's `workflow` block) may bring
         // `metadata` and `shared_memory` of its own.
@@ -377,8 +379,45 @@ impl Compiler<'_> {
                 }
             }
         }
+        self.depends_edges(&mut plain);
         on_exit.extend(plain);
         on_exit
+    }
+
+    /// `depends: X` (or a list) is runsight's shorthand for the transition `X -> block`:
+    /// a workflow may chain its blocks with `depends` alone. A block still goes to one
+    /// next block, so a `depends` on a block that already transitions elsewhere is an
+    /// error, as in runsight; one that repeats a transition adds nothing.
+    fn depends_edges(&mut self, plain: &mut Vec<Edge>) {
+        for (id, raw) in self.raw_blocks.clone() {
+            let deps: Vec<&str> = match raw.get("depends") {
+                Some(Value::String(d)) => vec![d.as_str()],
+                Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            for (i, dep) in deps.into_iter().enumerate() {
+                let ptr = match raw.get("depends") {
+                    Some(Value::Array(_)) => format!("/blocks/{id}/depends/{i}"),
+                    _ => format!("/blocks/{id}/depends"),
+                };
+                match plain.iter().find(|e| e.from == dep && e.when.is_none()) {
+                    Some(e) if e.to == id => {}
+                    Some(e) => {
+                        let d = Diagnostic::error(
+                            ptr,
+                            format!(
+                                "`{id}` depends on `{dep}`, which already goes to `{}`",
+                                e.to
+                            ),
+                        );
+                        self.diags.push(d.hint(format!(
+                            "`depends: {dep}` means the transition `{dep} -> {id}`, and a block goes to one next block; drop one of the two"
+                        )));
+                    }
+                    None => plain.push(edge(dep, &id, None)),
+                }
+            }
+        }
     }
 
     /// The exits a block declares (a gate's are `pass` and `fail`; cases and exit

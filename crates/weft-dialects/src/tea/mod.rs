@@ -707,6 +707,7 @@ impl Compiler<'_> {
             on_error: IndexMap::new(),
             max_steps: None,
             isolate: true,
+            fail_unrouted: false,
         })))
     }
 

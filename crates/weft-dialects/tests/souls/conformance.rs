@@ -1109,3 +1109,69 @@ async fn a_warning_budget_reports_and_goes_on() {
         "the block's cap is exceeded (and the call made), then the run's threshold is reached"
     );
 }
+
+fn code_block(returns: &str) -> String {
+    format!("{{type: code, code: \"def main(data):\\n    return {returns}\\n\"}}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn depends_alone_chains_blocks_as_transitions() {
+    // runsight's parser expands `depends: X` into the transition `X -> block`, so a
+    // workflow may chain its blocks with `depends` and no `transitions`.
+    let text = format!(
+        "version: \"1.0\"\nblocks:\n  a: {}\n  b:\n    depends: a\n    type: code\n    code: \"def main(data):\\n    return data['results']['a'] + 1\\n\"\n  c:\n    depends: [b]\n    type: code\n    code: \"def main(data):\\n    return data['results']['b'] * 10\\n\"\nworkflow:\n  name: chain\n  entry: a\n",
+        code_block("1")
+    );
+    let ran = run(&text, json!("go"), None).await;
+    assert_eq!(ran.output(), &json!(20), "{:?}", ran.result.error);
+    assert_eq!(
+        ran.result.state["results"],
+        json!({"a": 1, "b": 2, "c": 20}),
+        "every block ran"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn depends_on_a_block_that_goes_elsewhere_is_refused() {
+    let text = format!(
+        "version: \"1.0\"\nblocks:\n  a: {a}\n  b: {a}\n  c:\n    depends: a\n    type: code\n    code: \"def main(data):\\n    return 3\\n\"\nworkflow:\n  name: w\n  entry: a\n  transitions: [{{from: a, to: b}}]\n",
+        a = code_block("1")
+    );
+    let Err(e) = weft_dialects::load_str(&text, "w.yaml", None, Some("souls")) else {
+        panic!("the conflict is an error");
+    };
+    let d = &e.diagnostics[0];
+    assert_eq!(d.pointer, "/blocks/c/depends");
+    assert!(
+        d.message
+            .contains("`c` depends on `a`, which already goes to `b`"),
+        "{}",
+        d.message
+    );
+    // Repeating a transition with `depends` adds nothing and is fine.
+    let same = text.replace("to: b", "to: c");
+    let ran = run(&same, json!("go"), None).await;
+    assert_eq!(ran.output(), &json!(3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exit_that_no_transition_handles_fails_the_run() {
+    // runsight: an exit handle not in a block's conditional transitions, with no
+    // `default`, is an error ("exit_handle ... not found in condition_map"); a run
+    // never reports `completed` having skipped the rest of its blocks.
+    let text = format!(
+        "version: \"1.0\"\nblocks:\n  classify:\n    type: code\n    exits: [{{id: big, label: Big}}, {{id: small, label: Small}}]\n    code: \"def main(data):\\n    return {{'exit_handle': 'small'}}\\n\"\n  big: {}\nworkflow:\n  name: w\n  entry: classify\n  conditional_transitions:\n    - {{from: classify, big: big}}\n",
+        code_block("'big'")
+    );
+    let ran = run(&text, json!("go"), None).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    let e = ran.result.error.unwrap();
+    assert_eq!(e.kind.as_str(), "unrouted");
+    assert!(
+        e.message.contains(
+            "`classify` took exit `small`, and none of its transitions matches (on `big` to `big`)"
+        ),
+        "{}",
+        e.message
+    );
+}

@@ -274,6 +274,9 @@ impl<'g> Walk<'g> {
                 break;
             }
         }
+        if matched.is_empty() && self.g.fail_unrouted {
+            return Err(Stop::Failed(unrouted(token.node, out, edges)));
+        }
         let chosen: Vec<&'g Edge> = match (self.g.routing, matched.first()) {
             (_, None) => Vec::new(),
             (Routing::All, _) => matched,
@@ -438,4 +441,31 @@ impl<'g> Walk<'g> {
             }
         }
     }
+}
+
+/// Why `node`, which has `edges`, took none of them.
+fn unrouted(node: &str, out: &Outcome, edges: &[&Edge]) -> BlockError {
+    let ways: Vec<String> = edges
+        .iter()
+        .map(|e| {
+            let how = match (&e.exit, &e.when) {
+                (Some(x), _) => format!("on `{x}`"),
+                (None, Some(w)) => format!("when {}", w.0),
+                (None, None) => "always".to_owned(),
+            };
+            format!("{how} to `{}`", e.to)
+        })
+        .collect();
+    let exit = match out.exit.as_deref() {
+        Some(x) => format!("took exit `{x}`"),
+        None => "took no exit".to_owned(),
+    };
+    BlockError::new(
+        ErrorKind::Unrouted,
+        format!(
+            "`{node}` {exit}, and none of its transitions matches ({})",
+            ways.join("; ")
+        ),
+    )
+    .with_detail(serde_json::json!({"node": node, "exit": out.exit.as_deref()}))
 }

@@ -131,24 +131,49 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
     }
 }
 
-/// The model a block calls: its own, else the engine's default; and the name the
-/// provider knows it by.
+/// The model a block calls: its own, else the engine's default, else its fallback (with
+/// a warning); and the name the provider knows it by.
 fn resolve_model(
     cx: &Cx<'_>,
     s: &LlmSpec,
 ) -> Result<(Arc<dyn weft_core::ports::Model>, String, String), Stop> {
     let engine = &cx.run.engine;
-    let id = s
-        .model
-        .clone()
-        .or_else(|| engine.default_model.clone())
-        .ok_or_else(|| config_error("the llm block names no model and no default model is set (give the block a `model`, or run with --model / WEFT_MODEL)"))?;
+    let id = match (&s.model, &engine.default_model, &engine.fallback_model) {
+        (Some(id), _, _) | (None, Some(id), _) => id.clone(),
+        (None, None, Some((id, advice))) => {
+            warn_fallback(cx, id, advice);
+            id.clone()
+        }
+        (None, None, None) => {
+            return Err(config_error(
+                "the llm block names no model and no default model is set (give the block a `model`, or run with --model / WEFT_MODEL)",
+            ));
+        }
+    };
     let resolver = engine
         .models
         .as_ref()
         .ok_or_else(|| config_error("this engine has no model providers configured"))?;
     let (model, name) = resolver.resolve(&id, cx.flow.models.get(&id))?;
     Ok((model, id, name))
+}
+
+/// Warns, once a run, that a block named no model and got the fallback.
+fn warn_fallback(cx: &Cx<'_>, id: &str, advice: &str) {
+    use std::sync::atomic::Ordering;
+    if cx.run.fallback_warned.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let message = if advice.is_empty() {
+        format!("no model: using {id}")
+    } else {
+        format!("no model: using {id}; {advice}")
+    };
+    cx.run.emitter.emit(|| EventKind::Warning {
+        path: cx.key.to_string(),
+        code: "no_model".to_owned(),
+        message,
+    });
 }
 
 /// What of the opening conversation the history keeps.
