@@ -9,6 +9,10 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Send traces of the runs this command drives to this OTLP/HTTP collector (e.g.
+    /// http://127.0.0.1:4318; default: $OTEL_EXPORTER_OTLP_ENDPOINT).
+    #[arg(long, value_name = "URL", global = true)]
+    pub otel: Option<String>,
 }
 
 /// Where runs are stored.

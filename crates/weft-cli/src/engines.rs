@@ -15,6 +15,7 @@ pub(crate) struct Adapters {
     models: Arc<dyn ModelResolver>,
     code: Arc<dyn CodeRunner>,
     secrets: serde_json::Value,
+    telemetry: Option<Arc<weft_otel::Telemetry>>,
 }
 
 impl Adapters {
@@ -40,6 +41,7 @@ impl Adapters {
             models: Arc::new(router),
             code: Arc::new(weft_code::Sandboxes::new(worker, workers)),
             secrets: settings.secrets.clone(),
+            telemetry: settings.telemetry.clone(),
         })
     }
 
@@ -62,6 +64,12 @@ impl Adapters {
         };
         for (name, action) in actions {
             b = b.action(name, action);
+        }
+        if let Some(t) = &self.telemetry {
+            b = b.sink(t.sink());
+            if t.config().capture_content {
+                b = b.capture_model_content(t.config().content_chars);
+            }
         }
         match &run.model {
             Some(m) => b.default_model(m.clone()),

@@ -60,7 +60,15 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::INVALID);
         }
     };
-    let settings = settings::Settings::from_process();
+    let mut settings = settings::Settings::from_process();
+    if let Err(e) = settings.start_telemetry(args.otel.as_deref()) {
+        eprintln!(
+            "error: {e}\n  hint: --otel and OTEL_EXPORTER_OTLP_ENDPOINT take a URL such as http://127.0.0.1:4318"
+        );
+        return ExitCode::from(exit::INVALID);
+    }
     let code = runtime.block_on(commands::dispatch(args, &settings));
+    // The last handle of the trace export: sends what is queued (two seconds at most).
+    drop(settings);
     ExitCode::from(code)
 }

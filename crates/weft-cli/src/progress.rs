@@ -47,7 +47,7 @@ impl EventSink for Progress {
             EventKind::RunStarted { flow, .. } => {
                 self.line(format!("weft: run {} of `{flow}` started", event.run_id))
             }
-            EventKind::RunResumed { journaled } => self.line(format!(
+            EventKind::RunResumed { journaled, .. } => self.line(format!(
                 "weft: run {} resumed ({journaled} journaled steps)",
                 event.run_id
             )),

@@ -30,6 +30,11 @@ pub struct Settings {
     pub user: Option<String>,
     /// This binary, which also serves as the sandbox and model worker.
     pub program: Option<PathBuf>,
+    /// Where traces go, from the `OTEL_*` variables (none: nowhere).
+    pub otel: Option<weft_otel::TelemetryConfig>,
+    /// The running trace export, once [`Settings::start_telemetry`] started it. Dropping
+    /// the last handle sends what is queued.
+    pub telemetry: Option<Arc<weft_otel::Telemetry>>,
     /// The variables model providers read (API keys, base URLs, `WEFT_PRICES`, ...).
     vars: Arc<HashMap<String, String>>,
 }
@@ -72,8 +77,26 @@ impl Settings {
             token: get("WEFT_TOKEN").map(|t| t.trim().to_owned()),
             user: get("USER").or_else(|| get("LOGNAME")).map(str::to_owned),
             program,
+            otel: weft_otel::TelemetryConfig::resolve(None, |k| get(k).map(str::to_owned)),
+            telemetry: None,
             vars: Arc::new(vars),
         }
+    }
+
+    /// Starts exporting traces when `--otel` (`flag`) or the `OTEL_*` variables say
+    /// where to; the variables' headers, service name and content setting hold either
+    /// way.
+    pub fn start_telemetry(&mut self, flag: Option<&str>) -> Result<(), String> {
+        let vars = self.vars.clone();
+        let get = |k: &str| vars.get(k).filter(|v| !v.is_empty()).cloned();
+        let config = match flag {
+            Some(url) => weft_otel::TelemetryConfig::resolve(Some(url), get),
+            None => self.otel.clone(),
+        };
+        if let Some(config) = config {
+            self.telemetry = Some(Arc::new(weft_otel::Telemetry::start(config)?));
+        }
+        Ok(())
     }
 
     /// The settings of this process: its environment and its executable.

@@ -1068,3 +1068,51 @@ fn a_block_that_names_no_model_is_warned_of_by_validate() {
         );
     }
 }
+
+#[test]
+fn weft_run_sends_its_trace_to_an_otlp_collector_and_a_dead_one_changes_nothing() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let collector = rt.block_on(weft_fakes::Collector::start());
+    let env = Env::new();
+    let flow = example("hello.yaml");
+    // The standard variable.
+    let o = env
+        .cmd()
+        .args(["run", &flow, "-q"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint())
+        .env("OTEL_SERVICE_NAME", "weft-cli-test")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let spans = collector.spans();
+    let run = spans
+        .iter()
+        .find(|s| s.name.starts_with("invoke_workflow "))
+        .unwrap_or_else(|| panic!("the run's span was sent before exit: {spans:?}"));
+    assert_eq!(run.service_name, "weft-cli-test");
+    assert_eq!(run.attributes["weft.dialect"], "native");
+    assert!(spans.len() > 1, "and its steps: {spans:?}");
+    // The flag, with the variables unset.
+    let before = spans.len();
+    let o = env
+        .cmd()
+        .args(["run", &flow, "-q", "--otel", &collector.endpoint()])
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(collector.spans().len() > before);
+    // A collector that is down: the run's output and exit code are unchanged, and the
+    // command says once that traces could not be sent.
+    let o = env
+        .cmd()
+        .args(["run", &flow, "-q", "--json", "--otel", "http://127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout_json(&o)["status"], "completed");
+    assert!(stderr(&o).contains("cannot send traces"), "{}", stderr(&o));
+    // A malformed URL is a usage error, before anything runs.
+    let o = env.weft(&["run", &flow, "--otel", "not a url"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+}

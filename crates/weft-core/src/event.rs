@@ -35,6 +35,37 @@ pub enum LoopExit {
     MaxIterationsReached,
 }
 
+/// A model call beyond its model and usage: who served it, how it ended, how long it
+/// took (boxed in [`EventKind::LlmCall`], so that events stay small).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallDetail {
+    /// Who serves the model (`openai`, `anthropic`, `local`, `scripted`, ...).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub provider: String,
+    /// The model the request asked the provider for.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub request_model: String,
+    /// The model that answered, as the provider names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_model: Option<String>,
+    /// Why the model stopped, as the provider says (`stop`, `length`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// Microseconds the call took.
+    #[serde(default)]
+    pub elapsed_us: u64,
+    /// The kind of error, when the call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The request's messages as JSON text, truncated; only when the engine was told
+    /// to capture model content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// The answer's text, truncated; only when the engine captures model content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+}
+
 /// What happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -45,11 +76,26 @@ pub enum EventKind {
         flow: String,
         /// The run's input.
         input: Value,
+        /// Content hash of the flow's compiled form.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        flow_hash: String,
+        /// The dialect the flow was written in, when it came from a file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dialect: Option<String>,
     },
-    /// A run re-entered its flow after a pause or crash.
+    /// A run re-entered its flow after a pause or crash (or to be retried).
     RunResumed {
         /// Journal entries available for replay.
         journaled: usize,
+        /// The flow's name.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        flow: String,
+        /// Content hash of the flow's compiled form.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        flow_hash: String,
+        /// The dialect the flow was written in, when it came from a file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dialect: Option<String>,
     },
     /// The run finished with an output.
     RunCompleted {
@@ -240,7 +286,7 @@ pub enum EventKind {
         /// New text.
         text: String,
     },
-    /// A model call finished.
+    /// A model call finished (or failed: then `error` says how).
     LlmCall {
         /// The LLM block's path.
         path: String,
@@ -248,6 +294,9 @@ pub enum EventKind {
         model: String,
         /// What it cost.
         usage: Usage,
+        /// Who served it, how it ended, how long it took.
+        #[serde(flatten)]
+        call: Box<CallDetail>,
     },
     /// The model called a tool.
     ToolCalled {
@@ -257,6 +306,9 @@ pub enum EventKind {
         tool: String,
         /// Arguments.
         arguments: Value,
+        /// The path the tool's steps run at (none when the block has no such tool).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step: Option<String>,
     },
     /// Something its author may not expect happened, and the run went on (a loop
     /// stopped at its bound with its condition unmet, ...).

@@ -698,11 +698,16 @@ impl Engine {
         if resumed {
             run.emitter.emit(|| EventKind::RunResumed {
                 journaled: run.journal.len(),
+                flow: prepared.flow.name.clone(),
+                flow_hash: prepared.hash.clone(),
+                dialect: rec.dialect.clone(),
             });
         } else {
             run.emitter.emit(|| EventKind::RunStarted {
                 flow: prepared.flow.name.clone(),
                 input: rec.input.clone(),
+                flow_hash: prepared.hash.clone(),
+                dialect: rec.dialect.clone(),
             });
         }
         if resumed {

@@ -317,7 +317,16 @@ mod tests {
         ));
         // A feed nobody follows any more goes at its next event.
         drop(b);
-        feeds.publish(event("b", 0, EventKind::RunResumed { journaled: 0 }));
+        feeds.publish(event(
+            "b",
+            0,
+            EventKind::RunResumed {
+                journaled: 0,
+                flow: String::new(),
+                flow_hash: String::new(),
+                dialect: None,
+            },
+        ));
         assert!(feeds.by_run.lock().unwrap().is_empty());
     }
 }

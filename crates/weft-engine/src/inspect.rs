@@ -291,7 +291,9 @@ impl Steps {
                 s.status = StepStatus::Rescued;
                 s.error = Some(error.clone());
             }
-            EventKind::LlmCall { path, model, usage } => {
+            EventKind::LlmCall {
+                path, model, usage, ..
+            } => {
                 let Some(s) = self.step(path) else { return };
                 s.model = Some(model.clone());
                 s.usage.get_or_insert_with(Usage::default).add(usage);
@@ -300,6 +302,7 @@ impl Steps {
                 path,
                 tool,
                 arguments,
+                ..
             } => {
                 let Some(s) = self.step(path) else { return };
                 s.tool_calls.push(ToolCall {

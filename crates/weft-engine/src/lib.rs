@@ -52,6 +52,9 @@ pub(crate) struct Inner {
     /// The model blocks get when they name none and no default is set, and the advice
     /// its warning gives (see [`EngineBuilder::fallback_model`]).
     pub(crate) fallback_model: Option<(String, String)>,
+    /// At most this many characters of each model call's prompt and answer go into
+    /// its `llm_call` event; none when content is not captured.
+    pub(crate) capture_model_content: Option<usize>,
     pub(crate) secrets: Arc<serde_json::Value>,
     pub(crate) owner: String,
     /// Flow hashes and source ids this engine has stored, so each is written once.
@@ -146,6 +149,7 @@ impl Engine {
                 sinks: Vec::new(),
                 default_model: None,
                 fallback_model: None,
+                capture_model_content: None,
                 secrets: Arc::new(serde_json::Value::Object(Default::default())),
                 owner: format!("pid:{}", std::process::id()),
                 stored: Default::default(),
@@ -191,6 +195,14 @@ impl EngineBuilder {
     /// model is one the user did not choose, such as a small local one.
     pub fn fallback_model(mut self, id: impl Into<String>, advice: impl Into<String>) -> Self {
         self.inner.fallback_model = Some((id.into(), advice.into()));
+        self
+    }
+
+    /// Puts each model call's prompt and answer, cut to `max_chars` characters, in its
+    /// `llm_call` event (and so in the stored event log and in traces). Off by default:
+    /// prompts hold what users typed.
+    pub fn capture_model_content(mut self, max_chars: usize) -> Self {
+        self.inner.capture_model_content = Some(max_chars);
         self
     }
 

@@ -8,13 +8,16 @@
 //! back the requests the server received.
 //!
 //! [`Endpoint`] is the other kind of far end: a service that receives a flow's effects
-//! (`http.post`) and records each request with its `Idempotency-Key`.
+//! (`http.post`) and records each request with its `Idempotency-Key`. [`Collector`] is
+//! an OpenTelemetry collector's OTLP/HTTP front door that decodes the spans it is sent.
 //!
 //! Test support only: depends on nothing of Weft's.
 
+mod collector;
 mod endpoint;
 mod wire;
 
+pub use collector::{Collector, ReceivedSpan};
 pub use endpoint::{Endpoint, Posted};
 
 use axum::Router;

@@ -148,6 +148,10 @@ pub struct Taped {
 
 #[async_trait]
 impl Model for Taped {
+    fn provider(&self) -> &str {
+        crate::split_model_id(&self.id).0
+    }
+
     async fn complete(
         &self,
         request: &ModelRequest,

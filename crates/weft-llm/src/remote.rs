@@ -96,6 +96,8 @@ impl Remote {
                 content: res.content.joined_texts().unwrap_or_default(),
                 tool_calls,
                 usage: self.usage(&res.usage),
+                model: Some(res.provider_model_iden.model_name.to_string()),
+                finish_reason: res.stop_reason.map(|r| r.raw().to_owned()),
             });
         }
         let mut stream = self
@@ -133,6 +135,8 @@ impl Remote {
                         },
                         tool_calls,
                         usage,
+                        model: None,
+                        finish_reason: end.captured_stop_reason.map(|r| r.raw().to_owned()),
                     });
                 }
                 _ => {}
@@ -164,6 +168,10 @@ impl Remote {
 
 #[async_trait]
 impl Model for Remote {
+    fn provider(&self) -> &str {
+        self.settings.provider.name()
+    }
+
     async fn complete(
         &self,
         request: &ModelRequest,

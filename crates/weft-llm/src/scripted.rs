@@ -135,6 +135,10 @@ fn estimate(text: &str) -> u64 {
 
 #[async_trait]
 impl Model for Scripted {
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+
     async fn complete(
         &self,
         req: &ModelRequest,
@@ -188,7 +192,7 @@ impl Model for Scripted {
                 first = false;
             }
         }
-        let tool_calls = def
+        let tool_calls: Vec<ToolCall> = def
             .tool_calls
             .iter()
             .enumerate()
@@ -204,10 +208,17 @@ impl Model for Scripted {
             output_tokens: estimate(&content),
             cost_usd: 0.0,
         });
+        let finish_reason = if tool_calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
         Ok(ModelResponse {
             content,
             tool_calls,
             usage,
+            model: Some(req.model.clone()),
+            finish_reason: Some(finish_reason.to_owned()),
         })
     }
 }

@@ -176,6 +176,10 @@ async fn died(mut worker: Worker, when: &str) -> BlockError {
 
 #[async_trait]
 impl Model for LocalModel {
+    fn provider(&self) -> &str {
+        "local"
+    }
+
     async fn complete(
         &self,
         request: &ModelRequest,
@@ -246,10 +250,17 @@ impl Model for LocalModel {
                 } else {
                     (done.content, Vec::new())
                 };
+                let finish_reason = if tool_calls.is_empty() {
+                    "stop"
+                } else {
+                    "tool_calls"
+                };
                 Ok(ModelResponse {
                     content,
                     tool_calls,
                     usage,
+                    model: Some(request.model.clone()),
+                    finish_reason: Some(finish_reason.to_owned()),
                 })
             }
             Ok(Ok(Err(message))) => {

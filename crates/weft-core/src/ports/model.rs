@@ -112,6 +112,13 @@ pub struct ModelResponse {
     /// What it cost.
     #[serde(default)]
     pub usage: Usage,
+    /// The model that answered, as the provider names it (it may differ from the one
+    /// asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Why the model stopped, as the provider says (`stop`, `length`, `tool_calls`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
 }
 
 /// Receives streamed text as the model produces it.
@@ -126,6 +133,11 @@ pub trait Model: Send + Sync {
         request: &ModelRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelResponse, BlockError>;
+
+    /// Who serves the model (`openai`, `anthropic`, `local`, ...), for traces.
+    fn provider(&self) -> &str {
+        ""
+    }
 }
 
 /// Turns a model id (`provider/model` or a flow alias) into a [`Model`].

@@ -158,6 +158,15 @@ fn resolve_model(
     Ok((model, id, name))
 }
 
+/// `text` cut to at most `max` characters (on a character boundary), marked when cut.
+fn truncated(mut text: String, max: usize) -> String {
+    if let Some((at, _)) = text.char_indices().nth(max) {
+        text.truncate(at);
+        text.push('…');
+    }
+    text
+}
+
 /// Warns, once a run, that a block named no model and got the fallback.
 fn warn_fallback(cx: &Cx<'_>, id: &str, advice: &str) {
     use std::sync::atomic::Ordering;
@@ -281,17 +290,49 @@ impl Call {
                 text: text.to_owned(),
             })
         };
-        let resp =
-            stall::model_call(&cx.stall, &progress, model.complete(&self.req, &on_delta)).await?;
+        let started = std::time::Instant::now();
+        let result =
+            stall::model_call(&cx.stall, &progress, model.complete(&self.req, &on_delta)).await;
+        emitter.emit(|| self.call_event(cx, model, started, &result));
+        let resp = result?;
         cx.budgets.charge(&resp.usage, path, &warn);
         self.total.add(&resp.usage);
         cx.run.usage.lock().expect("usage lock").add(&resp.usage);
-        emitter.emit(|| EventKind::LlmCall {
-            path: path.clone(),
-            model: self.id.clone(),
-            usage: resp.usage,
-        });
         Ok(resp)
+    }
+
+    /// The `llm_call` event of one call, answered or failed.
+    fn call_event(
+        &self,
+        cx: &Cx<'_>,
+        model: &dyn weft_core::ports::Model,
+        started: std::time::Instant,
+        result: &Result<weft_core::ports::ModelResponse, BlockError>,
+    ) -> EventKind {
+        let ok = result.as_ref().ok();
+        let captured = cx.run.engine.capture_model_content;
+        EventKind::LlmCall {
+            path: self.path.clone(),
+            model: self.id.clone(),
+            usage: ok.map(|r| r.usage).unwrap_or_default(),
+            call: Box::new(weft_core::event::CallDetail {
+                provider: model.provider().to_owned(),
+                request_model: self.req.model.clone(),
+                response_model: ok.and_then(|r| r.model.clone()),
+                finish_reason: ok.and_then(|r| r.finish_reason.clone()),
+                elapsed_us: started.elapsed().as_micros() as u64,
+                error: result.as_ref().err().map(|e| e.kind.to_string()),
+                prompt: captured.map(|max| {
+                    truncated(
+                        serde_json::to_string(&self.req.messages).unwrap_or_default(),
+                        max,
+                    )
+                }),
+                answer: captured
+                    .zip(ok)
+                    .map(|(max, r)| truncated(r.content.clone(), max)),
+            }),
+        }
     }
 
     /// Runs the tools the model called, each a sub-flow, and puts their answers in the
@@ -308,15 +349,17 @@ impl Call {
         assistant.tool_calls = resp.tool_calls.clone();
         self.req.messages.push(assistant);
         for (i, call) in resp.tool_calls.iter().enumerate() {
+            let tool = s.tools.iter().find(|t| t.name == call.name);
+            let seg = tool.map(|t| format!("tool{}.{i}.{}", self.tool_rounds, t.name));
             cx.run.emitter.emit(|| EventKind::ToolCalled {
                 path: self.path.clone(),
                 tool: call.name.clone(),
                 arguments: call.arguments.clone(),
+                step: seg.as_ref().map(|seg| format!("{}/{seg}", self.path)),
             });
-            let content = match s.tools.iter().find(|t| t.name == call.name) {
+            let content = match tool.zip(seg) {
                 None => format!("error: there is no tool named `{}`", call.name),
-                Some(tool) => {
-                    let seg = format!("tool{}.{i}.{}", self.tool_rounds, tool.name);
+                Some((tool, seg)) => {
                     let work = run_subflow(
                         cx,
                         &tool.flow,
