@@ -131,7 +131,12 @@ impl Tracer {
                 dialect,
                 ..
             } => {
-                let trace = RunTrace::first(e, flow, flow_hash, dialect.as_deref(), now);
+                let origin = Origin {
+                    flow,
+                    hash: flow_hash,
+                    dialect: dialect.as_deref(),
+                };
+                let trace = RunTrace::open(e, "start", origin, now);
                 runs.insert(e.run_id.clone(), trace);
                 Vec::new()
             }
@@ -141,7 +146,12 @@ impl Tracer {
                 flow_hash,
                 dialect,
             } => {
-                let mut trace = RunTrace::again(e, flow, flow_hash, dialect.as_deref(), now);
+                let origin = Origin {
+                    flow,
+                    hash: flow_hash,
+                    dialect: dialect.as_deref(),
+                };
+                let mut trace = RunTrace::open(e, &e.seq.to_string(), origin, now);
                 trace
                     .root
                     .attributes
@@ -182,90 +192,42 @@ impl Tracer {
     }
 }
 
+/// What a run's root span says of the flow it runs.
+struct Origin<'a> {
+    flow: &'a str,
+    hash: &'a str,
+    dialect: Option<&'a str>,
+}
+
 impl RunTrace {
-    /// The trace of a run's first execution.
-    fn first(
-        e: &Event,
-        flow: &str,
-        hash: &str,
-        dialect: Option<&str>,
-        now: SystemTime,
-    ) -> RunTrace {
-        let id = ids::span_id(&e.run_id, "start");
-        RunTrace::open(
-            ids::trace_id(&e.run_id, "start"),
-            id,
-            e,
-            flow,
-            hash,
-            dialect,
-            now,
-        )
-    }
-
-    /// A new trace for a run that continues (after a pause, a crash or to be retried),
-    /// linked to its first.
-    fn again(
-        e: &Event,
-        flow: &str,
-        hash: &str,
-        dialect: Option<&str>,
-        now: SystemTime,
-    ) -> RunTrace {
-        let part = e.seq.to_string();
-        let trace_id = ids::trace_id(&e.run_id, &part);
-        let mut trace = RunTrace::open(
-            trace_id,
-            ids::span_id(&e.run_id, &part),
-            e,
-            flow,
-            hash,
-            dialect,
-            now,
-        );
-        let first = context(
-            ids::trace_id(&e.run_id, "start"),
-            ids::span_id(&e.run_id, "start"),
-        );
-        trace.root.links.push(Link::new(
-            first,
-            vec![KeyValue::new("weft.link", "run_started")],
-            0,
-        ));
-        trace
-            .root
-            .attributes
-            .push(KeyValue::new("weft.run.resumed", true));
-        trace
-    }
-
-    fn open(
-        trace_id: TraceId,
-        root_id: SpanId,
-        e: &Event,
-        flow: &str,
-        hash: &str,
-        dialect: Option<&str>,
-        now: SystemTime,
-    ) -> RunTrace {
-        let mut root = Open::new(
-            root_id,
-            SpanId::INVALID,
-            format!("invoke_workflow {flow}"),
-            now,
-        );
+    /// A new trace for one execution of a run: its first (`part` = `start`), or a
+    /// re-entry (`part` = the seq of its `run_resumed`), which links to the first.
+    fn open(e: &Event, part: &str, origin: Origin<'_>, now: SystemTime) -> RunTrace {
+        let root_id = ids::span_id(&e.run_id, part);
+        let name = format!("invoke_workflow {}", origin.flow);
+        let mut root = Open::new(root_id, SpanId::INVALID, name, now);
         root.attributes = vec![
             KeyValue::new(conv::OPERATION, "invoke_workflow"),
             KeyValue::new("weft.run.id", e.run_id.to_string()),
-            KeyValue::new("weft.flow.name", flow.to_owned()),
-            KeyValue::new("weft.flow.hash", hash.to_owned()),
+            KeyValue::new("weft.flow.name", origin.flow.to_owned()),
+            KeyValue::new("weft.flow.hash", origin.hash.to_owned()),
         ];
-        if let Some(d) = dialect {
+        if let Some(d) = origin.dialect {
             root.attributes
                 .push(KeyValue::new("weft.dialect", d.to_owned()));
         }
+        if part != "start" {
+            let first = context(
+                ids::trace_id(&e.run_id, "start"),
+                ids::span_id(&e.run_id, "start"),
+            );
+            let why = vec![KeyValue::new("weft.link", "run_started")];
+            root.links.push(Link::new(first, why, 0));
+            root.attributes
+                .push(KeyValue::new("weft.run.resumed", true));
+        }
         RunTrace {
-            trace_id,
+            trace_id: ids::trace_id(&e.run_id, part),
             root,
             open: HashMap::new(),
             tools: HashMap::new(),
