@@ -276,7 +276,7 @@ impl RunTrace {
                 let Some(mut o) = self.open.remove(path) else {
                     return Vec::new();
                 };
-                o.start = o.start.min(now - Duration::from_micros(*elapsed_us));
+                o.start = o.start.min(before(now, *elapsed_us));
                 o.attributes.push(KeyValue::new(conv::REPLAYED, *replayed));
                 if let Some(x) = exit {
                     o.attributes
@@ -358,7 +358,7 @@ impl RunTrace {
         } else {
             request_model
         };
-        let start = now - Duration::from_micros(*elapsed_us);
+        let start = before(now, *elapsed_us);
         let id = ids::span_id(&e.run_id, &e.seq.to_string());
         let mut o = Open::new(id, self.span_at(path).id, format!("chat {asked}"), start);
         o.kind = conv::chat_kind(provider);
@@ -526,4 +526,10 @@ fn answered(key: &str, answer: &serde_json::Value, now: SystemTime) -> SpanEvent
         ],
         0,
     )
+}
+
+/// `micros` before `now` (`now` itself if that would be before the epoch).
+fn before(now: SystemTime, micros: u64) -> SystemTime {
+    now.checked_sub(Duration::from_micros(micros))
+        .unwrap_or(now)
 }
