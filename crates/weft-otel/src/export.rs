@@ -65,6 +65,7 @@ pub(crate) fn start(config: &TelemetryConfig) -> Result<Queue, String> {
         .with_endpoint(config.endpoint.clone())
         .with_headers(headers)
         .with_timeout(config.timeout)
+        .with_retry_policy(retry_policy())
         .build()
         .map_err(|e| format!("cannot export traces to {}: {e}", config.endpoint))?;
     exporter.set_resource(
@@ -86,6 +87,17 @@ pub(crate) fn start(config: &TelemetryConfig) -> Result<Queue, String> {
         tx,
         dropped: Arc::default(),
     })
+}
+
+/// Two quick retries: enough for a collector that blinks, short enough that a command
+/// whose collector is down exits promptly (the library's recommended policy waits
+/// about 0.9 s before giving up on a refused connection).
+fn retry_policy() -> opentelemetry_otlp::RetryPolicy {
+    opentelemetry_otlp::RetryPolicy::recommended()
+        .with_max_retries(2)
+        .with_initial_delay(Duration::from_millis(40))
+        .with_max_delay(Duration::from_millis(400))
+        .with_max_jitter(Duration::from_millis(20))
 }
 
 /// Sends batches until every sender is gone.
