@@ -223,12 +223,17 @@ impl Block {
     }
 }
 
-/// The path segment of step `index` of a sequence: its id or name, numbered `@n` when
-/// `n` earlier steps carry the same one (so one block may be a step twice), else its
-/// position. The engine keys the journal with it; drawings and tools that name steps
+/// The path segment of step `index` of a sequence: its id; else its name, numbered
+/// `@n` when `n` earlier steps carry the same name or id (so one block may be a step
+/// twice); else its position. The engine keys the journal with it; drawings and tools that name steps
 /// must use it too.
 pub fn step_segment(steps: &[Block], index: usize) -> String {
-    let Some(label) = steps[index].label() else {
+    // Ids are unique in a flow (validation says so): no need to count, which keeps a
+    // long sequence of ids linear.
+    if let Some(id) = &steps[index].id {
+        return id.clone();
+    }
+    let Some(label) = steps[index].name.as_deref() else {
         return index.to_string();
     };
     let repeats = steps[..index]
@@ -1006,4 +1011,27 @@ pub struct SubFlowSpec {
     /// Share the caller's run state instead of starting from the sub-flow's own.
     #[serde(default, skip_serializing_if = "is_false")]
     pub share_state: bool,
+}
+
+#[cfg(test)]
+mod step_segment_tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_keyed_by_id_then_numbered_name_then_position() {
+        let pass = || Block::new(BlockKind::Passthrough);
+        let steps = vec![
+            pass().with_name("double"),
+            pass(),
+            pass().with_name("double"),
+            pass().with_id("check"),
+            pass().with_name("check"),
+            pass().with_name("double"),
+        ];
+        let keys: Vec<String> = (0..steps.len()).map(|i| step_segment(&steps, i)).collect();
+        assert_eq!(
+            keys,
+            ["double", "1", "double@1", "check", "check@1", "double@2"]
+        );
+    }
 }
