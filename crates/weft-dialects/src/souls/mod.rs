@@ -476,30 +476,29 @@ impl Compiler<'_> {
                 return None;
             }
             None => {
-                let path = self
-                    .base_dir
-                    .unwrap_or(Path::new("."))
-                    .join("souls")
-                    .join(format!("{id}.yaml"));
-                let text = match std::fs::read_to_string(&path) {
-                    Ok(t) => t,
-                    Err(_) => {
-                        let known: Vec<String> = self.inline_souls.keys().cloned().collect();
-                        let d = Diagnostic::error(
-                            ptr,
-                            format!(
-                                "no soul `{id}`: it is not under `souls:` and {} does not exist",
-                                path.display()
-                            ),
-                        );
-                        self.diags.push(d.hint_closest(
-                            id,
-                            known.iter().map(String::as_str),
-                            "define it under `souls:` or in souls/<id>.yaml beside the workflow",
-                        ));
-                        return None;
-                    }
+                let places = soul_files(self.base_dir.unwrap_or(Path::new(".")), id);
+                let found = places
+                    .iter()
+                    .find_map(|p| std::fs::read_to_string(p).ok().map(|t| (p, t)));
+                let Some((path, text)) = found else {
+                    let known: Vec<String> = self.inline_souls.keys().cloned().collect();
+                    let looked: Vec<String> =
+                        places.iter().map(|p| p.display().to_string()).collect();
+                    let d = Diagnostic::error(
+                        ptr,
+                        format!(
+                            "no soul `{id}`: it is not under `souls:`, nor in {}",
+                            looked.join(", ")
+                        ),
+                    );
+                    self.diags.push(d.hint_closest(
+                        id,
+                        known.iter().map(String::as_str),
+                        "define it under `souls:`, in souls/<id>.yaml beside the workflow, or in the project's custom/souls/<id>.yaml",
+                    ));
+                    return None;
                 };
+                let path = path.clone();
                 let parsed = crate::source_map::parse(&text)
                     .map_err(|d| d.render(&path.display().to_string()))
                     .and_then(|(v, m)| {
@@ -600,4 +599,19 @@ fn edge(from: &str, to: &str, exit: Option<&str>) -> Edge {
         exit: exit.map(str::to_owned),
         parallel: false,
     }
+}
+
+/// Where a soul `id` that is not inline may live: `souls/<id>.yaml` beside the workflow,
+/// then a runsight project's library, `custom/souls/<id>.yaml`, in the workflow's
+/// directory or one of the three above it (a project keeps its workflows in
+/// `custom/workflows/`).
+fn soul_files(base: &Path, id: &str) -> Vec<std::path::PathBuf> {
+    let file = format!("{id}.yaml");
+    let mut places = vec![base.join("souls").join(&file)];
+    places.extend(
+        base.ancestors()
+            .take(4)
+            .map(|dir| dir.join("custom").join("souls").join(&file)),
+    );
+    places
 }

@@ -1175,3 +1175,36 @@ async fn an_exit_that_no_transition_handles_fails_the_run() {
         e.message
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runsight_project_s_soul_library_is_found_from_its_workflows() {
+    // runsight keeps a project's souls in custom/souls/<id>.yaml and its workflows in
+    // custom/workflows/.
+    let server = answering(|_, _| "reviewed".into()).await;
+    let project = tempfile::tempdir().unwrap();
+    let souls = project.path().join("custom/souls");
+    let workflows = project.path().join("custom/workflows");
+    std::fs::create_dir_all(&souls).unwrap();
+    std::fs::create_dir_all(&workflows).unwrap();
+    std::fs::write(
+        souls.join("reviewer.yaml"),
+        "id: reviewer\nkind: soul\nname: Reviewer\nrole: Reviewer\nsystem_prompt: You review.\nprovider: openai\nmodel_name: gpt-4o-mini\n",
+    )
+    .unwrap();
+    let text = "version: \"1.0\"\nblocks:\n  review:\n    type: linear\n    soul_ref: reviewer\nworkflow:\n  name: w\n  entry: review\n";
+    let ran = run_in(text, json!("Review this"), Some(&server), &workflows).await;
+    assert_eq!(ran.output(), &json!("reviewed"), "{:?}", ran.result.error);
+    assert_eq!(server.received()[0].body["model"], "gpt-4o-mini");
+
+    // A soul in neither place: the error says where it looked.
+    let missing = text.replace("soul_ref: reviewer", "soul_ref: editor");
+    let Err(e) = weft_dialects::load_str(&missing, "w.yaml", Some(&workflows), Some("souls"))
+    else {
+        panic!("a missing soul is an error");
+    };
+    let m = &e.diagnostics[0].message;
+    assert!(
+        m.contains("no soul `editor`") && m.contains("custom/souls/editor.yaml"),
+        "{m}"
+    );
+}
