@@ -198,3 +198,24 @@ async fn unknown_addresses_are_html_for_the_page_and_json_for_the_api() {
         (404, Some("not found"))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_s_warnings_are_in_its_detail_and_on_its_page() {
+    let s = server(None).await;
+    let flow = "weft: 1\nname: climb\nroot:\n  id: climb\n  loop: {until: 'output > 100', max_iterations: 3, warn_at_max: true, body: {transform: {output: '{{ input + 1 }}'}}}\ninput: 0\n";
+    let (_, run) = s.post("/v1/runs?wait=5", json!({"source": flow})).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    let id = run["run_id"].as_str().unwrap();
+    let (_, detail) = s.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(
+        detail["warnings"][0]["code"], "loop_bound_reached",
+        "{detail}"
+    );
+    let (status, page) = html(&s, &browser(), &format!("/runs/{id}")).await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("aria-label=\"Warnings\"")
+            && page.contains("the loop `climb` stopped at its bound of 3 iterations"),
+        "{page}"
+    );
+}
