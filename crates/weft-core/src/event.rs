@@ -7,6 +7,13 @@ use crate::value::Value;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+/// Now, in Unix milliseconds, as events are stamped (0 on a clock before 1970).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// One event of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {

@@ -4,7 +4,6 @@ use std::io::Write;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 use weft_core::event::{Event, EventKind};
 use weft_core::ports::EventSink;
 
@@ -14,12 +13,7 @@ pub(crate) struct Emitter {
     sinks: Vec<Arc<dyn EventSink>>,
 }
 
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub(crate) use weft_core::event::now_ms;
 
 impl Emitter {
     /// Numbers the run's events from `first_seq`.

@@ -198,8 +198,7 @@ fn document(text: &str) -> Result<Value, Failure> {
         .map_err(|d| Failure::invalid_flow(vec![d]))
 }
 
+/// Now, in Unix milliseconds, as the store keeps times.
 pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+    weft_core::event::now_ms() as i64
 }

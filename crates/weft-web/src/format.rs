@@ -32,12 +32,7 @@ pub(crate) fn iso(ms: i64) -> String {
     humantime::format_rfc3339_seconds(at).to_string()
 }
 
-/// Now, in Unix milliseconds.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+pub(crate) use weft_core::event::now_ms;
 
 /// Tokens in and out: `16 → 13`.
 pub(crate) fn tokens(u: &Usage) -> String {

@@ -13,15 +13,6 @@ use weft_engine::Engine;
 /// Runs on one page.
 const PAGE: usize = 50;
 
-const STATUSES: [&str; 6] = [
-    "queued",
-    "running",
-    "paused",
-    "completed",
-    "failed",
-    "cancelled",
-];
-
 #[derive(Deserialize)]
 pub(crate) struct ListQuery {
     status: Option<String>,
@@ -40,7 +31,7 @@ pub(crate) async fn page(
         Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
             PageError::BadRequest(format!(
                 "There is no status `{s}`; the statuses are {}.",
-                STATUSES.join(", ")
+                statuses().join(", ")
             ))
         })?),
     };
@@ -98,7 +89,7 @@ fn filter(status: Option<&str>) -> Markup {
     html! {
         nav.filter aria-label="Filter by status" {
             @if status.is_none() { a href="/" aria-current="page" { "all" } } @else { a href="/" { "all" } }
-            @for s in STATUSES {
+            @for s in statuses() {
                 @if status == Some(s) {
                     a href={ "/?status=" (s) } aria-current="page" { (s) }
                 } @else {
@@ -129,4 +120,9 @@ fn rows(runs: &[RunRecord]) -> Markup {
             }
         }
     }
+}
+
+/// The names of the statuses a list can be filtered by.
+fn statuses() -> Vec<&'static str> {
+    RunStatus::ALL.iter().map(RunStatus::as_str).collect()
 }

@@ -27,6 +27,16 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Every status, in the order a run can reach them.
+    pub const ALL: [RunStatus; 6] = [
+        RunStatus::Queued,
+        RunStatus::Running,
+        RunStatus::Paused,
+        RunStatus::Completed,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+    ];
+
     /// The lowercase name.
     pub fn as_str(&self) -> &'static str {
         match self {
