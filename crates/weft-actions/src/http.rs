@@ -1,4 +1,5 @@
-//! `http.get` and `http.post`: one request, a bounded answer.
+//! `http.get`, `http.post` and `http.request` (any method, named by `with.method`): one
+//! request, a bounded answer.
 //!
 //! The result is `{status, headers, body}`, with `body` parsed when the server says it is
 //! JSON and text otherwise. A status of 400 or more is an error (kind `rate_limit` for
@@ -17,6 +18,8 @@ const MAX_BODY: usize = 16 << 20;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The header that carries the step's idempotency key, unless `headers` sets it.
 const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+/// The methods `http.request` sends.
+const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
 
 /// Whether the `headers` object names `name` (header names ignore case).
 fn has_header(headers: Option<&Value>, name: &str) -> bool {
@@ -25,19 +28,56 @@ fn has_header(headers: Option<&Value>, name: &str) -> bool {
         .is_some_and(|h| h.keys().any(|k| k.eq_ignore_ascii_case(name)))
 }
 
-/// An HTTP action for one method.
+/// Which requests an HTTP action sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verb {
+    Get,
+    Post,
+    /// The method the block names in `with.method`.
+    Named,
+}
+
+/// An HTTP action.
 pub(crate) struct Http {
     client: reqwest::Client,
-    post: bool,
+    verb: Verb,
 }
 
 impl Http {
-    pub(crate) fn new(client: reqwest::Client, post: bool) -> Http {
-        Http { client, post }
+    pub(crate) fn new(client: reqwest::Client, verb: Verb) -> Http {
+        Http { client, verb }
     }
 
     fn name(&self) -> &'static str {
-        if self.post { "http.post" } else { "http.get" }
+        match self.verb {
+            Verb::Get => "http.get",
+            Verb::Post => "http.post",
+            Verb::Named => "http.request",
+        }
+    }
+
+    /// The method this call sends.
+    fn method(&self, call: &NativeCall) -> Result<reqwest::Method, BlockError> {
+        let named = match self.verb {
+            Verb::Get => return Ok(reqwest::Method::GET),
+            Verb::Post => return Ok(reqwest::Method::POST),
+            Verb::Named => call
+                .config
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or("GET"),
+        };
+        let upper = named.to_ascii_uppercase();
+        if !METHODS.contains(&upper.as_str()) {
+            return Err(fail(
+                ErrorKind::Input,
+                format!(
+                    "http.request: `{named}` is not a method it sends ({})",
+                    METHODS.join(", ")
+                ),
+            ));
+        }
+        Ok(reqwest::Method::from_bytes(upper.as_bytes()).expect("a listed method"))
     }
 }
 
@@ -74,11 +114,9 @@ impl Native for Http {
                 query.append_pair(k, &as_text(v));
             }
         }
-        let mut req = if self.post {
-            self.client.post(parsed)
-        } else {
-            self.client.get(parsed)
-        };
+        let method = self.method(&call)?;
+        let sends_body = !matches!(method, reqwest::Method::GET | reqwest::Method::HEAD);
+        let mut req = self.client.request(method, parsed);
         let timeout = match call.config.get("timeout_ms") {
             Some(v) => Duration::from_millis(v.as_u64().ok_or_else(|| {
                 fail(
@@ -100,7 +138,7 @@ impl Native for Http {
                 req = req.header(k.as_str(), as_text(v).into_owned());
             }
         }
-        if self.post {
+        if sends_body {
             // A crash may repeat this request on resume; with the key a service that
             // deduplicates answers the repeat without acting twice.
             if !has_header(call.config.get("headers"), IDEMPOTENCY_KEY) {
@@ -123,7 +161,7 @@ impl Native for Http {
         } else if call.config.get("json").is_some() || call.config.get("body").is_some() {
             return Err(fail(
                 ErrorKind::Input,
-                "http.get sends no body; use http.post, or `params` for the query".into(),
+                format!("{name}: a GET sends no body; use http.post, or `params` for the query"),
             ));
         }
         let mut resp = req.send().await.map_err(|e| {

@@ -2,7 +2,7 @@
 //!
 //! Owns Weft's built-in `action` blocks, each a `Native` behind `weft-core`'s port:
 //! `file.read`, `file.write`, `file.append` (confined to one directory), `http.get`,
-//! `http.post`, `json.parse` and `time.sleep`. Model calls are `llm` blocks, not actions.
+//! `http.post`, `http.request` (any method), `json.parse` and `time.sleep`. Model calls are `llm` blocks, not actions.
 //!
 //! Must not depend on the engine or any dialect.
 
@@ -17,6 +17,7 @@ use weft_core::ports::{Native, NativeCall, NativeOutput};
 use weft_core::{BlockError, ErrorKind, Value};
 
 pub use files::FileRoot;
+use http::{Http, Verb};
 
 fn param<'a>(call: &'a NativeCall, name: &str) -> Result<&'a Value, BlockError> {
     call.config.get(name).ok_or_else(|| {
@@ -94,15 +95,16 @@ pub fn builtins(files: PathBuf) -> Vec<(&'static str, Arc<dyn Native>)> {
             }),
         ),
         ("file.append", Arc::new(files::Write { root, append: true })),
-        ("http.get", Arc::new(http::Http::new(client.clone(), false))),
-        ("http.post", Arc::new(http::Http::new(client, true))),
+        ("http.get", Arc::new(Http::new(client.clone(), Verb::Get))),
+        ("http.post", Arc::new(Http::new(client.clone(), Verb::Post))),
+        ("http.request", Arc::new(Http::new(client, Verb::Named))),
         ("json.parse", Arc::new(JsonParse)),
         ("time.sleep", Arc::new(Sleep)),
     ]
 }
 
 /// The built-in actions that change the world outside the run.
-pub const WRITING: &[&str] = &["file.write", "file.append", "http.post"];
+pub const WRITING: &[&str] = &["file.write", "file.append", "http.post", "http.request"];
 
 /// Every built-in action, with those that write ([`WRITING`]) replaced by one that
 /// fails saying so: for a run that must leave no trace (a model testing its flow).
