@@ -14,6 +14,7 @@
 mod functions;
 mod json_object;
 mod lookup;
+mod text_checks;
 
 use minijinja::{Environment, Expression, UndefinedBehavior, Value as MjValue};
 use serde_json::Value;
@@ -157,6 +158,7 @@ fn configured_env() -> Environment<'static> {
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     functions::register(&mut env);
     lookup::register(&mut env);
+    text_checks::register(&mut env);
     env
 }
 
