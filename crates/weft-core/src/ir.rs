@@ -485,6 +485,11 @@ pub struct Assertion {
     /// Said when it is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// When false, the block goes on and the run gets a `warning` event (code
+    /// `assertion_failed`) instead of the block failing: a quality check that is
+    /// recorded, not enforced.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub warn: bool,
 }
 
 /// How a block's input is shaped and how its output reaches the run state.

@@ -289,12 +289,20 @@ fn check_flow<'a>(flow: &'a Flow, base: &str, inherited: &[&'a str], diags: &mut
                     format!("{ptr}/id"),
                     "a block id is empty",
                 ));
-            } else if let Some(first) = ids.insert(id, ptr.to_owned()) {
-                diags.push(
-                    Diagnostic::error(format!("{ptr}/id"), format!("duplicate block id `{id}`"))
-                        .hint(format!("ids key the journal and must be unique in a flow; `{id}` is also used at {first}")),
-                );
-                ids.insert(id, first);
+            } else {
+                // A block from a file is named by its line there, not by where the
+                // file's compiler put it in the IR.
+                let here = match b.origin {
+                    Some(loc) => format!("line {}:{}", loc.line, loc.col),
+                    None => ptr.to_owned(),
+                };
+                if let Some(first) = ids.insert(id, here) {
+                    diags.push(
+                        Diagnostic::error(format!("{ptr}/id"), format!("duplicate block id `{id}`"))
+                            .hint(format!("ids key the journal and must be unique in a flow; `{id}` is also used at {first}")),
+                    );
+                    ids.insert(id, first);
+                }
             }
         }
         check_block(b, ptr, &subflows, diags);

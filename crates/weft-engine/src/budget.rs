@@ -81,6 +81,13 @@ impl Budgets {
         })))
     }
 
+    /// What the innermost frame has been charged so far.
+    pub(crate) fn innermost_usage(&self) -> Option<Usage> {
+        self.0
+            .as_deref()
+            .map(|f| *f.used.lock().expect("budget lock"))
+    }
+
     fn frames(&self) -> impl Iterator<Item = &Frame> {
         std::iter::successors(self.0.as_deref(), |f| f.parent.as_deref())
     }

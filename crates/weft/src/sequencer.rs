@@ -775,6 +775,7 @@ pub(crate) fn choose(owner: &str, pick: &str, routes: Vec<(String, ir::Block)>) 
         .collect();
     let mut none = ir::Block::new(BlockKind::Passthrough);
     none.policy.assert.push(ir::Assertion {
+        warn: false,
         that: Expr("false".into()),
         message: Some(format!(
             "`{owner}` chose a route it does not declare (its routes: {})",

@@ -284,6 +284,7 @@ impl Compiler<'_> {
         let field = Value::from(l.array_field.as_str()).to_string();
         let mut check = Block::new(BlockKind::Passthrough);
         check.policy.assert.push(Assertion {
+            warn: false,
             that: Expr(format!(
                 // `undefined is sequence` holds in the template language, hence `defined`.
                 "output[{field}] is defined and output[{field}] is sequence \
@@ -362,6 +363,7 @@ impl Compiler<'_> {
         for r in &prompt.refs {
             let root = if r.initial { "initial" } else { "output" };
             check.policy.assert.push(Assertion {
+                warn: false,
                 that: Expr(format!("{root}{} is defined", r.subscripts)),
                 message: Some(format!(
                     "llm block `{}` reads `{{{{{}}}}}`, which its {} does not have",
@@ -456,6 +458,7 @@ impl Compiler<'_> {
         };
         let mut block = Block::new(BlockKind::Code(spec)).with_id(b.step_id);
         block.policy.assert.push(Assertion {
+            warn: false,
             that: Expr("output is mapping".into()),
             message: Some("a code block must return a dict".into()),
         });

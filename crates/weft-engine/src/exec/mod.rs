@@ -285,6 +285,7 @@ async fn attempt_with_retries(cx: &Cx<'_>, block: &Block) -> Exec {
 }
 
 async fn attempt_once(cx: &Cx<'_>, block: &Block) -> Exec {
+    let started = Instant::now();
     let run = dispatch(cx, block);
     let out = match block.policy.timeout_ms {
         None => run.await?,
@@ -301,13 +302,38 @@ async fn attempt_once(cx: &Cx<'_>, block: &Block) -> Exec {
     if !block.policy.assert.is_empty() {
         let mut scope = cx.scope();
         scope.bind("output", out.output.clone());
+        // What the attempt cost, for assertions on it: its wall time, and the model
+        // usage charged to the block's own budget frame (only a block with a budget has
+        // one).
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        scope.bind("elapsed_ms", Arc::new(Value::from(elapsed_ms)));
+        if block.policy.budget.is_some()
+            && let Some(u) = cx.budgets.innermost_usage()
+        {
+            scope.bind(
+                "usage",
+                Arc::new(serde_json::json!({
+                    "input_tokens": u.input_tokens,
+                    "output_tokens": u.output_tokens,
+                    "total_tokens": u.total_tokens(),
+                    "cost_usd": u.cost_usd,
+                })),
+            );
+        }
         for a in &block.policy.assert {
             if !cx.truthy(&a.that.0, &scope)? {
                 let msg = a
                     .message
                     .clone()
                     .unwrap_or_else(|| format!("assertion `{}` is false", a.that.0));
-                return Err(Stop::Failed(BlockError::new(ErrorKind::Assertion, msg)));
+                if !a.warn {
+                    return Err(Stop::Failed(BlockError::new(ErrorKind::Assertion, msg)));
+                }
+                cx.run.emitter.emit(|| EventKind::Warning {
+                    path: cx.key.to_string(),
+                    code: "assertion_failed".into(),
+                    message: msg,
+                });
             }
         }
     }
