@@ -36,6 +36,7 @@ pub use view::EventView;
 pub(crate) const BUILTIN_ACTIONS: &[&str] = &[
     "http.get",
     "http.post",
+    "http.request",
     "json.parse",
     "file.read",
     "file.write",

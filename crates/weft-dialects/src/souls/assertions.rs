@@ -1,10 +1,10 @@
 //! A block's `assertions`: checks of its output that fail the block (so `retry_config`
-//! retries it) when they do not hold. The string checks of the tool this dialect comes
-//! from (`equals`, `contains`, `icontains`, `contains-all`, `contains-any`,
-//! `starts-with`, `regex`, `word-count`, each negated by a `not-` prefix) become
-//! expressions on the output's text; an `llm_judge` asks a judge soul for a verdict.
+//! retries it) when they do not hold. The deterministic checks of the tool this dialect
+//! comes from (`checks.rs`, each negated by a `not-` prefix) become expressions on the
+//! output; an `llm_judge` asks a judge soul for a verdict.
 
 use super::Compiler;
+use super::blocks::ExitAfterChecks;
 use super::prompt::with_context;
 use crate::template_text::literal;
 use serde::Deserialize;
@@ -15,40 +15,51 @@ use weft_core::ir::{
     ValueTemplate,
 };
 
-/// The check types, without their `not-` forms.
-const TYPES: &[&str] = &[
-    "equals",
-    "contains",
-    "icontains",
-    "contains-all",
-    "contains-any",
-    "starts-with",
-    "regex",
-    "word-count",
-    "llm_judge",
-];
-
-/// One entry of `assertions`.
+/// One entry of `assertions` (and of an eval case's `expected`).
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct AssertionDef {
+pub(super) struct AssertionDef {
     #[serde(rename = "type")]
-    kind: String,
+    pub kind: String,
     #[serde(default)]
-    value: Value,
-    /// For `llm_judge`: the judge's score must reach it.
+    pub value: Value,
+    /// The bound of a scored check (`levenshtein`, `bleu`, `rouge-n`, `cost`,
+    /// `latency`), or the score an `llm_judge` must reach.
     #[serde(default)]
-    threshold: Option<f64>,
-    /// For `llm_judge`: `{judge_soul: <soul id or soul>}`.
+    pub threshold: Option<f64>,
+    /// `{judge_soul}` for an `llm_judge`, `{mode: json}` for `equals`; anything for a
+    /// project's `custom:` check, which receives it.
     #[serde(default)]
-    config: Option<JudgeConfig>,
+    pub config: Option<Value>,
+    /// The check's weight in an eval's score (default 1).
+    #[serde(default)]
+    pub weight: Option<f64>,
+    /// A name for the check's score; read, not used by a run.
+    #[serde(default, rename = "metric")]
+    pub _metric: Option<String>,
+    /// `json_path:$.a.b`: check that field of the JSON output instead.
+    #[serde(default)]
+    pub transform: Option<String>,
 }
 
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+/// A built-in check's `config`.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct JudgeConfig {
+pub(super) struct CheckConfig {
     #[serde(default)]
-    judge_soul: Option<Value>,
+    pub judge_soul: Option<Value>,
+    #[serde(default)]
+    pub mode: Option<String>,
+}
+
+/// A check that runs beside the block's output once the block ran (a judge soul, a
+/// project's Python assertion): its branch, and what must hold of its result.
+pub(super) struct SideCheck {
+    pub name: String,
+    pub block: Block,
+    /// An expression over `output.<name>`.
+    pub holds: String,
+    pub message: String,
 }
 
 /// What a judge soul is asked, before the rubric.
@@ -75,7 +86,7 @@ impl Compiler<'_> {
         &mut self,
         mut block: Block,
         raw: &Value,
-        chooses_exit: bool,
+        exit: ExitAfterChecks,
         ptr: &str,
     ) -> Option<Block> {
         let defs: Vec<AssertionDef> = self.diags.parse(raw, ptr)?;
@@ -86,42 +97,58 @@ impl Compiler<'_> {
                 Some(k) => (true, k),
                 None => (false, a.kind.as_str()),
             };
-            if kind == "llm_judge" {
+            let custom = kind.strip_prefix("custom:");
+            if kind == "llm_judge" || custom.is_some() {
                 if negated {
                     self.diags.push(Diagnostic::error(
                         format!("{aptr}/type"),
-                        "an llm_judge cannot be negated",
+                        format!("a `{kind}` check cannot be negated"),
                     ));
                     continue;
                 }
-                if chooses_exit {
+                if matches!(exit, ExitAfterChecks::Lost) {
                     self.diags.push(
-                        Diagnostic::error(format!("{aptr}/type"), "an llm_judge on a block that chooses an exit is not supported by Weft yet")
-                            .hint("judge the block's output in a linear or synthesize block after it"),
+                        Diagnostic::error(format!("{aptr}/type"), format!("a `{kind}` check on a block that chooses an exit is not supported by Weft yet"))
+                            .hint("check the block's output in a linear or synthesize block after it"),
                     );
                     continue;
                 }
-                judges.push(self.judge(a, &aptr)?);
+                let n = judges.len();
+                let side = match custom {
+                    Some(id) => self.custom_check(id, a, &aptr, n)?,
+                    None => self.judge(a, &aptr, n)?,
+                };
+                judges.push(side);
                 continue;
             }
-            let Some(test) = self.check(kind, &a.value, &aptr) else {
+            let Some(test) = self.check(kind, a, &aptr) else {
                 continue;
             };
-            if a.threshold.is_some() || a.config.is_some() {
-                self.diags.push(Diagnostic::error(
-                    &aptr,
-                    format!("a `{kind}` check takes only `type` and `value`"),
-                ));
+            if kind == "cost" && block.policy.budget.is_none() {
+                // A frame with no limits: it counts the block's model usage for the check.
+                block.policy.budget = Some(weft_core::ir::Budget {
+                    tokens: None,
+                    cost_usd: None,
+                    wall_ms: None,
+                    on_exceed: weft_core::ir::OnExceed::Fail,
+                    warn_at: None,
+                });
             }
+            let shown = if a.value.is_null() {
+                String::new()
+            } else {
+                format!(" {}", a.value)
+            };
             let (that, said) = if negated {
                 (
                     format!("not {test}"),
-                    format!("the output must not pass `{kind}` {}", a.value),
+                    format!("the output must not pass `{kind}`{shown}"),
                 )
             } else {
-                (test, format!("the output fails `{kind}` {}", a.value))
+                (test, format!("the output fails `{kind}`{shown}"))
             };
             block.policy.assert.push(Assertion {
+                warn: true,
                 that: Expr(that),
                 message: Some(said),
             });
@@ -139,16 +166,13 @@ impl Compiler<'_> {
             })),
         );
         let mut checks = Vec::new();
-        for (i, (judge, threshold)) in judges.into_iter().enumerate() {
-            let name = format!("judge{i}");
-            let floor = threshold.map_or(String::new(), |t| {
-                format!(" and output.{name}.score >= {t}")
-            });
+        for side in judges {
             checks.push(Assertion {
-                that: Expr(format!("output.{name}.pass{floor}")),
-                message: Some(format!("the LLM judge {} did not pass the output", i + 1)),
+                warn: true,
+                that: Expr(side.holds),
+                message: Some(side.message),
             });
-            branches.insert(name, judge);
+            branches.insert(side.name, side.block);
         }
         let mut judged = Block::new(BlockKind::Parallel(ParallelSpec {
             branches,
@@ -161,106 +185,20 @@ impl Compiler<'_> {
         judged.policy.assert = checks;
         let unwrap = Block::new(BlockKind::Transform(TransformSpec {
             output: ValueTemplate(Value::from("{{ input.output }}")),
-            exit: None,
+            exit: match exit {
+                ExitAfterChecks::FromOutput(t) => {
+                    Some(Template(format!("{{%- set input = input.output -%}}{t}")))
+                }
+                _ => None,
+            },
         }));
         Some(Block::new(BlockKind::Sequence(vec![block, judged, unwrap])))
     }
 
-    /// A string check as an expression over the output's text.
-    fn check(&mut self, kind: &str, value: &Value, ptr: &str) -> Option<String> {
-        const T: &str = "text(output)";
-        let s = |v: &Value| match v {
-            Value::String(s) => Value::from(s.as_str()).to_string(),
-            other => Value::from(other.to_string()).to_string(),
-        };
-        let items =
-            |v: &Value| -> Option<Vec<String>> { v.as_array().map(|a| a.iter().map(s).collect()) };
-        Some(match kind {
-            "equals" => format!("(json_or_text({T}) == json_or_text({}))", s(value)),
-            "contains" => format!("({} in {T})", s(value)),
-            "icontains" => format!("(({} | lower) in ({T} | lower))", s(value)),
-            "starts-with" => format!("({T}.startswith({}))", s(value)),
-            "regex" => format!("search({}, {T})", s(value)),
-            "contains-all" | "contains-any" => {
-                let Some(list) = items(value) else {
-                    self.diags.push(Diagnostic::error(
-                        format!("{ptr}/value"),
-                        format!("a `{kind}` check's value is a list of texts"),
-                    ));
-                    return None;
-                };
-                if list.is_empty() {
-                    return Some(if kind == "contains-all" {
-                        "true".into()
-                    } else {
-                        "false".into()
-                    });
-                }
-                let joiner = if kind == "contains-all" {
-                    " and "
-                } else {
-                    " or "
-                };
-                format!(
-                    "({})",
-                    list.iter()
-                        .map(|i| format!("{i} in {T}"))
-                        .collect::<Vec<_>>()
-                        .join(joiner)
-                )
-            }
-            "word-count" => {
-                let words = format!("({T}.split() | length)");
-                match value {
-                    Value::Number(n) if n.is_u64() => format!("({words} == {n})"),
-                    Value::Object(o) => {
-                        let bound = |k: &str| o.get(k).and_then(Value::as_u64);
-                        let mut parts = Vec::new();
-                        if let Some(min) = bound("min") {
-                            parts.push(format!("{words} >= {min}"));
-                        }
-                        if let Some(max) = bound("max") {
-                            parts.push(format!("{words} <= {max}"));
-                        }
-                        if parts.is_empty() || o.keys().any(|k| k != "min" && k != "max") {
-                            self.diags.push(Diagnostic::error(
-                                format!("{ptr}/value"),
-                                "a word-count range is {min, max}",
-                            ));
-                            return None;
-                        }
-                        format!("({})", parts.join(" and "))
-                    }
-                    _ => {
-                        self.diags.push(Diagnostic::error(
-                            format!("{ptr}/value"),
-                            "a word-count is a whole number or {min, max}",
-                        ));
-                        return None;
-                    }
-                }
-            }
-            other => {
-                let d = Diagnostic::error(
-                    format!("{ptr}/type"),
-                    format!("unknown assertion type `{other}`"),
-                );
-                self.diags.push(d.hint_closest(
-                    other,
-                    TYPES.iter().copied(),
-                    format!(
-                        "the types: {} (any but llm_judge also as not-<type>)",
-                        TYPES.join(", ")
-                    ),
-                ));
-                return None;
-            }
-        })
-    }
-
     /// An `llm_judge`: the judge soul (a soul id or an inline soul; without one, the
-    /// run's default model) rates the output against the rubric in `value`.
-    fn judge(&mut self, a: &AssertionDef, ptr: &str) -> Option<(Block, Option<f64>)> {
+    /// run's default model) rates the output against the rubric in `value`; it is the
+    /// `n`-th check that runs beside the block's output.
+    fn judge(&mut self, a: &AssertionDef, ptr: &str, n: usize) -> Option<SideCheck> {
         let Some(rubric) = a.value.as_str().filter(|r| !r.trim().is_empty()) else {
             self.diags.push(
                 Diagnostic::error(
@@ -280,7 +218,11 @@ impl Compiler<'_> {
             ));
             return None;
         }
-        let soul = match a.config.as_ref().and_then(|c| c.judge_soul.as_ref()) {
+        let config: CheckConfig = match &a.config {
+            Some(c) => self.diags.parse(c, &format!("{ptr}/config"))?,
+            None => CheckConfig::default(),
+        };
+        let soul = match config.judge_soul.as_ref() {
             None => None,
             Some(Value::String(id)) => Some(self.soul(id, &format!("{ptr}/config/judge_soul"))?),
             Some(inline @ Value::Object(_)) => {
@@ -310,6 +252,15 @@ impl Compiler<'_> {
             max_tokens: soul.as_ref().and_then(|s| s.max_tokens),
             ..LlmSpec::default()
         };
-        Some((Block::new(BlockKind::Llm(spec)), a.threshold))
+        let name = format!("judge{n}");
+        let floor = a.threshold.map_or(String::new(), |t| {
+            format!(" and output.{name}.score >= {t}")
+        });
+        Some(SideCheck {
+            holds: format!("output.{name}.pass{floor}"),
+            message: format!("the LLM judge {} did not pass the output", n + 1),
+            name,
+            block: Block::new(BlockKind::Llm(spec)),
+        })
     }
 }

@@ -117,7 +117,11 @@ impl Compiler<'_> {
                 {
                     l.history = Some(format!("conversation_history_{id}"));
                 }
-                call
+                if soul.delegate {
+                    self.with_delegate(id, call, &common, ptr)?
+                } else {
+                    call
+                }
             }
             "gate" => self.gate(raw, ptr, loops)?,
             "code" => self.code(id, raw, ptr, &common)?,
@@ -148,11 +152,16 @@ impl Compiler<'_> {
         }
         block = self.decided(block, kind, &common, ptr)?;
         if let Some(list) = obj.get("assertions") {
-            let chooses_exit = matches!(kind, "gate" | "loop" | "code")
-                || common.output_conditions.is_some()
+            let decided = common.output_conditions.is_some()
                 || common.routes.is_some()
                 || common.exit_conditions.is_some();
-            block = self.assertions(block, list, chooses_exit, &format!("{ptr}/assertions"))?;
+            let exit = match kind {
+                _ if decided => ExitAfterChecks::Lost,
+                "gate" | "loop" => ExitAfterChecks::Lost,
+                "code" => ExitAfterChecks::FromOutput(super::kinds::CODE_EXIT),
+                _ => ExitAfterChecks::None,
+            };
+            block = self.assertions(block, list, exit, &format!("{ptr}/assertions"))?;
         }
         if kind != "dispatch" {
             // A path write, not a rewrite of `results`: a loop's inner blocks have
@@ -184,6 +193,51 @@ impl Compiler<'_> {
         block.origin = self.map.loc(ptr);
         Some(block.with_id(id))
     }
+}
+
+impl Compiler<'_> {
+    /// A linear block's `call` whose soul may `delegate`: offered the tool with the
+    /// block's exits as its ports, and leaving by the port it picks.
+    fn with_delegate(
+        &mut self,
+        id: &str,
+        mut call: Block,
+        common: &Common,
+        ptr: &str,
+    ) -> Option<Block> {
+        let exits: Vec<String> = common
+            .exits
+            .iter()
+            .flatten()
+            .map(|e| e.id.clone())
+            .collect();
+        if exits.is_empty() {
+            self.diags.push(
+                Diagnostic::error(
+                    ptr,
+                    format!("the soul of `{id}` uses the delegate tool, but `{id}` has no exits"),
+                )
+                .hint("exits: [{id: billing, label: Billing}, {id: technical, label: Technical}]"),
+            );
+            return None;
+        }
+        let tool = self.delegate_tool(id, &exits);
+        if let BlockKind::Llm(l) = &mut call.kind {
+            l.tools.push(tool);
+        }
+        Some(super::listed_tools::delegated(call))
+    }
+}
+
+/// What a block's exit is once checks that run beside its output have wrapped it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum ExitAfterChecks {
+    /// It has none.
+    None,
+    /// This template over the output chooses it again (an expression over `input`).
+    FromOutput(&'static str),
+    /// It cannot be chosen again (a gate's, a loop's, a decision's).
+    Lost,
 }
 
 /// A model call by `soul` with the user message `prompt` (a template).

@@ -1,8 +1,8 @@
 //! `workflow` blocks: a child workflow file, compiled when its parent loads and run as
 //! a sub-flow with its own run state.
 
-use super::doc::ChildWorkflow;
-use super::{Compiler, compile};
+use super::doc::{ChildWorkflow, Interface};
+use super::{Compiler, compile, project};
 use crate::dialect::CompileContext;
 use indexmap::IndexMap;
 use serde_json::{Value, json};
@@ -51,58 +51,12 @@ impl Compiler<'_> {
                 return None;
             }
         };
-        let mut shared = serde_json::Map::new();
-        for (name, path) in w.inputs.iter().flatten() {
-            let iptr = weft_core::validate::child_pointer(&format!("{ptr}/inputs"), name);
-            if name.contains('.') {
-                self.diags.push(
-                    Diagnostic::error(&iptr, format!("the interface name `{name}` contains a dot"))
-                        .hint(
-                            "spec 001: inputs map interface names (no dots) to parent state paths",
-                        ),
-                );
-            }
-            if !state_path(path) {
-                self.diags.push(
-                    Diagnostic::error(&iptr, format!("`{path}` is not a path into the run state"))
-                        .hint("a path starts with results, shared_memory or metadata: results.research"),
-                );
-            }
-            shared.insert(
-                name.clone(),
-                Value::from(format!(
-                    "{{{{ at_path(state, {}) }}}}",
-                    Value::from(path.as_str())
-                )),
-            );
-        }
-        let mut writes = IndexMap::new();
-        for (path, name) in w.outputs.iter().flatten() {
-            let optr = weft_core::validate::child_pointer(&format!("{ptr}/outputs"), path);
-            if name.contains('.') {
-                self.diags.push(
-                    Diagnostic::error(&optr, format!("the interface name `{name}` contains a dot"))
-                        .hint(
-                            "spec 001: outputs map parent state paths to interface names (no dots)",
-                        ),
-                );
-            }
-            if !state_path(path) {
-                self.diags.push(
-                    Diagnostic::error(&optr, format!("`{path}` is not a path into the run state"))
-                        .hint("a path starts with results, shared_memory or metadata: results.summary"),
-                );
-            }
-            writes.insert(
-                path.clone(),
-                ValueTemplate(Value::from(format!(
-                    "{{{{ output.results[{}] }}}}",
-                    Value::from(name.as_str())
-                ))),
-            );
-        }
-        let flow =
-            self.child_workflow(&w.workflow_ref, max_depth, &format!("{ptr}/workflow_ref"))?;
+        let flow = self.child_workflow(&w.workflow_ref, max_depth, &format!("{ptr}/workflow_ref"));
+        // The mappings are checked even when the child does not load.
+        let interface = flow.as_ref().and_then(|f| self.interfaces.get(f).cloned());
+        let shared = self.child_inputs(&w, interface.as_ref(), ptr);
+        let writes = self.child_outputs(&w, interface.as_ref(), ptr);
+        let flow = flow?;
         let mut call = Block::new(BlockKind::SubFlow(SubFlowSpec {
             flow,
             share_state: false,
@@ -131,8 +85,182 @@ impl Compiler<'_> {
         Some(Block::new(BlockKind::Sequence(vec![call, unwrap])))
     }
 
-    /// The child workflow `reference` (a file `<reference>.yaml` beside this one, or in
-    /// `workflows/`), compiled into this flow's `flows`; its flow name.
+    /// The child's `shared_memory` from the block's `inputs` (interface name -> parent
+    /// state path), each name checked against the child's interface when it has one.
+    fn child_inputs(
+        &mut self,
+        w: &ChildWorkflow,
+        interface: Option<&Interface>,
+        ptr: &str,
+    ) -> serde_json::Map<String, Value> {
+        let mut shared = serde_json::Map::new();
+        for (name, path) in w.inputs.iter().flatten() {
+            let iptr = weft_core::validate::child_pointer(&format!("{ptr}/inputs"), name);
+            if name.contains('.') {
+                self.diags.push(
+                    Diagnostic::error(&iptr, format!("the interface name `{name}` contains a dot"))
+                        .hint(
+                            "spec 001: inputs map interface names (no dots) to parent state paths",
+                        ),
+                );
+            }
+            if let Some(i) = interface
+                && !i.inputs.iter().any(|x| &x.name == name)
+            {
+                let known: Vec<&str> = i.inputs.iter().map(|x| x.name.as_str()).collect();
+                let d = Diagnostic::error(
+                    &iptr,
+                    format!(
+                        "the child workflow `{}` has no input `{name}`",
+                        w.workflow_ref
+                    ),
+                );
+                self.diags.push(d.hint_closest(
+                    name,
+                    known.iter().copied(),
+                    format!("its interface's inputs: {}", known.join(", ")),
+                ));
+            }
+            if !state_path(path) {
+                self.diags.push(
+                    Diagnostic::error(&iptr, format!("`{path}` is not a path into the run state"))
+                        .hint("a path starts with results, shared_memory or metadata: results.research"),
+                );
+            }
+            shared.insert(
+                name.clone(),
+                Value::from(format!(
+                    "{{{{ at_path(state, {}) }}}}",
+                    Value::from(path.as_str())
+                )),
+            );
+        }
+        for input in interface.map(|i| i.inputs.as_slice()).unwrap_or_default() {
+            let given = w.inputs.iter().flatten().any(|(n, _)| n == &input.name);
+            if !given && input.required.unwrap_or(true) && input.default.is_none() {
+                self.diags.push(
+                    Diagnostic::error(
+                        format!("{ptr}/inputs"),
+                        format!(
+                            "the child workflow `{}` needs the input `{}`",
+                            w.workflow_ref, input.name
+                        ),
+                    )
+                    .hint(format!("inputs: {{{}: results.<block>}}", input.name)),
+                );
+            }
+        }
+        shared
+    }
+
+    /// The parent's state writes from the block's `outputs` (parent state path ->
+    /// interface name): the child's block result of that name, or with an interface,
+    /// the child's state at the output's `source`.
+    fn child_outputs(
+        &mut self,
+        w: &ChildWorkflow,
+        interface: Option<&Interface>,
+        ptr: &str,
+    ) -> IndexMap<String, ValueTemplate> {
+        let mut writes = IndexMap::new();
+        for (path, name) in w.outputs.iter().flatten() {
+            let optr = weft_core::validate::child_pointer(&format!("{ptr}/outputs"), path);
+            if name.contains('.') {
+                self.diags.push(
+                    Diagnostic::error(&optr, format!("the interface name `{name}` contains a dot"))
+                        .hint(
+                            "spec 001: outputs map parent state paths to interface names (no dots)",
+                        ),
+                );
+            }
+            if !state_path(path) {
+                self.diags.push(
+                    Diagnostic::error(&optr, format!("`{path}` is not a path into the run state"))
+                        .hint("a path starts with results, shared_memory or metadata: results.summary"),
+                );
+            }
+            let value = match interface {
+                None => format!("{{{{ output.results[{}] }}}}", Value::from(name.as_str())),
+                Some(i) => match i.outputs.iter().find(|o| &o.name == name) {
+                    Some(o) => format!(
+                        "{{{{ at_path(output.state, {}) }}}}",
+                        Value::from(o.source.as_str())
+                    ),
+                    None => {
+                        let known: Vec<&str> = i.outputs.iter().map(|o| o.name.as_str()).collect();
+                        let d = Diagnostic::error(
+                            &optr,
+                            format!(
+                                "the child workflow `{}` has no output `{name}`",
+                                w.workflow_ref
+                            ),
+                        );
+                        self.diags.push(d.hint_closest(
+                            name,
+                            known.iter().copied(),
+                            format!("its interface's outputs: {}", known.join(", ")),
+                        ));
+                        continue;
+                    }
+                },
+            };
+            writes.insert(path.clone(), ValueTemplate(Value::from(value)));
+        }
+        writes
+    }
+
+    /// Writes each `interface` input into the child's state at its `target`: the value
+    /// its parent passed under the input's name (in `{source}.shared_memory`), else the
+    /// input's `default`. A child run by a parent starts its `shared_memory` from these
+    /// alone.
+    pub(super) fn interface_inputs(
+        &mut self,
+        start: &mut Block,
+        interface: &Interface,
+        source: &str,
+    ) {
+        if self.depth > 0 {
+            start
+                .data
+                .set
+                .insert("shared_memory".into(), ValueTemplate(json!({})));
+        }
+        for (i, input) in interface.inputs.iter().enumerate() {
+            if !state_path(&input.target) {
+                self.diags.push(
+                    Diagnostic::error(
+                        format!("/interface/inputs/{i}/target"),
+                        format!("`{}` is not a path into the run state", input.target),
+                    )
+                    .hint("a target starts with shared_memory, metadata or results: shared_memory.topic"),
+                );
+                continue;
+            }
+            let name = Value::from(input.name.as_str());
+            let default = input.default.clone().unwrap_or(Value::Null).to_string();
+            start.data.set.insert(
+                input.target.clone(),
+                ValueTemplate(Value::from(format!(
+                    "{{{{ {source}.shared_memory[{name}] if {source} is mapping and {source}.shared_memory is mapping and {source}.shared_memory[{name}] is defined else {default} }}}}"
+                ))),
+            );
+        }
+        for (i, output) in interface.outputs.iter().enumerate() {
+            if !state_path(&output.source) {
+                self.diags.push(
+                    Diagnostic::error(
+                        format!("/interface/outputs/{i}/source"),
+                        format!("`{}` is not a path into the run state", output.source),
+                    )
+                    .hint("a source starts with results, shared_memory or metadata: results.summarize"),
+                );
+            }
+        }
+    }
+
+    /// The child workflow `reference` (a file `<reference>.yaml` beside this one, in
+    /// `workflows/`, or the project's `custom/workflows/`), compiled into this flow's
+    /// `flows`; its flow name.
     pub(super) fn child_workflow(
         &mut self,
         reference: &str,
@@ -158,7 +286,7 @@ impl Compiler<'_> {
             return None;
         }
         let dir = self.base_dir.unwrap_or(Path::new("."));
-        let candidates: Vec<std::path::PathBuf> = ["", "workflows/"]
+        let mut candidates: Vec<std::path::PathBuf> = ["", "workflows/"]
             .iter()
             .flat_map(|sub| {
                 let base = dir.join(format!("{sub}{reference}"));
@@ -169,10 +297,11 @@ impl Compiler<'_> {
                 ]
             })
             .collect();
+        candidates.extend(project::places(dir, "workflows", reference));
         let Some(path) = candidates.iter().find(|p| p.is_file()) else {
             self.diags.push(
                 Diagnostic::error(ptr, format!("no workflow file for `{reference}`")).hint(
-                    format!("looked for {reference}.yaml beside this file and in workflows/"),
+                    format!("looked for {reference}.yaml beside this file, in workflows/ and in the project's custom/workflows/; it is not in any"),
                 ),
             );
             return None;
@@ -182,21 +311,33 @@ impl Compiler<'_> {
             .and_then(|text| {
                 let (v, m) = crate::source_map::parse(&text)
                     .map_err(|d| d.render(&path.display().to_string()))?;
+                let interface = v
+                    .get("interface")
+                    .and_then(|i| serde_json::from_value::<Interface>(i.clone()).ok());
                 let nested = CompileContext {
                     map: &m,
                     base_dir: path.parent(),
                     depth: self.depth + 1,
                 };
-                compile(v, &nested).map(|(f, _)| f).map_err(|ds| {
-                    ds.iter()
-                        .map(|d| d.render(&path.display().to_string()))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                })
+                compile(v, &nested)
+                    .map(|(f, _)| (f, interface))
+                    .map_err(|ds| {
+                        ds.iter()
+                            .map(|d| d.render(&path.display().to_string()))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
             });
         match loaded {
-            Ok(flow) => {
+            Ok((flow, interface)) => {
+                // A child's provider aliases serve its blocks from the parent's flow.
+                for (alias, def) in &flow.models {
+                    self.models.insert(alias.clone(), def.clone());
+                }
                 self.flows.insert(name.clone(), flow);
+                if let Some(i) = interface {
+                    self.interfaces.insert(name.clone(), i);
+                }
                 Some(name)
             }
             Err(m) => {

@@ -4,7 +4,6 @@
 
 use super::Compiler;
 use super::doc::{Common, Limits, RetryConfig};
-use super::prompt;
 use crate::template_text::literal;
 use indexmap::IndexMap;
 use serde_json::{Value, json};
@@ -90,15 +89,23 @@ impl Compiler<'_> {
             }
             (None, None) => cases_ptr = String::new(),
         }
-        let mut seen: Vec<&str> = Vec::new();
-        for (i, (id, _, _)) in cases.iter().enumerate() {
-            if seen.contains(&id.as_str()) {
-                self.diags.push(Diagnostic::error(
-                    format!("{cases_ptr}/{i}"),
-                    format!("two cases are named `{id}`"),
-                ));
+        // A case names the exit it leaves by, so two output_conditions cases may share
+        // a name (runsight's own files do: a condition and the default); two routes of
+        // one name must go to one place.
+        if let Some(routes) = &common.routes {
+            let mut seen: Vec<(&str, &str)> = Vec::new();
+            for (i, r) in routes.iter().enumerate() {
+                if seen
+                    .iter()
+                    .any(|(case, goto)| *case == r.case && *goto != r.goto)
+                {
+                    self.diags.push(Diagnostic::error(
+                        format!("{cases_ptr}/{i}"),
+                        format!("two routes named `{}` go to different blocks", r.case),
+                    ));
+                }
+                seen.push((&r.case, &r.goto));
             }
-            seen.push(id);
         }
         let exit_conditions = common.exit_conditions.clone().unwrap_or_default();
         if cases.is_empty() && exit_conditions.is_empty() {
@@ -208,6 +215,7 @@ impl Compiler<'_> {
                 return None;
             }
             _ => block.policy.assert.push(weft_core::ir::Assertion {
+                warn: false,
                 that: Expr(format!("output is mapping and {}", checks.join(" and "))),
                 message: Some(format!(
                     "the output does not have the declared fields: {}",
@@ -446,28 +454,93 @@ impl Compiler<'_> {
 
     /// `inputs: {name: {from}}` as context lines `name: value`.
     pub(super) fn input_parts(&mut self, common: &Common, ptr: &str) -> Vec<String> {
+        self.declared_inputs(common, ptr)
+            .into_iter()
+            .map(|(name, value)| format!("{}: {{{{ text({value}) }}}}", literal(&name)))
+            .collect()
+    }
+
+    /// Each declared input (`inputs: {name: {from}}`) with the expression of its value,
+    /// as runsight hands it to a block: a whole block result that is not text as its
+    /// JSON text (runsight keeps every result as text; a field of one is read from its
+    /// value).
+    pub(super) fn declared_inputs(&mut self, common: &Common, ptr: &str) -> Vec<(String, String)> {
         let Some(inputs) = &common.inputs else {
             return Vec::new();
         };
-        let mut parts = Vec::new();
+        let mut out = Vec::new();
         for (name, r) in inputs {
             let rptr = format!(
                 "{}/from",
                 weft_core::validate::child_pointer(&format!("{ptr}/inputs"), name)
             );
-            let value = if self.dispatch_keys.contains(&r.from) || self.is_block(&r.from) {
-                prompt::result_text(&r.from)
-            } else if let Some((block, field)) = r.from.split_once('.') {
-                if !self.result_ref(block, &rptr) {
-                    continue;
-                }
-                prompt::result_field(block, field)
-            } else {
-                self.block_ref(&r.from, &rptr, "the input");
-                continue;
-            };
-            parts.push(format!("{}: {value}", literal(name)));
+            if let Some(value) = self.input_value(&r.from, &rptr) {
+                let value = if value.starts_with("state.results[") {
+                    format!("(none if {value} is none else text({value}))")
+                } else {
+                    value
+                };
+                out.push((name.clone(), value));
+            }
         }
-        parts
+        out
+    }
+
+    /// The expression of an input's `from`: a block's result (`block`, `block.field`,
+    /// `results.block[.field]`), a path into `shared_memory.` or `metadata.`, or the
+    /// run's task (`workflow`, `workflow.field`). A field of a result that is JSON text
+    /// is read from its value; a block that has not run, or a missing path, reads none.
+    fn input_value(&mut self, from: &str, ptr: &str) -> Option<String> {
+        let path_in = |base: &str, rest: &str| {
+            format!("at_path(json_or_text({base}), {})", Value::from(rest))
+        };
+        let (root, rest) = match from.split_once('.') {
+            Some((root, rest)) => (root, Some(rest)),
+            None => (from, None),
+        };
+        match (root, rest) {
+            ("shared_memory" | "metadata", Some(rest)) => {
+                Some(path_in(&format!("state.{root}"), rest))
+            }
+            ("workflow", None) => Some("initial".into()),
+            ("workflow", Some(rest)) => Some(path_in("initial", rest)),
+            ("results", Some(rest)) => self.result_value(rest, ptr),
+            ("shared_memory" | "metadata" | "results", None) => {
+                self.diags.push(
+                    Diagnostic::error(ptr, format!("`{from}` names no value inside `{root}`"))
+                        .hint(format!("from: {root}.<key>")),
+                );
+                None
+            }
+            _ => self.result_value(from, ptr),
+        }
+    }
+
+    /// A block's result (`block`, or a dispatch's `block.exit`), or a field of it.
+    fn result_value(&mut self, reference: &str, ptr: &str) -> Option<String> {
+        let whole = |key: &str| format!("state.results[{}]", Value::from(key));
+        if self.dispatch_keys.iter().any(|k| k == reference) || self.is_block(reference) {
+            return Some(whole(reference));
+        }
+        // The longest known result key that prefixes the reference (block ids may
+        // name a dispatch's exits with a dot).
+        let split = reference
+            .match_indices('.')
+            .map(|(i, _)| (&reference[..i], &reference[i + 1..]))
+            .rev()
+            .find(|(key, _)| self.dispatch_keys.iter().any(|k| k == key) || self.is_block(key));
+        match split {
+            Some((key, "output" | "result")) => Some(whole(key)),
+            Some((key, field)) => Some(format!(
+                "at_path(json_or_text({}), {})",
+                whole(key),
+                Value::from(field)
+            )),
+            None => {
+                let block = reference.split('.').next().unwrap_or(reference);
+                self.block_ref(block, ptr, "the input");
+                None
+            }
+        }
     }
 }

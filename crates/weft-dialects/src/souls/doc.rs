@@ -32,6 +32,52 @@ pub(super) struct SoulsDoc {
     /// Whether the tool lists the workflow as enabled; it does not change a run.
     #[serde(default, rename = "enabled")]
     pub _enabled: Option<bool>,
+    /// What a parent's `workflow` block passes in and reads back, for a child.
+    #[serde(default)]
+    pub interface: Option<Interface>,
+    /// Test cases of the workflow (runsight's eval harness); checked, run by `weft eval`.
+    #[serde(default)]
+    pub eval: Option<Value>,
+}
+
+/// A child workflow's `interface`.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Interface {
+    #[serde(default)]
+    pub inputs: Vec<InterfaceInput>,
+    #[serde(default)]
+    pub outputs: Vec<InterfaceOutput>,
+}
+
+/// One input of an interface: where the child keeps the value its parent passes.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct InterfaceInput {
+    pub name: String,
+    /// A path into the child's state: `shared_memory.topic`.
+    pub target: String,
+    #[serde(default, rename = "type")]
+    pub _type: Option<String>,
+    #[serde(default)]
+    pub required: Option<bool>,
+    #[serde(default)]
+    pub default: Option<Value>,
+    #[serde(default, rename = "description")]
+    pub _description: Option<String>,
+}
+
+/// One output of an interface: the child's state path its parent reads.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct InterfaceOutput {
+    pub name: String,
+    /// A path into the child's state: `results.summarize`.
+    pub source: String,
+    #[serde(default, rename = "type")]
+    pub _type: Option<String>,
+    #[serde(default, rename = "description")]
+    pub _description: Option<String>,
 }
 
 /// Top-level `limits`: a block's `limits`, for the whole run, and when to warn.

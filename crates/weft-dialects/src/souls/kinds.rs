@@ -14,6 +14,10 @@ use weft_core::ir::{
     Template, TransformSpec, ValueTemplate,
 };
 
+/// A code block's exit: the `exit_handle` of its dict result (`input` is the result).
+pub(super) const CODE_EXIT: &str =
+    "{{ input.exit_handle if input is mapping and input.exit_handle is string else '' }}";
+
 impl Compiler<'_> {
     /// `gate`: the soul judges `results[eval_key]`; its first line, PASS or `FAIL:
     /// reason`, picks the `pass` or `fail` exit.
@@ -57,7 +61,8 @@ impl Compiler<'_> {
         Some(Block::new(BlockKind::Sequence(vec![call, decide])))
     }
 
-    /// `code`: `def main(data)` gets `{results, metadata, shared_memory}`; a dict result
+    /// `code`: `def main(data)` gets its declared `inputs` by name when it declares any
+    /// (runsight), else `{results, metadata, shared_memory}` (spec 001); a dict result
     /// with `exit_handle` picks that exit.
     pub(super) fn code(
         &mut self,
@@ -68,11 +73,21 @@ impl Compiler<'_> {
     ) -> Option<Block> {
         let c: Code = self.diags.parse(raw, ptr)?;
         let seconds = common.timeout_seconds.unwrap_or(DEFAULT_CODE_TIMEOUT);
-        let data = json!({"data": {
-            "results": "{{ state.results }}",
-            "metadata": "{{ state.metadata }}",
-            "shared_memory": "{{ state.shared_memory }}",
-        }});
+        // runsight hands a code block its declared inputs; spec 001, the run state.
+        let data = if common.inputs.is_some() {
+            let inputs: serde_json::Map<String, Value> = self
+                .declared_inputs(common, ptr)
+                .into_iter()
+                .map(|(name, value)| (name, Value::from(format!("{{{{ {value} }}}}"))))
+                .collect();
+            json!({ "data": inputs })
+        } else {
+            json!({"data": {
+                "results": "{{ state.results }}",
+                "metadata": "{{ state.metadata }}",
+                "shared_memory": "{{ state.shared_memory }}",
+            }})
+        };
         let spec = self.python_main(
             &format!("code block `{id}`"),
             &c.code,
@@ -84,9 +99,7 @@ impl Compiler<'_> {
         )?;
         let exit = Block::new(BlockKind::Transform(TransformSpec {
             output: ValueTemplate(Value::from("{{ input }}")),
-            exit: Some(Template(
-                "{{ input.exit_handle if input is mapping and input.exit_handle is string else '' }}".into(),
-            )),
+            exit: Some(Template(CODE_EXIT.into())),
         }));
         Some(Block::new(BlockKind::Sequence(vec![
             Block::new(BlockKind::Code(spec)),
@@ -350,14 +363,34 @@ impl Compiler<'_> {
             }
         }
         let mut stops = Vec::new();
+        // Why a round ended the loop, first match first, as runsight words it.
+        let mut reasons = Vec::new();
         if let Some(x) = &l.break_on_exit {
-            stops.push(format!("exit == {}", Value::from(x.as_str())));
+            let x = Value::from(x.as_str());
+            stops.push(format!("exit == {x}"));
+            reasons.push((
+                format!("exit == {x}"),
+                "\"exit_handle '\" ~ exit ~ \"' matched break_on_exit\"".to_owned(),
+            ));
         }
         if let Some(x) = &l.retry_on_exit {
-            stops.push(format!("exit != {}", Value::from(x.as_str())));
+            let x = Value::from(x.as_str());
+            stops.push(format!("exit != {x}"));
+            reasons.push((
+                format!("exit != {x}"),
+                "\"exit_handle '\" ~ (exit if exit is defined else '') ~ \"' did not match retry_on_exit\"".to_owned(),
+            ));
         }
         if let Some(c) = &l.break_condition {
-            stops.push(self.break_expr(c, &format!("{ptr}/break_condition"))?);
+            let cond = self.break_expr(c, &format!("{ptr}/break_condition"))?;
+            reasons.push((cond.clone(), "'condition met'".into()));
+            stops.push(cond);
+        }
+        if let Some(last_block) = steps.last_mut() {
+            last_block.data.set.insert(
+                format!("shared_memory.__loop__{id}"),
+                ValueTemplate(Value::from(loop_record(&reasons, l.max_rounds))),
+            );
         }
         Some(Block::new(BlockKind::Loop(LoopSpec {
             body: Box::new(Block::new(BlockKind::Sequence(steps))),
@@ -368,4 +401,26 @@ impl Compiler<'_> {
             warn_at_max: false,
         })))
     }
+}
+
+/// The record runsight's loop leaves in `shared_memory.__loop__<id>`, written by the last
+/// inner block each round: `{rounds_completed, broke_early, break_reason}` (the reason
+/// of the first stop that holds, `max_rounds reached` at the bound, else none).
+fn loop_record(reasons: &[(String, String)], max_rounds: u32) -> String {
+    let mut reason = format!("('max_rounds reached' if iteration + 1 >= {max_rounds} else none)");
+    for (cond, why) in reasons.iter().rev() {
+        reason = format!("({why} if ({cond}) else {reason})");
+    }
+    let broke = if reasons.is_empty() {
+        "false".to_owned()
+    } else {
+        reasons
+            .iter()
+            .map(|(c, _)| format!("({c})"))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    };
+    format!(
+        "{{{{ {{'rounds_completed': iteration + 1, 'broke_early': ({broke}), 'break_reason': {reason}}} }}}}"
+    )
 }

@@ -8,12 +8,18 @@
 
 mod assertions;
 mod blocks;
+mod checks;
 mod child;
 mod common;
 mod conditions;
+mod custom_checks;
 mod doc;
+mod eval;
 mod kinds;
+mod listed_tools;
+mod project;
 mod prompt;
+mod providers;
 mod schema;
 mod tools;
 
@@ -87,9 +93,16 @@ pub(super) fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
         depth,
         flows: IndexMap::new(),
         tool_specs: IndexMap::new(),
+        listed_tools_form: false,
+        delegate_declared: false,
+        interfaces: HashMap::new(),
+        models: IndexMap::new(),
     };
     c.tools(file.tools.as_ref());
     let flow = c.flow(&file);
+    if let Some(eval) = &file.eval {
+        c.eval_section(eval);
+    }
     c.diags.finish(flow, map)
 }
 
@@ -104,6 +117,8 @@ struct ResolvedSoul {
     tools: Vec<ToolSpec>,
     required_tools: Vec<String>,
     max_tool_iterations: Option<u32>,
+    /// Whether it may call `delegate` (made per block, from the block's exits).
+    delegate: bool,
 }
 
 pub(super) struct Compiler<'a> {
@@ -125,6 +140,14 @@ pub(super) struct Compiler<'a> {
     flows: IndexMap<String, Flow>,
     /// The workflow's tools, by id.
     tool_specs: IndexMap<String, ToolSpec>,
+    /// Whether `tools:` is runsight's list of ids (not Weft's map of definitions).
+    listed_tools_form: bool,
+    /// Whether that list declares `delegate`.
+    delegate_declared: bool,
+    /// The interfaces of the child workflows that have one, by flow name.
+    interfaces: HashMap<String, doc::Interface>,
+    /// Model aliases for the providers the project configures (`custom/providers/`).
+    models: IndexMap<String, weft_core::ir::ModelDef>,
 }
 
 impl Compiler<'_> {
@@ -180,12 +203,11 @@ impl Compiler<'_> {
                 }
             }
         }
-        let edges = self.edges(file);
-        let routed_ids: HashSet<&str> = edges
-            .iter()
-            .flat_map(|e| [e.from.as_str(), e.to.as_str()])
-            .chain([file.workflow.entry.as_str()])
-            .collect();
+        let mut edges = self.edges(file);
+        let routed_ids = reached(&file.workflow.entry, &edges);
+        // Routes out of a block that runs only inside its loop (a gate's `pass`/`fail`
+        // there) are the loop's business: the loop decides by the exit.
+        edges.retain(|e| !inner.contains(&e.from) || routed_ids.contains(e.from.as_str()));
         let mut nodes = IndexMap::new();
         for (id, raw) in self.raw_blocks.clone() {
             let routed = routed_ids.contains(id.as_str());
@@ -236,7 +258,11 @@ impl Compiler<'_> {
                 ))),
             );
         }
+        if let Some(interface) = &file.interface {
+            self.interface_inputs(&mut start, interface, source);
+        }
         start.policy.assert.push(weft_core::ir::Assertion {
+            warn: false,
             that: weft_core::ir::Expr("initial is string or (initial is mapping and initial.instruction is string)".into()),
             message: Some("a souls workflow runs a task: give it as text (--input '\"Write a haiku\"') or as {instruction, context?}".into()),
         });
@@ -245,11 +271,14 @@ impl Compiler<'_> {
             Block::new(BlockKind::Graph(graph)).with_id("workflow"),
         ];
         if self.depth > 0 {
-            // A child hands its parent its last output and its results.
+            // A child hands its parent its last output, its results and its state (an
+            // interface's outputs are paths into it).
             steps.push(Block::new(BlockKind::Transform(TransformSpec {
-                output: ValueTemplate(
-                    json!({"output": "{{ input }}", "results": "{{ state.results }}"}),
-                ),
+                output: ValueTemplate(json!({
+                    "output": "{{ input }}",
+                    "results": "{{ state.results }}",
+                    "state": "{{ state }}",
+                })),
                 exit: None,
             })));
         }
@@ -262,6 +291,7 @@ impl Compiler<'_> {
         let mut flow = Flow::new(name, root);
         flow.state = Some(json!({"results": {}, "shared_memory": {}, "metadata": {}}));
         flow.flows = std::mem::take(&mut self.flows);
+        flow.models = std::mem::take(&mut self.models);
         if let Some(l) = &file.limits {
             flow.budget = self.budget(&l.caps(), "/limits");
             match l.warn_at_pct {
@@ -477,10 +507,7 @@ impl Compiler<'_> {
             }
             None => {
                 let places = soul_files(self.base_dir.unwrap_or(Path::new(".")), id);
-                let found = places
-                    .iter()
-                    .find_map(|p| std::fs::read_to_string(p).ok().map(|t| (p, t)));
-                let Some((path, text)) = found else {
+                let Some((path, text)) = project::first_readable(&places) else {
                     let known: Vec<String> = self.inline_souls.keys().cloned().collect();
                     let looked: Vec<String> =
                         places.iter().map(|p| p.display().to_string()).collect();
@@ -498,16 +525,7 @@ impl Compiler<'_> {
                     ));
                     return None;
                 };
-                let path = path.clone();
-                let parsed = crate::source_map::parse(&text)
-                    .map_err(|d| d.render(&path.display().to_string()))
-                    .and_then(|(v, m)| {
-                        serde_path_to_error::deserialize::<_, Soul>(v).map_err(|e| {
-                            m.locate(crate::native::serde_diagnostic(&e))
-                                .render(&path.display().to_string())
-                        })
-                    });
-                match parsed {
+                match project::parse_file::<Soul>(&path, &text) {
                     Ok(s) => s,
                     Err(m) => {
                         self.diags.push(Diagnostic::error(
@@ -531,7 +549,26 @@ impl Compiler<'_> {
 
     /// A parsed soul with the file's `config` defaults applied.
     fn resolve(&mut self, soul: Soul, id: &str, ptr: &str) -> Option<ResolvedSoul> {
-        let tools = self.soul_tools(soul.tools.as_deref().unwrap_or_default(), ptr);
+        let listed = soul.tools.as_deref().unwrap_or_default();
+        let others: Vec<String> = listed
+            .iter()
+            .filter(|t| *t != "delegate")
+            .cloned()
+            .collect();
+        let mut delegate = false;
+        if let Some(i) = listed.iter().position(|t| t == "delegate") {
+            delegate = self.delegate_declared;
+            if !delegate {
+                self.diags.push(
+                    Diagnostic::warning(
+                        format!("{ptr}/tools/{i}"),
+                        "the soul's tool `delegate` is not declared under the workflow's `tools:`, so it is not offered",
+                    )
+                    .hint("declare it: tools: [delegate]"),
+                );
+            }
+        }
+        let tools = self.soul_tools(&others, ptr);
         let required_tools = soul.required_tool_calls.clone().unwrap_or_default();
         for (i, t) in required_tools.iter().enumerate() {
             if !soul.tools.iter().flatten().any(|listed| listed == t) {
@@ -567,7 +604,7 @@ impl Compiler<'_> {
             .clone()
             .or_else(|| self.config.model_name.clone());
         let model = match (provider, model) {
-            (Some(p), Some(m)) if !m.contains('/') => Some(format!("{p}/{m}")),
+            (Some(p), Some(m)) if !m.contains('/') => Some(self.provider_model(&p, &m, ptr)),
             (_, m) => m,
         };
         Some(ResolvedSoul {
@@ -578,6 +615,7 @@ impl Compiler<'_> {
             tools,
             required_tools,
             max_tool_iterations: soul.max_tool_iterations,
+            delegate,
         })
     }
 }
@@ -591,6 +629,21 @@ fn is_file_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
+/// The blocks the workflow's routes reach from `entry`. A loop's inner block is a node
+/// of the workflow only when reached so: otherwise it runs only inside its loop.
+fn reached(entry: &str, edges: &[Edge]) -> HashSet<String> {
+    let mut seen: HashSet<String> = HashSet::from([entry.to_owned()]);
+    let mut todo = vec![entry];
+    while let Some(at) = todo.pop() {
+        for e in edges.iter().filter(|e| e.from == at) {
+            if seen.insert(e.to.clone()) {
+                todo.push(e.to.as_str());
+            }
+        }
+    }
+    seen
+}
+
 fn edge(from: &str, to: &str, exit: Option<&str>) -> Edge {
     Edge {
         from: from.to_owned(),
@@ -602,16 +655,9 @@ fn edge(from: &str, to: &str, exit: Option<&str>) -> Edge {
 }
 
 /// Where a soul `id` that is not inline may live: `souls/<id>.yaml` beside the workflow,
-/// then a runsight project's library, `custom/souls/<id>.yaml`, in the workflow's
-/// directory or one of the three above it (a project keeps its workflows in
-/// `custom/workflows/`).
+/// then the runsight project's library, `custom/souls/<id>.yaml`.
 fn soul_files(base: &Path, id: &str) -> Vec<std::path::PathBuf> {
-    let file = format!("{id}.yaml");
-    let mut places = vec![base.join("souls").join(&file)];
-    places.extend(
-        base.ancestors()
-            .take(4)
-            .map(|dir| dir.join("custom").join("souls").join(&file)),
-    );
+    let mut places = vec![base.join("souls").join(format!("{id}.yaml"))];
+    places.extend(project::places(base, "souls", id));
     places
 }

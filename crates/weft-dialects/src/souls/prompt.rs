@@ -23,15 +23,6 @@ pub(super) fn result_text(key: &str) -> String {
     format!("{{{{ text(state.results[{}]) }}}}", Value::from(key))
 }
 
-/// A template that reads field `field` of `results[key]` (a mapping, or JSON text).
-pub(super) fn result_field(key: &str, field: &str) -> String {
-    format!(
-        "{{% set v = state.results[{k}] %}}{{{{ text((fromjson(v) if v is string else v)[{f}]) }}}}",
-        k = Value::from(key),
-        f = Value::from(field)
-    )
-}
-
 /// `instruction` (a template) followed, when the context renders non-empty, by the
 /// context parts (templates) under `Context:`.
 pub(super) fn with_context(instruction: &str, parts: &[String]) -> String {

@@ -78,9 +78,14 @@ impl Compiler<'_> {
         let entries = match tools {
             None | Some(Value::Null) => return,
             Some(Value::Object(o)) => o.clone(),
+            // runsight's form: ids of built-in tools and of the project's tool files.
+            Some(Value::Array(ids)) => {
+                self.listed_tools_form = true;
+                return self.listed_tools(ids);
+            }
             Some(_) => {
                 self.diags.push(
-                    Diagnostic::error("/tools", "tools is a map of tool id to its definition")
+                    Diagnostic::error("/tools", "tools is a list of tool ids, or a map of tool id to its definition")
                         .hint("tools:\n  word_count:\n    type: code\n    description: Counts words\n    code: |\n      def main(args):\n          return len(args[\"text\"].split())"),
                 );
                 return;
@@ -175,7 +180,11 @@ impl Compiler<'_> {
     }
 
     /// A tool's `parameters`: a JSON Schema of an object (the arguments).
-    fn tool_parameters(&mut self, parameters: Option<&Value>, ptr: &str) -> Option<Value> {
+    pub(super) fn tool_parameters(
+        &mut self,
+        parameters: Option<&Value>,
+        ptr: &str,
+    ) -> Option<Value> {
         let Some(p) = parameters else {
             return Some(json!({"type": "object", "properties": {}}));
         };
@@ -327,6 +336,20 @@ impl Compiler<'_> {
         for (i, id) in ids.iter().enumerate() {
             match self.tool_specs.get(id) {
                 Some(spec) => specs.push(spec.clone()),
+                // runsight offers a soul only the tools its workflow declares, and
+                // warns of the others.
+                None if self.listed_tools_form
+                    || self.tool_specs.is_empty()
+                        && super::listed_tools::BUILTIN.contains(&id.as_str()) =>
+                {
+                    self.diags.push(
+                        Diagnostic::warning(
+                            format!("{ptr}/tools/{i}"),
+                            format!("the soul's tool `{id}` is not declared under the workflow's `tools:`, so it is not offered"),
+                        )
+                        .hint(format!("declare it: tools: [{id}]")),
+                    );
+                }
                 None => {
                     let known: Vec<String> = self.tool_specs.keys().cloned().collect();
                     let d = Diagnostic::error(

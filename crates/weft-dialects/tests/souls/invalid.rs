@@ -78,7 +78,7 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         // 33. An unknown assertion type.
         (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    assertions:\n      - {{type: contain, value: x}}\n{wf}")), 9, "unknown assertion type `contain`", "did you mean `contains`?"),
         // 34. A judge on a gate.
-        (doc(&format!("blocks:\n  a:\n    type: gate\n    soul_ref: writer\n    eval_key: a\n    assertions:\n      - {{type: llm_judge, value: Is it fair?}}\n{wf}")), 10, "chooses an exit", "judge the block's output"),
+        (doc(&format!("blocks:\n  a:\n    type: gate\n    soul_ref: writer\n    eval_key: a\n    assertions:\n      - {{type: llm_judge, value: Is it fair?}}\n{wf}")), 10, "chooses an exit", "check the block's output"),
         // 35. A warning threshold that is not a share of the cap.
         (doc(&format!("limits: {{token_cap: 100, warn_at_pct: 80}}\nblocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}")), 4, "warn_at_pct is a fraction above 0 and at most 1", "0.8 warns at 80%"),
         // 36. An unknown output type.

@@ -6,6 +6,7 @@
 
 mod conformance;
 mod invalid;
+mod runsight;
 #[path = "../support/mod.rs"]
 mod support;
 

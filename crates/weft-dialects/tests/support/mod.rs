@@ -141,7 +141,8 @@ pub fn assert_invalid(dialect: &str, cases: &[(&str, u32, &str, &str)]) {
 
 /// An HTTP server on 127.0.0.1 that answers every request with `body` as JSON and
 /// echoes the request line in a header; `$REQUEST` in `body` is replaced by the request
-/// line too, so what a client sent can reach whoever reads the body.
+/// line too, and `$BODY` by the request's body (escaped for a JSON string), so what a
+/// client sent can reach whoever reads the body.
 pub async fn http_server(body: &'static str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -149,11 +150,36 @@ pub async fn http_server(body: &'static str) -> String {
     tokio::spawn(async move {
         while let Ok((mut sock, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let mut buf = vec![0u8; 65536];
-                let n = sock.read(&mut buf).await.unwrap_or(0);
-                let req = String::from_utf8_lossy(&buf[..n]).to_string();
-                let line = req.lines().next().unwrap_or("").to_owned();
-                let body = body.replace("$REQUEST", &line);
+                let mut buf = Vec::new();
+                let mut chunk = vec![0u8; 65536];
+                // Headers, then as many body bytes as Content-Length says.
+                let (head, sent) = loop {
+                    let n = sock.read(&mut chunk).await.unwrap_or(0);
+                    buf.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&buf).to_string();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let head = text[..end].to_owned();
+                        let length = head
+                            .lines()
+                            .find_map(|l| {
+                                let (k, v) = l.split_once(':')?;
+                                k.eq_ignore_ascii_case("content-length")
+                                    .then(|| v.trim().parse::<usize>().ok())?
+                            })
+                            .unwrap_or(0);
+                        if buf.len() >= end + 4 + length || n == 0 {
+                            let sent = String::from_utf8_lossy(&buf[end + 4..]).to_string();
+                            break (head, sent);
+                        }
+                    } else if n == 0 {
+                        break (text, String::new());
+                    }
+                };
+                let line = head.lines().next().unwrap_or("").to_owned();
+                let escaped = serde_json::to_string(&sent).unwrap();
+                let body = body
+                    .replace("$REQUEST", &line)
+                    .replace("$BODY", &escaped[1..escaped.len() - 1]);
                 let resp = format!(
                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Request: {line}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()

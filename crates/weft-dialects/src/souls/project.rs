@@ -1,0 +1,38 @@
+//! The files of a runsight project around a workflow. runsight keeps each kind of thing
+//! a workflow names in a folder of its own, one file per id — `custom/souls/<id>.yaml`,
+//! `custom/tools/<id>.yaml`, `custom/workflows/<id>.yaml`, `custom/providers/<id>.yaml`
+//! — and its workflows in `custom/workflows/`, so a workflow finds its project in its
+//! own directory or one of the three above it.
+
+use serde::de::DeserializeOwned;
+use std::path::{Path, PathBuf};
+
+/// How many directories, the workflow's own first, may hold the project's `custom/`.
+const LEVELS: usize = 4;
+
+/// Where the project's `<kind>` file for `id` may be, nearest first.
+pub(super) fn places(base: &Path, kind: &str, id: &str) -> Vec<PathBuf> {
+    let file = format!("{id}.yaml");
+    base.ancestors()
+        .take(LEVELS)
+        .map(|dir| dir.join("custom").join(kind).join(&file))
+        .collect()
+}
+
+/// The first of `places` that can be read, with its text.
+pub(super) fn first_readable(places: &[PathBuf]) -> Option<(PathBuf, String)> {
+    places
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok().map(|t| (p.clone(), t)))
+}
+
+/// `text`, the file at `path`, read as a `T`; the error is located in that file
+/// (`path:line:col: message`), ready to quote in a diagnostic of the workflow.
+pub(super) fn parse_file<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, String> {
+    let shown = path.display().to_string();
+    let (value, map) = crate::source_map::parse(text).map_err(|d| d.render(&shown))?;
+    serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
+        map.locate(crate::native::serde_diagnostic(&e))
+            .render(&shown)
+    })
+}
