@@ -23,6 +23,23 @@ pub(super) struct TeaDoc {
     pub nodes: Vec<Node>,
     #[serde(default)]
     pub edges: Vec<EdgeDoc>,
+    /// The state a run starts from; the run's input is merged over it.
+    #[serde(default)]
+    pub initial_state: Option<Value>,
+    /// TEA's runtime settings (`llm` defaults, tracing, memory backends, ...): read,
+    /// and said which Weft uses (`docs/dialects/tea.md`).
+    #[serde(default)]
+    pub settings: Option<Value>,
+    /// TEA's compilation options (`raise_exceptions`, `interrupt_before`, ...).
+    #[serde(default)]
+    pub config: Option<Value>,
+    /// Inputs of TEA's extraction-validation actions, which Weft does not have.
+    #[serde(default)]
+    pub extraction_schema: Option<Value>,
+    #[serde(default)]
+    pub validation_constraints: Option<Value>,
+    #[serde(default)]
+    pub semantic_probes: Option<Value>,
 }
 
 /// A node, a step of `steps`, or a node of a `while_loop` body.
@@ -39,7 +56,8 @@ pub(super) struct Node {
     pub uses: Option<String>,
     #[serde(rename = "with")]
     pub with: Option<Value>,
-    pub output: Option<String>,
+    /// A state key for the action's result, or `{key: template}` over `result`.
+    pub output: Option<Value>,
     pub steps: Option<Vec<Node>>,
     pub goto: Option<Value>,
     pub fan_in: Option<Value>,

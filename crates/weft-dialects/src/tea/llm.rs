@@ -24,6 +24,8 @@ const LLM_OPTIONS: &[&str] = &[
     "provider",
     "api_base",
     "response_format",
+    "timeout",
+    "shell_provider",
 ];
 /// The options only `llm.tools` adds.
 const TOOL_OPTIONS: &[&str] = &["tools", "tool_choice", "max_tool_rounds"];
@@ -51,6 +53,18 @@ impl Compiler<'_> {
             );
             return None;
         };
+        if let Some(shell) = with.get("shell_provider") {
+            // Accepted so the file loads; a run that reaches the node says why it stops.
+            let mut refuse = Block::new(BlockKind::Passthrough);
+            refuse.policy.assert.push(weft_core::ir::Assertion {
+                warn: false,
+                that: weft_core::ir::Expr("false".into()),
+                message: Some(format!(
+                    "{uses} with shell_provider {shell} runs a model CLI as a shell command (TEA's shell providers); Weft does not run shell commands: name a `model` (and `provider`) instead"
+                )),
+            });
+            return Some(refuse);
+        }
         let offers_tools = uses == "llm.tools";
         let options: Vec<&str> = if offers_tools {
             LLM_OPTIONS.iter().chain(TOOL_OPTIONS).copied().collect()
@@ -102,7 +116,19 @@ impl Compiler<'_> {
         if offers_tools {
             self.tools(with, &wptr, node, &mut spec);
         }
-        Some(Block::new(BlockKind::Llm(spec)))
+        let mut block = Block::new(BlockKind::Llm(spec));
+        match with.get("timeout") {
+            None => {}
+            Some(t) if t.as_f64().is_some_and(|s| s > 0.0 && s <= 86_400.0) => {
+                // TEA's per-call timeout, in seconds.
+                block.policy.timeout_ms = t.as_f64().map(|s| (s * 1000.0) as u64);
+            }
+            Some(_) => self.diags.push(Diagnostic::error(
+                format!("{wptr}/timeout"),
+                "timeout is a number of seconds, above 0 and at most 86400",
+            )),
+        }
+        Some(block)
     }
 
     /// `messages: [{role, content}]` and/or `prompt: TEXT` (a last user message).

@@ -6,11 +6,13 @@
 //! its output. Choices the spec leaves open are written in `docs/dialects/tea.md`.
 
 mod actions;
+mod aliases;
 mod code;
 mod doc;
 mod events;
 mod llm;
 mod navigation;
+mod runtime;
 
 use crate::diagnostics::{Compiled, Diagnostics, read_document};
 use crate::dialect::{CompileContext, Confidence, Dialect};
@@ -74,7 +76,7 @@ impl Dialect for Tea {
 
 /// Compiles a parsed `tea` document into a flow plus its warnings.
 fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
-    let tea: TeaDoc = read_document(doc, cx.map)?;
+    let tea: TeaDoc = read_document(aliases::normalize(doc), cx.map)?;
     let mut c = Compiler {
         map: cx.map,
         base_dir: cx.base_dir,
@@ -127,9 +129,21 @@ impl Compiler<'_> {
             return None;
         }
         let graph = self.graph(tea)?;
-        // The input is the initial state; the final state is the output.
-        let mut start = Block::new(BlockKind::Passthrough).with_id("__start__");
+        // The input, over the file's initial_state, is the initial state; the final
+        // state is the output.
+        let mut start = match self.initial_state(tea.initial_state.as_ref()) {
+            Some(initial) => Block::new(BlockKind::Transform(TransformSpec {
+                output: ValueTemplate(Value::from(format!(
+                    "{{{{ merge(fromjson({}), input if input is mapping else {{}}) }}}}",
+                    Value::from(initial.to_string())
+                ))),
+                exit: None,
+            })),
+            None => Block::new(BlockKind::Passthrough),
+        }
+        .with_id("__start__");
         start.data.merge_output = true;
+        self.runtime_sections(tea);
         let finish = Block::new(BlockKind::Transform(TransformSpec {
             output: ValueTemplate(Value::from("{{ state }}")),
             exit: None,
@@ -145,6 +159,21 @@ impl Compiler<'_> {
         flow.models = std::mem::take(&mut self.models);
         flow.flows = std::mem::take(&mut self.flows);
         Some(flow)
+    }
+
+    /// `initial_state`, a mapping.
+    fn initial_state(&mut self, initial: Option<&Value>) -> Option<Value> {
+        match initial {
+            None | Some(Value::Null) => None,
+            Some(v @ Value::Object(_)) => Some(v.clone()),
+            Some(_) => {
+                self.diags.push(
+                    Diagnostic::error("/initial_state", "initial_state is a mapping of state keys")
+                        .hint("initial_state: {count: 0}"),
+                );
+                None
+            }
+        }
     }
 
     fn check_state_schema(&mut self, schema: &IndexMap<String, Value>) {
@@ -417,16 +446,35 @@ impl Compiler<'_> {
         &mut self,
         uses: &str,
         with: Option<&Value>,
-        output: Option<&String>,
+        output: Option<&Value>,
         ptr: &str,
         node: &str,
     ) -> Option<Block> {
         let mut b = self.action(uses, with, ptr, node)?;
         match output {
-            Some(key) => {
+            Some(Value::String(key)) => {
                 b.data
                     .set
                     .insert(key.clone(), ValueTemplate(Value::from("{{ output }}")));
+            }
+            // `{key: template}`: each key is set from its template, `result` being the
+            // action's result.
+            Some(Value::Object(map)) => {
+                for (key, template) in map {
+                    b.data
+                        .set
+                        .insert(key.clone(), ValueTemplate(result_as_output(template)));
+                }
+            }
+            Some(_) => {
+                self.diags.push(
+                    Diagnostic::error(
+                        format!("{ptr}/output"),
+                        "output is a state key, or a mapping of state keys to templates",
+                    )
+                    .hint("output: answer   or   output: {title: \"{{ result.content }}\"}"),
+                );
+                return None;
             }
             None => b.data.merge_output = true,
         }
@@ -560,7 +608,8 @@ impl Compiler<'_> {
             "action" => {
                 let a = n.action.as_ref().expect("action mode");
                 let aptr = format!("{ptr}/action");
-                self.action_into_state(&a.uses, a.with.as_ref(), a.output.as_ref(), &aptr, name)?
+                let output = a.output.clone().map(Value::from);
+                self.action_into_state(&a.uses, a.with.as_ref(), output.as_ref(), &aptr, name)?
             }
             "steps" => self.steps(
                 n.steps.as_deref().unwrap_or_default(),
@@ -604,10 +653,17 @@ impl Compiler<'_> {
             },
             isolate: true,
         }));
-        let key = n
-            .output
-            .clone()
-            .unwrap_or_else(|| "parallel_results".into());
+        let key = match &n.output {
+            None => "parallel_results".to_owned(),
+            Some(Value::String(k)) => k.clone(),
+            Some(_) => {
+                self.diags.push(Diagnostic::error(
+                    format!("{ptr}/output"),
+                    "a dynamic_parallel's output is the state key of its results",
+                ));
+                return None;
+            }
+        };
         map.data
             .set
             .insert(key, ValueTemplate(Value::from("{{ output }}")));
@@ -751,4 +807,41 @@ fn strip_braces(s: &str) -> &str {
         Some(inner) if !inner.contains("{{") => inner.trim(),
         _ => t,
     }
+}
+
+/// A template of an `output:` mapping with TEA's `result` (the action's result) read as
+/// Weft's `output`, in every string of the value.
+fn result_as_output(template: &Value) -> Value {
+    match template {
+        Value::String(s) => Value::from(rename_result(s)),
+        Value::Array(a) => Value::Array(a.iter().map(result_as_output).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), result_as_output(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// `result` as a whole word (not `.result`, `results` or `my_result`) renamed `output`.
+fn rename_result(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < s.len() {
+        let rest = &s[i..];
+        let before = if i == 0 { None } else { Some(bytes[i - 1]) };
+        let after = bytes.get(i + "result".len()).copied();
+        let word = |b: Option<u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if rest.starts_with("result") && !word(before) && before != Some(b'.') && !word(after) {
+            out.push_str("output");
+            i += "result".len();
+        } else {
+            let c = rest.chars().next().expect("not at the end");
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
 }

@@ -7,6 +7,7 @@ mod conformance;
 mod invalid;
 #[path = "../support/mod.rs"]
 mod support;
+mod tea_files;
 
 use serde_json::Value;
 use std::path::Path;

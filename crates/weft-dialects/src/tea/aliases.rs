@@ -1,0 +1,173 @@
+//! The Edge Agent accepts several spellings of one thing; its own examples use them all.
+//! Before the file is read, each is rewritten to the one the compiler reads:
+//!
+//! - a node's `action: NAME` with `params:` is `uses: NAME` with `with:`;
+//! - a node's `next:` is `goto:`, and a rule's `condition:` is `if:`;
+//! - a legacy edge's `condition: "EXPR"` (a string) is `condition: {type: expression,
+//!   value: EXPR}`;
+//! - `settings.llm`'s `model`, `provider` and `api_base` are the defaults of every model
+//!   action that names none (a value of `${VARIABLE}` form is left out: Weft's own
+//!   `--model` / `WEFT_MODEL` is the default then).
+//!
+//! The rewrite keeps every other key, so a misspelt one is still reported.
+
+use serde_json::{Value, json};
+
+/// `doc` with TEA's alternative spellings rewritten (see the module's documentation).
+pub(super) fn normalize(mut doc: Value) -> Value {
+    let defaults = llm_defaults(&doc);
+    if let Some(nodes) = doc.get_mut("nodes").and_then(Value::as_array_mut) {
+        for n in nodes.iter_mut() {
+            node(n);
+            with_llm_defaults(n, &defaults);
+        }
+    }
+    if let Some(edges) = doc.get_mut("edges").and_then(Value::as_array_mut) {
+        for e in edges.iter_mut().filter_map(Value::as_object_mut) {
+            if let Some(Value::String(expr)) = e.get("condition").cloned() {
+                e.insert(
+                    "condition".into(),
+                    json!({"type": "expression", "value": expr}),
+                );
+            }
+        }
+    }
+    doc
+}
+
+fn node(n: &mut Value) {
+    let Some(obj) = n.as_object_mut() else {
+        return;
+    };
+    if matches!(obj.get("action"), Some(Value::String(_))) && !obj.contains_key("uses") {
+        let action = obj.remove("action").expect("checked above");
+        obj.insert("uses".into(), action);
+        if let Some(params) = obj.remove("params") {
+            obj.insert("with".into(), params);
+        }
+    }
+    if !obj.contains_key("goto")
+        && let Some(next) = obj.remove("next")
+    {
+        obj.insert("goto".into(), rules(next));
+    }
+    for key in ["steps", "body"] {
+        if let Some(children) = obj.get_mut(key).and_then(Value::as_array_mut) {
+            children.iter_mut().for_each(node);
+        }
+    }
+}
+
+/// The model options `settings.llm` gives every model action.
+fn llm_defaults(doc: &Value) -> Vec<(String, Value)> {
+    let Some(llm) = doc.pointer("/settings/llm").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    ["model", "provider", "api_base"]
+        .iter()
+        .filter_map(|k| {
+            let v = llm.get(*k)?.as_str()?;
+            (!v.contains("${") && !v.contains("{{")).then(|| ((*k).to_owned(), Value::from(v)))
+        })
+        .collect()
+}
+
+/// Gives a model action node (and the steps and body inside it) the defaults it lacks.
+fn with_llm_defaults(n: &mut Value, defaults: &[(String, Value)]) {
+    if defaults.is_empty() {
+        return;
+    }
+    let Some(obj) = n.as_object_mut() else {
+        return;
+    };
+    let is_model_call = obj
+        .get("uses")
+        .and_then(Value::as_str)
+        .is_some_and(|u| u.starts_with("llm."));
+    if is_model_call && let Some(with) = obj.get_mut("with").and_then(Value::as_object_mut) {
+        let shell = with.contains_key("shell_provider");
+        for (k, v) in defaults {
+            if !shell && !with.contains_key(k) {
+                with.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    for key in ["steps", "body"] {
+        if let Some(children) = obj.get_mut(key).and_then(Value::as_array_mut) {
+            for c in children.iter_mut() {
+                with_llm_defaults(c, defaults);
+            }
+        }
+    }
+}
+
+/// `next:` rules with `condition:` as `if:`.
+fn rules(next: Value) -> Value {
+    match next {
+        Value::Array(list) => Value::Array(
+            list.into_iter()
+                .map(|r| match r {
+                    Value::Object(mut o) => {
+                        if !o.contains_key("if")
+                            && let Some(c) = o.remove("condition")
+                        {
+                            o.insert("if".into(), c);
+                        }
+                        Value::Object(o)
+                    }
+                    other => other,
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tea_s_other_spellings_become_the_compiler_s() {
+        let doc = json!({
+            "nodes": [
+                {"name": "a", "action": "llm.call", "params": {"model": "m"}, "next": [{"condition": "{{ state.x }}", "to": "b"}, {"to": "c"}]},
+                {"name": "b", "steps": [{"action": "json.parse", "params": {"text": "[]"}}]},
+                {"name": "p", "type": "dynamic_parallel", "action": {"uses": "http.get"}},
+            ],
+            "edges": [{"from": "a", "to": "b", "condition": "state.ok"}],
+        });
+        let out = normalize(doc);
+        assert_eq!(out["nodes"][0]["uses"], "llm.call");
+        assert_eq!(out["nodes"][0]["with"], json!({"model": "m"}));
+        assert_eq!(out["nodes"][0]["goto"][0]["if"], "{{ state.x }}");
+        assert!(out["nodes"][0].get("next").is_none());
+        assert_eq!(out["nodes"][1]["steps"][0]["uses"], "json.parse");
+        assert_eq!(out["nodes"][2]["action"], json!({"uses": "http.get"}));
+        assert_eq!(
+            out["edges"][0]["condition"],
+            json!({"type": "expression", "value": "state.ok"})
+        );
+    }
+
+    #[test]
+    fn settings_llm_gives_model_actions_their_defaults() {
+        let doc = json!({
+            "settings": {"llm": {"model": "gpt-4o-mini", "api_key": "${KEY}", "provider": "${P}"}},
+            "nodes": [
+                {"name": "a", "uses": "llm.call", "with": {"prompt": "hi"}},
+                {"name": "b", "uses": "llm.call", "with": {"model": "other", "prompt": "hi"}},
+                {"name": "c", "steps": [{"action": "llm.call", "params": {"prompt": "x"}}]},
+                {"name": "d", "uses": "http.get", "with": {"url": "u"}},
+            ],
+        });
+        let out = normalize(doc);
+        assert_eq!(
+            out["nodes"][0]["with"],
+            json!({"prompt": "hi", "model": "gpt-4o-mini"})
+        );
+        assert_eq!(out["nodes"][1]["with"]["model"], "other");
+        assert_eq!(out["nodes"][2]["steps"][0]["with"]["model"], "gpt-4o-mini");
+        assert!(out["nodes"][3]["with"].get("model").is_none());
+    }
+}

@@ -1,0 +1,91 @@
+//! The parts of TEA's YAML reference beyond spec 004 that its own example agents use
+//! (issue 20): `initial_state`, `action:`/`params:`, `next:`, string edge conditions,
+//! `output:` mappings, `settings` and `config`, `shell_provider`.
+
+use super::run;
+use serde_json::json;
+use weft_core::ports::RunStatus;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initial_state_is_the_start_and_the_input_wins_over_it() {
+    // TEA's CLI: `{**yaml_initial_state, **input}`.
+    let yaml = "initial_state: {count: 1, label: start}\nnodes:\n  - name: bump\n    run: |\n      return {\"count\": state[\"count\"] + 1}\n";
+    let ran = run(yaml, json!(null)).await;
+    assert_eq!(ran.output(), &json!({"count": 2, "label": "start"}));
+    let ran = run(yaml, json!({"count": 10})).await;
+    assert_eq!(ran.output(), &json!({"count": 11, "label": "start"}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn action_params_next_and_string_conditions_are_other_spellings() {
+    let yaml = r#"
+nodes:
+  - name: parse
+    action: json.parse
+    params: {text: "{{ state.raw }}"}
+    output: parsed
+    next:
+      - condition: "{{ state.parsed.n > 1 }}"
+        to: big
+      - to: small
+  - name: big
+    run: |
+      return {"size": "big"}
+    next: __end__
+  - name: small
+    run: |
+      return {"size": "small"}
+"#;
+    let ran = run(yaml, json!({"raw": "{\"n\": 5}"})).await;
+    assert_eq!(ran.output()["size"], "big");
+    let ran = run(yaml, json!({"raw": "{\"n\": 0}"})).await;
+    assert_eq!(ran.output()["size"], "small");
+
+    let edges = "nodes:\n  - {name: a, run: \"return {'v': state['v']}\"}\n  - {name: yes, run: \"return {'r': 'yes'}\"}\n  - {name: no, run: \"return {'r': 'no'}\"}\nedges:\n  - {from: __start__, to: a}\n  - {from: a, to: yes, condition: \"state.v > 1\"}\n  - {from: a, to: no, condition: \"state.v <= 1\"}\n  - {from: yes, to: __end__}\n  - {from: no, to: __end__}\n";
+    assert_eq!(run(edges, json!({"v": 3})).await.output()["r"], "yes");
+    assert_eq!(run(edges, json!({"v": 1})).await.output()["r"], "no");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_output_mapping_sets_state_keys_from_the_result() {
+    let yaml = r#"
+nodes:
+  - name: parse
+    uses: json.parse
+    with: {text: "{\"title\": \"T\", \"tags\": [1, 2]}"}
+    output:
+      title: "{{ result.title }}"
+      tags: "{{ (state.tags or []) + result.tags }}"
+      results_seen: "{{ state.results_seen }}"
+"#;
+    let ran = run(yaml, json!({"tags": [0], "results_seen": "kept"})).await;
+    assert_eq!(
+        ran.output(),
+        &json!({"tags": [0, 1, 2], "results_seen": "kept", "title": "T"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_and_config_load_with_warnings_and_shell_providers_fail_when_reached() {
+    let yaml = "settings:\n  llm: {backend: local, model: gpt-4o-mini}\n  opik: {project: x}\nconfig: {raise_exceptions: true}\nextraction_schema: {entities: {required_fields: [name]}}\nnodes:\n  - name: ask\n    uses: llm.call\n    with: {shell_provider: claude, prompt: hi}\n    output: answer\n";
+    let loaded = weft_dialects::load_str(yaml, "flow.yaml", None, Some("tea")).unwrap();
+    let warned: Vec<String> = loaded.warnings.iter().map(|w| w.message.clone()).collect();
+    for want in [
+        "`settings.opik` is read, not used",
+        "`config.raise_exceptions`",
+        "`extraction_schema`",
+    ] {
+        assert!(
+            warned.iter().any(|w| w.contains(want)),
+            "{want}: {warned:?}"
+        );
+    }
+    let ran = run(yaml, json!({})).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    let e = ran.result.error.unwrap();
+    assert!(
+        e.message.contains("does not run shell commands"),
+        "{}",
+        e.message
+    );
+}
