@@ -1,6 +1,6 @@
 //! Behaviour spec 001 promises, block type by block type.
 
-use super::{answering, run, run_in, system_message, user_message};
+use super::{answering, run, run_in, system_message, tool_result, user_message};
 use serde_json::{Value, json};
 use weft_core::event::EventKind;
 use weft_core::ports::RunStatus;
@@ -905,17 +905,6 @@ tools:
     description: Parses JSON text.
     parameters: {type: object, properties: {text: {type: string}}, required: [text]}
 "#;
-
-/// The last tool result a request carries, if any.
-fn tool_result(r: &weft_fakes::Received) -> Option<String> {
-    r.body["messages"]
-        .as_array()?
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "tool")
-        .and_then(|m| m["content"].as_str())
-        .map(str::to_owned)
-}
 
 /// The tool a request forces, if it forces one.
 fn forced(r: &weft_fakes::Received) -> Option<String> {

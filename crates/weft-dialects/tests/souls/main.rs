@@ -62,3 +62,14 @@ pub fn system_message(r: &Received) -> Option<String> {
         .and_then(|m| m["content"].as_str())
         .map(str::to_owned)
 }
+
+/// The last tool result a request carries, if any.
+pub fn tool_result(r: &Received) -> Option<String> {
+    r.body["messages"]
+        .as_array()?
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .map(str::to_owned)
+}

@@ -3,10 +3,10 @@
 //! `__loop__` record, the assertion types and fields of its reference, and its `eval:`
 //! section. Each test cites the runsight documentation page it follows.
 
-use super::{answering, run_in, user_message};
+use super::{answering, run_in, tool_result, user_message};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use weft_fakes::{FakeServer, Received, Reply, Wire};
+use weft_fakes::{FakeServer, Reply, Wire};
 
 /// A runsight project in a temporary directory: `custom/<kind>/<id>.yaml` files, and
 /// the workflows directory its workflows run from.
@@ -37,16 +37,6 @@ impl Project {
     fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
-}
-
-fn tool_result(r: &Received) -> Option<String> {
-    r.body["messages"]
-        .as_array()?
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "tool")
-        .and_then(|m| m["content"].as_str())
-        .map(str::to_owned)
 }
 
 /// A server that calls `tool` with `args` once, then answers with the tool's result.
@@ -394,54 +384,42 @@ fn starter() -> String {
     "souls:\n  researcher:\n    system_prompt: You research.\n    provider: openai\n    model_name: gpt-4o-mini\n  reviewer:\n    system_prompt: You review.\n    provider: openai\n    model_name: gpt-4o-mini\nblocks:\n  draft_report:\n    type: linear\n    soul_ref: researcher\n  quality_gate:\n    type: gate\n    soul_ref: reviewer\n    eval_key: draft_report\n    pass: check_review_status\n    fail: draft_report\n  review_loop:\n    type: loop\n    inner_block_refs: [draft_report, quality_gate]\n    max_rounds: 2\n    break_on_exit: pass\n    retry_on_exit: fail\n  check_review_status:\n    type: code\n    inputs:\n      loop_status: {from: shared_memory.__loop__review_loop}\n    code: |\n      def main(data):\n          meta = data.get(\"loop_status\", {}) or {}\n          reason = str(meta.get(\"break_reason\", \"\"))\n          passed = \"pass\" in reason\n          return {\"status\": \"pass\" if passed else \"fail\", \"rounds\": meta.get(\"rounds_completed\"), \"exit_handle\": \"pass\" if passed else \"fail\"}\n  finish_success:\n    type: code\n    code: |\n      def main(data):\n          return \"success\"\n  finish_error:\n    type: code\n    code: |\n      def main(data):\n          return \"error\"\nworkflow:\n  name: starter\n  entry: review_loop\n  transitions:\n    - {from: review_loop, to: check_review_status}\n  conditional_transitions:\n    - {from: check_review_status, pass: finish_success, fail: finish_error, default: finish_error}\n".to_owned()
 }
 
+/// Runs the miniature starter template with a reviewer that answers `verdict`.
+async fn run_starter(verdict: &'static str) -> super::Ran {
+    let project = Project::new();
+    let server = answering(move |m, _| {
+        if m.contains("Review the content") {
+            verdict.into()
+        } else {
+            "A draft.".into()
+        }
+    })
+    .await;
+    run_in(
+        &starter(),
+        json!("Research tea"),
+        Some(&server),
+        &project.workflows(),
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_starter_template_takes_its_pass_branch_when_the_gate_passes() {
     // The issue: the GUI's starter template took its failure branch when the review
     // passed; runsight's loop leaves {rounds_completed, broke_early, break_reason} in
     // shared_memory.__loop__<id>. The gate's pass/fail shorthand inside the loop is not a
     // second copy of its blocks.
-    let project = Project::new();
-    let passing = answering(|m, _| {
-        if m.contains("Review the content") {
-            "PASS"
-        } else {
-            "A draft."
-        }
-        .into()
-    })
-    .await;
-    let ran = run_in(
-        &starter(),
-        json!("Research tea"),
-        Some(&passing),
-        &project.workflows(),
-    )
-    .await;
+    let ran = run_starter("PASS").await;
     assert_eq!(ran.output(), &json!("success"), "{:?}", ran.result.error);
-    let state = &ran.result.state;
     assert_eq!(
-        state["shared_memory"]["__loop__review_loop"],
+        ran.result.state["shared_memory"]["__loop__review_loop"],
         json!({"rounds_completed": 1, "broke_early": true, "break_reason": "exit_handle 'pass' matched break_on_exit"})
     );
 
-    let failing = answering(|m, _| {
-        if m.contains("Review the content") {
-            "FAIL: vague"
-        } else {
-            "A draft."
-        }
-        .into()
-    })
-    .await;
-    let ran = run_in(
-        &starter(),
-        json!("Research tea"),
-        Some(&failing),
-        &project.workflows(),
-    )
-    .await;
+    let ran = run_starter("FAIL: vague").await;
     assert_eq!(ran.output(), &json!("error"));
-    let record = &&ran.result.state["shared_memory"]["__loop__review_loop"];
+    let record = &ran.result.state["shared_memory"]["__loop__review_loop"];
     assert_eq!(record["rounds_completed"], 2);
     assert_eq!(record["break_reason"], "max_rounds reached");
 }
