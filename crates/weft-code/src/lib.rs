@@ -20,6 +20,8 @@ mod policy;
 mod pool;
 #[cfg(feature = "prolog")]
 mod prolog;
+#[cfg(feature = "prolog")]
+mod prolog_program;
 pub mod protocol;
 mod python;
 mod python_modules;

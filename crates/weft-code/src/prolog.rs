@@ -2,11 +2,13 @@
 //! facts (`state(Key, Value)` for every key of `state`, likewise `variables/2`, ...), and
 //! the code writes results with `return(Key, Value)`; the result is the object of all
 //! returned pairs. The source is one goal, e.g. `state(value, V), V2 is V * 2,
-//! return(result, V2).`
+//! return(result, V2).`, or a program as The Edge Agent reads one (`prolog_program.rs`):
+//! directives and rules, facts, and goals in order.
 //!
 //! Runs only in a Prolog worker process, which starts its machine before it confines
 //! itself (scryer loads its libraries then) and retires after any panic inside scryer.
 
+use crate::prolog_program;
 use crate::protocol::{Failure, FailureKind, Request};
 use scryer_prolog::{LeafAnswer, Machine, MachineBuilder, StreamConfig, Term};
 use serde_json::{Map, Number, Value};
@@ -133,6 +135,33 @@ fn written(t: &Term) -> String {
     }
 }
 
+/// The predicates that run a program's terms in order (asserting facts, calling goals)
+/// and forget the asserted facts after the query, so the next block starts clean.
+fn program_helpers() -> String {
+    let functors: Vec<String> = prolog_program::GOAL_FUNCTORS
+        .iter()
+        .map(|f| quote_atom(f))
+        .collect();
+    format!(
+        ":- dynamic('$weft_fact'/1).\n\
+         weft_goal_functor(F) :- memberchk(F, [{}]).\n\
+         weft_terms([]).\n\
+         weft_terms([T|Ts]) :- weft_term(T), weft_terms(Ts).\n\
+         weft_term(T) :- ( compound(T), functor(T, F, _), \\+ weft_goal_functor(F) -> assertz(T), assertz('$weft_fact'(T)) ; call(T) ).\n\
+         weft_forget :- ( retract('$weft_fact'(F)), retract(F), fail ; true ).\n\
+         {SWI_COMPAT}",
+        functors.join(", ")
+    )
+}
+
+/// SWI-Prolog builtins that The Edge Agent's programs use and scryer lacks, defined in
+/// scryer's terms (a string is a list of characters there).
+const SWI_COMPAT: &str = "\
+atom_string(A, S) :- ( atom(A) -> atom_chars(A, S) ; number(A) -> number_chars(A, S) ; atom(S) -> A = S ; atom_chars(A, S) ).\n\
+msort(L, S) :- weft_keyed(L, P), keysort(P, K), weft_keyed(S, K).\n\
+weft_keyed([], []).\n\
+weft_keyed([X|Xs], [X-x|Ps]) :- weft_keyed(Xs, Ps).\n";
+
 /// The interesting part of an error term: `error(Formal, Context)` -> `Formal`.
 fn describe(t: &Term) -> String {
     match t {
@@ -179,9 +208,25 @@ impl Prolog {
                 }
             }
         }
-        let goal = req.source.trim().trim_end_matches('.').trim();
         program.push_str("return(K, V) :- assertz('$weft_return'(K, V)).\n");
-        program.push_str(&format!("weft_main :- (\n{goal}\n).\n"));
+        program.push_str(&program_helpers());
+        let parsed = prolog_program::program(&req.source);
+        if parsed.definitions.is_empty() && parsed.terms.len() <= 1 {
+            // One goal: run as written.
+            let goal = req.source.trim().trim_end_matches('.').trim();
+            program.push_str(&format!("weft_main :- (\n{goal}\n).\n"));
+        } else {
+            // A program: its definitions, then its terms in order, each asserted as a
+            // fact or called as a goal.
+            for d in &parsed.definitions {
+                program.push_str(&format!("{d}.\n"));
+            }
+            let terms: Vec<String> = parsed.terms.iter().map(|t| format!("(\n{t}\n)")).collect();
+            program.push_str(&format!(
+                "weft_main :- weft_terms([{}]).\n",
+                terms.join(", ")
+            ));
+        }
         // Last: present only if everything before it loaded.
         program.push_str("weft_loaded.\n");
         // Empty the module first, so a program that fails to load never leaves the
@@ -205,7 +250,7 @@ impl Prolog {
         // some escape `call_with_inference_limit/3` badly (an unknown procedure spun
         // until the deadline; a type error came back as `[]`).
         let query = format!(
-            "retractall('$weft_return'(_, _)), catch(call_with_inference_limit(weft_main, {steps}, WeftLimit), WeftError, true), findall(K-V, '$weft_return'(K, V), WeftResults)."
+            "retractall('$weft_return'(_, _)), catch(call_with_inference_limit(weft_main, {steps}, WeftLimit), WeftError, true), findall(K-V, '$weft_return'(K, V), WeftResults), weft_forget."
         );
         let first = self.machine.run_query(query).next();
         if let Some(Ok(LeafAnswer::LeafAnswer { bindings, .. })) = &first

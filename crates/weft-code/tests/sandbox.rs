@@ -725,6 +725,72 @@ async fn prolog_the_tea_contract() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prolog_program_runs_as_tea_reads_it() {
+    // The Edge Agent reads a Prolog node term by term: directives run, rules and facts
+    // are defined, goals are called in order (its introductory examples, issue 20).
+    let s = sandboxes();
+    let plain = "add_ten(X, Y) :- Y is X + 10.\nstate(value, V), add_ten(V, R), return(result, R).";
+    let v = run(&s, "prolog", plain, None, json!({"state": {"value": 5}})).await;
+    assert_eq!(v.unwrap(), json!({"result": 15}));
+    let program = ":- use_module(library(lists)).\n\
+        % rules and facts, then the query\n\
+        add_ten(X, Y) :- Y is X + 10.\n\
+        parent(alice, bob).\n\
+        parent(bob, carol).\n\
+        grandparent(G, C) :- parent(G, P), parent(P, C).\n\
+        state(value, V), add_ten(V, R), return(result, R).\n\
+        grandparent(alice, Who), return(grandchild, Who).\n\
+        findall(P, parent(P, _), Ps), sort(Ps, Sorted), return(parents, Sorted).";
+    let v = run(&s, "prolog", program, None, json!({"state": {"value": 5}}))
+        .await
+        .unwrap();
+    assert_eq!(
+        v,
+        json!({"result": 15, "grandchild": "carol", "parents": ["alice", "bob"]})
+    );
+    // SWI builtins TEA's examples use: atom_string/2 and msort/2.
+    let v = run(
+        &s,
+        "prolog",
+        "atom_string(alice, S), atom_string(A, S), msort([bob, al, bob], M), return(s, S), return(a, A), return(m, M).",
+        None,
+        json!({}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        v,
+        json!({"s": "alice", "a": "alice", "m": ["al", "bob", "bob"]})
+    );
+    // The facts a block asserted are gone for the next one on the same worker.
+    let e = run(
+        &s,
+        "prolog",
+        "parent(alice, X), return(x, X).",
+        None,
+        json!({}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        e.message.contains("existence_error") || e.message.contains("goal failed"),
+        "{}",
+        e.message
+    );
+    // A goal that fails among several fails the block.
+    let e = run(
+        &s,
+        "prolog",
+        "f(1).\nf(X), X > 5, return(x, X).",
+        None,
+        json!({}),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.message.contains("goal failed"), "{}", e.message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prolog_program_that_does_not_load_leaves_the_next_one_unharmed() {
     // Found by fuzzing: after a load failure scryer 0.10 panicked on the next query, so
     // a valid block failed after a broken one on the same worker.

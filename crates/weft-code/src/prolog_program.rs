@@ -1,0 +1,307 @@
+//! A Prolog node's source as The Edge Agent reads it: a program, term after term.
+//! Directives (`:- use_module(...)`) and rules (`Head :- Body`) are definitions,
+//! consulted before anything runs; every other term, in order, is either a fact (its
+//! functor is not a goal's, so it is asserted, as TEA asserts `parent(alice, bob).`)
+//! or a goal that is called (`state(x, X), Y is X + 1, return(y, Y).`). A source of
+//! one goal and nothing else is still run as that goal.
+
+/// The source split into definitions and the terms after them, each without its end.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Program {
+    pub definitions: Vec<String>,
+    pub terms: Vec<String>,
+}
+
+/// Characters that make up symbolic atoms and operators (`=..`, `:-`, `#=`): a `.`
+/// among them is part of the operator, not the end of a clause.
+fn is_symbol_char(c: char) -> bool {
+    "#$&*+-./:<=>?@^~\\".contains(c)
+}
+
+/// Splits `source` into its clauses (each without its final `.`), outside quotes and
+/// comments; a clause ends at a `.` followed by layout, `%` or the end of the text.
+pub(crate) fn clauses(source: &str) -> Vec<String> {
+    let chars: Vec<char> = source.chars().collect();
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '%' => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            '/' if chars.get(i + 1) == Some(&'*') => {
+                i += 2;
+                while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                    i += 1;
+                }
+                i += 2;
+                continue;
+            }
+            '\'' if i > 0
+                && chars[i - 1] == '0'
+                && !chars
+                    .get(i.wrapping_sub(2))
+                    .is_some_and(|p| p.is_alphanumeric()) =>
+            {
+                // `0'c`: a character code; `0'\n` and `0''` take one more.
+                current.push(c);
+                if let Some(&next) = chars.get(i + 1) {
+                    current.push(next);
+                    i += 1;
+                    if (next == '\\' || next == '\'')
+                        && let Some(&after) = chars.get(i + 1)
+                    {
+                        current.push(after);
+                        i += 1;
+                    }
+                }
+            }
+            '\'' | '"' | '`' => {
+                current.push(c);
+                i += 1;
+                while i < chars.len() {
+                    current.push(chars[i]);
+                    if chars[i] == '\\' && i + 1 < chars.len() {
+                        current.push(chars[i + 1]);
+                        i += 2;
+                        continue;
+                    }
+                    if chars[i] == c {
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+            '.' => {
+                let before = i.checked_sub(1).map(|p| chars[p]);
+                let after = chars.get(i + 1).copied();
+                let ends = after.is_none_or(|a| a.is_whitespace() || a == '%')
+                    && !before.is_some_and(is_symbol_char);
+                if ends {
+                    let clause = current.trim().to_owned();
+                    if !clause.is_empty() {
+                        out.push(clause);
+                    }
+                    current.clear();
+                } else {
+                    current.push(c);
+                }
+            }
+            _ => current.push(c),
+        }
+        i += 1;
+    }
+    let rest = current.trim();
+    if !rest.is_empty() {
+        out.push(rest.to_owned());
+    }
+    out
+}
+
+/// Whether `clause` has `:-` at its top level (outside brackets and quotes).
+fn is_rule(clause: &str) -> bool {
+    let chars: Vec<char> = clause.chars().collect();
+    let mut depth = 0i32;
+    let mut quote: Option<char> = None;
+    for (i, &c) in chars.iter().enumerate() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                '\'' | '"' | '`' => quote = Some(c),
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth -= 1,
+                ':' if depth == 0
+                    && chars.get(i + 1) == Some(&'-')
+                    && !chars.get(i + 2).is_some_and(|&n| is_symbol_char(n))
+                    && !i.checked_sub(1).is_some_and(|p| is_symbol_char(chars[p])) =>
+                {
+                    return true;
+                }
+                _ => {}
+            },
+        }
+    }
+    false
+}
+
+/// Reads `source` as a program.
+pub(crate) fn program(source: &str) -> Program {
+    let mut p = Program::default();
+    for clause in clauses(source) {
+        if clause.starts_with(":-") || is_rule(&clause) {
+            p.definitions.push(clause);
+        } else {
+            let term = clause.strip_prefix("?-").map_or(clause.as_str(), str::trim);
+            p.terms.push(term.to_owned());
+        }
+    }
+    p
+}
+
+/// The functors whose terms are goals to call, never facts to assert: control
+/// constructs, the block's own predicates and the builtins TEA's programs use.
+pub(crate) const GOAL_FUNCTORS: &[&str] = &[
+    ",",
+    ";",
+    "->",
+    "*->",
+    "\\+",
+    "state",
+    "return",
+    "variables",
+    "secrets",
+    "is",
+    "=",
+    "\\=",
+    "==",
+    "\\==",
+    "<",
+    ">",
+    "=<",
+    ">=",
+    "=:=",
+    "=\\=",
+    "@<",
+    "@>",
+    "@=<",
+    "@>=",
+    "findall",
+    "bagof",
+    "setof",
+    "forall",
+    "member",
+    "memberchk",
+    "append",
+    "length",
+    "nth0",
+    "nth1",
+    "msort",
+    "sort",
+    "predsort",
+    "reverse",
+    "last",
+    "sum_list",
+    "sumlist",
+    "max_list",
+    "min_list",
+    "max_member",
+    "min_member",
+    "exclude",
+    "include",
+    "maplist",
+    "foldl",
+    "call",
+    "once",
+    "ignore",
+    "catch",
+    "throw",
+    "format",
+    "write",
+    "writeln",
+    "print",
+    "nl",
+    "atom",
+    "number",
+    "integer",
+    "float",
+    "compound",
+    "is_list",
+    "ground",
+    "var",
+    "nonvar",
+    "atomic",
+    "callable",
+    "atom_string",
+    "atom_codes",
+    "atom_chars",
+    "atom_length",
+    "atom_concat",
+    "sub_atom",
+    "atom_number",
+    "number_codes",
+    "atomic_list_concat",
+    "upcase_atom",
+    "downcase_atom",
+    "char_code",
+    "term_to_atom",
+    "succ",
+    "plus",
+    "between",
+    "numlist",
+    "copy_term",
+    "functor",
+    "arg",
+    "=..",
+    "keysort",
+    "pairs_keys_values",
+    "pairs_keys",
+    "pairs_values",
+    "list_to_assoc",
+    "get_assoc",
+    "put_assoc",
+    "assertz",
+    "asserta",
+    "assert",
+    "retract",
+    "retractall",
+    "tab",
+    "label",
+    "labeling",
+    "#=",
+    "#\\=",
+    "#<",
+    "#>",
+    "#=<",
+    "#>=",
+    "in",
+    "ins",
+    "all_different",
+    "all_distinct",
+    "sum",
+    "tuples_in",
+    "true",
+    "fail",
+    "false",
+    "!",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_splits_into_definitions_and_terms() {
+        let src = ":- use_module(library(clpfd)).\n% a comment. with a dot\nadd_ten(X, Y) :- Y is X + 10.\nparent(alice, bob).\n/* block. comment */\nstate(value, V), add_ten(V, R), L = [1.5, 'a. b', \"c. d\", 0'.], T =.. [f, x],\nX in 1..3, return(result, R).";
+        let p = program(src);
+        assert_eq!(
+            p.definitions,
+            [
+                ":- use_module(library(clpfd))",
+                "add_ten(X, Y) :- Y is X + 10"
+            ]
+        );
+        assert_eq!(p.terms.len(), 2, "{:?}", p.terms);
+        assert_eq!(p.terms[0], "parent(alice, bob)");
+        assert!(
+            p.terms[1].starts_with("state(value, V)") && p.terms[1].ends_with("return(result, R)")
+        );
+        assert!(p.terms[1].contains("0'.") && p.terms[1].contains("'a. b'"));
+    }
+
+    #[test]
+    fn one_goal_without_a_final_stop_is_one_term() {
+        assert_eq!(
+            program("state(x, X), return(y, X)").terms,
+            ["state(x, X), return(y, X)"]
+        );
+        assert!(!is_rule("X = ':-'"));
+        assert!(is_rule("a :- b"));
+        assert!(!is_rule("f((a :- b))"));
+    }
+}
