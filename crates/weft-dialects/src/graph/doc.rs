@@ -100,7 +100,29 @@ pub(super) struct IfData {
     #[serde(default)]
     pub conditions: Option<Vec<Condition>>,
     #[serde(default)]
-    pub condition: Option<Condition>,
+    pub condition: Option<LegacyCondition>,
+}
+
+/// The legacy single `condition`: a condition, or a bare text that the output must
+/// contain (older editor files wrote the keyword alone).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub(super) enum LegacyCondition {
+    Text(String),
+    Full(Condition),
+}
+
+impl LegacyCondition {
+    /// As a condition: a text is `{operator: contains, value: text}`.
+    pub fn normalized(self) -> Condition {
+        match self {
+            LegacyCondition::Text(t) => Condition {
+                operator: "contains".into(),
+                value: Value::from(t),
+            },
+            LegacyCondition::Full(c) => c,
+        }
+    }
 }
 
 /// `{operator: equal | contains, value}`.

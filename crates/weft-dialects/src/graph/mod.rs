@@ -421,7 +421,7 @@ impl Compiler<'_> {
     fn conditions(&mut self, data: IfData, dptr: &str) -> Option<Vec<Condition>> {
         let (conditions, key) = match (data.conditions, data.condition) {
             (Some(c), _) => (c, "conditions"),
-            (None, Some(c)) => (vec![c], "condition"),
+            (None, Some(c)) => (vec![c.normalized()], "condition"),
             (None, None) => {
                 self.diags.push(
                     Diagnostic::error(dptr, "an if node needs `conditions`")

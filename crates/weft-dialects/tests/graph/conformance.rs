@@ -218,6 +218,14 @@ async fn legacy_if_data_and_the_true_handle_still_work() {
     let g = run(&text).await;
     assert!(g.log_kinds().contains(&("step_start".into(), "yes".into())));
     assert!(!g.log_kinds().iter().any(|(_, n)| n == "no"));
+
+    // Older files wrote the legacy condition as its text alone: a `contains` check
+    // (issue 20).
+    let bare = text.replace(r#"{"operator":"contains","value":"yes"}"#, r#""yes""#);
+    assert_ne!(bare, text, "the legacy condition is in the file");
+    let g = run(&bare).await;
+    assert!(g.log_kinds().contains(&("step_start".into(), "yes".into())));
+    assert!(!g.log_kinds().iter().any(|(_, n)| n == "no"));
 }
 
 fn approval_graph() -> String {
