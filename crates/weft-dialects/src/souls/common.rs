@@ -461,9 +461,7 @@ impl Compiler<'_> {
     }
 
     /// Each declared input (`inputs: {name: {from}}`) with the expression of its value,
-    /// as runsight hands it to a block: a whole block result that is not text as its
-    /// JSON text (runsight keeps every result as text; a field of one is read from its
-    /// value).
+    /// as runsight hands it to a block.
     pub(super) fn declared_inputs(&mut self, common: &Common, ptr: &str) -> Vec<(String, String)> {
         let Some(inputs) = &common.inputs else {
             return Vec::new();
@@ -475,11 +473,6 @@ impl Compiler<'_> {
                 weft_core::validate::child_pointer(&format!("{ptr}/inputs"), name)
             );
             if let Some(value) = self.input_value(&r.from, &rptr) {
-                let value = if value.starts_with("state.results[") {
-                    format!("(none if {value} is none else text({value}))")
-                } else {
-                    value
-                };
                 out.push((name.clone(), value));
             }
         }
@@ -516,9 +509,14 @@ impl Compiler<'_> {
         }
     }
 
-    /// A block's result (`block`, or a dispatch's `block.exit`), or a field of it.
+    /// A block's result (`block`, or a dispatch's `block.exit`) as runsight keeps it
+    /// (text: a mapping or list as its JSON), or a field of it (read from its value).
     fn result_value(&mut self, reference: &str, ptr: &str) -> Option<String> {
-        let whole = |key: &str| format!("state.results[{}]", Value::from(key));
+        let raw = |key: &str| format!("state.results[{}]", Value::from(key));
+        let whole = |key: &str| {
+            let r = raw(key);
+            format!("(none if {r} is none else text({r}))")
+        };
         if self.dispatch_keys.iter().any(|k| k == reference) || self.is_block(reference) {
             return Some(whole(reference));
         }
@@ -533,7 +531,7 @@ impl Compiler<'_> {
             Some((key, "output" | "result")) => Some(whole(key)),
             Some((key, field)) => Some(format!(
                 "at_path(json_or_text({}), {})",
-                whole(key),
+                raw(key),
                 Value::from(field)
             )),
             None => {
