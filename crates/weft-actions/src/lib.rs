@@ -2,7 +2,8 @@
 //!
 //! Owns Weft's built-in `action` blocks, each a `Native` behind `weft-core`'s port:
 //! `file.read`, `file.write`, `file.append` (confined to one directory), `http.get`,
-//! `http.post`, `http.request` (any method), `json.parse` and `time.sleep`. Model calls are `llm` blocks, not actions.
+//! `http.post`, `http.request` (any method), `json.parse` and `time.sleep`. Model calls
+//! are `llm` blocks, not actions.
 //!
 //! Must not depend on the engine or any dialect.
 
