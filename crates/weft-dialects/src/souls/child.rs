@@ -6,7 +6,6 @@ use super::{Compiler, compile, project};
 use crate::dialect::CompileContext;
 use indexmap::IndexMap;
 use serde_json::{Value, json};
-use std::path::Path;
 use weft_core::Diagnostic;
 use weft_core::ir::{Block, BlockKind, Rescue, SubFlowSpec, TransformSpec, ValueTemplate};
 
@@ -285,7 +284,7 @@ impl Compiler<'_> {
             );
             return None;
         }
-        let dir = self.base_dir.unwrap_or(Path::new("."));
+        let dir = self.base();
         let mut candidates: Vec<std::path::PathBuf> = ["", "workflows/"]
             .iter()
             .flat_map(|sub| {

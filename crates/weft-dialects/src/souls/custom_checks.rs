@@ -9,7 +9,6 @@ use super::blocks::DEFAULT_IMPORTS;
 use super::{Compiler, project};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::path::Path;
 use weft_core::Diagnostic;
 use weft_core::ir::{Block, BlockKind, CodeLimits, CodeSpec, ValueTemplate};
 
@@ -120,13 +119,12 @@ impl Compiler<'_> {
         id: &str,
         ptr: &str,
     ) -> Option<(std::path::PathBuf, Manifest)> {
-        let base = self.base_dir.unwrap_or(Path::new("."));
-        let places = if super::is_file_id(id) {
-            project::places(base, "assertions", id)
+        let found = if super::is_file_id(id) {
+            self.project_file("assertions", id).1
         } else {
-            Vec::new()
+            None
         };
-        let Some((path, text)) = project::first_readable(&places) else {
+        let Some((path, text)) = found else {
             self.diags.push(
                 Diagnostic::error(
                     format!("{ptr}/type"),

@@ -213,9 +213,8 @@ impl Compiler<'_> {
             );
             return None;
         }
-        let base = self.base_dir.unwrap_or(Path::new("."));
-        let places = project::places(base, "tools", id);
-        let Some((path, text)) = project::first_readable(&places) else {
+        let (places, found) = self.project_file("tools", id);
+        let Some((path, text)) = found else {
             let looked: Vec<String> = places.iter().map(|p| p.display().to_string()).collect();
             let d = Diagnostic::error(
                 ptr,

@@ -506,7 +506,7 @@ impl Compiler<'_> {
                 return None;
             }
             None => {
-                let places = soul_files(self.base_dir.unwrap_or(Path::new(".")), id);
+                let places = soul_files(self.base(), id);
                 let Some((path, text)) = project::first_readable(&places) else {
                     let known: Vec<String> = self.inline_souls.keys().cloned().collect();
                     let looked: Vec<String> =

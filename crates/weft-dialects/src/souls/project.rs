@@ -4,6 +4,7 @@
 //! — and its workflows in `custom/workflows/`, so a workflow finds its project in its
 //! own directory or one of the three above it.
 
+use super::Compiler;
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 
@@ -35,4 +36,23 @@ pub(super) fn parse_file<T: DeserializeOwned>(path: &Path, text: &str) -> Result
         map.locate(crate::native::serde_diagnostic(&e))
             .render(&shown)
     })
+}
+
+impl Compiler<'_> {
+    /// The directory the workflow's own files are read from.
+    pub(super) fn base(&self) -> &Path {
+        self.base_dir.unwrap_or(Path::new("."))
+    }
+
+    /// Where the project's `kind` file for `id` may be (for an error that lists them),
+    /// and the first of those that reads, with its text.
+    pub(super) fn project_file(
+        &self,
+        kind: &str,
+        id: &str,
+    ) -> (Vec<PathBuf>, Option<(PathBuf, String)>) {
+        let places = places(self.base(), kind, id);
+        let found = first_readable(&places);
+        (places, found)
+    }
 }

@@ -6,7 +6,6 @@ use super::{Compiler, project};
 use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::Value;
-use std::path::Path;
 use weft_core::Diagnostic;
 use weft_core::ir::ModelDef;
 
@@ -48,10 +47,7 @@ impl Compiler<'_> {
         if self.models.contains_key(&id) || !super::is_file_id(provider) {
             return id;
         }
-        let base = self.base_dir.unwrap_or(Path::new("."));
-        let Some((path, text)) =
-            project::first_readable(&project::places(base, "providers", provider))
-        else {
+        let Some((path, text)) = self.project_file("providers", provider).1 else {
             return id;
         };
         let file: ProviderFile = match project::parse_file(&path, &text) {
