@@ -107,18 +107,7 @@ impl Compiler<'_> {
                 && !i.inputs.iter().any(|x| &x.name == name)
             {
                 let known: Vec<&str> = i.inputs.iter().map(|x| x.name.as_str()).collect();
-                let d = Diagnostic::error(
-                    &iptr,
-                    format!(
-                        "the child workflow `{}` has no input `{name}`",
-                        w.workflow_ref
-                    ),
-                );
-                self.diags.push(d.hint_closest(
-                    name,
-                    known.iter().copied(),
-                    format!("its interface's inputs: {}", known.join(", ")),
-                ));
+                self.not_in_interface(&w.workflow_ref, "input", name, &known, &iptr);
             }
             if !state_path(path) {
                 self.diags.push(
@@ -187,18 +176,7 @@ impl Compiler<'_> {
                     ),
                     None => {
                         let known: Vec<&str> = i.outputs.iter().map(|o| o.name.as_str()).collect();
-                        let d = Diagnostic::error(
-                            &optr,
-                            format!(
-                                "the child workflow `{}` has no output `{name}`",
-                                w.workflow_ref
-                            ),
-                        );
-                        self.diags.push(d.hint_closest(
-                            name,
-                            known.iter().copied(),
-                            format!("its interface's outputs: {}", known.join(", ")),
-                        ));
+                        self.not_in_interface(&w.workflow_ref, "output", name, &known, &optr);
                         continue;
                     }
                 },
@@ -206,6 +184,27 @@ impl Compiler<'_> {
             writes.insert(path.clone(), ValueTemplate(Value::from(value)));
         }
         writes
+    }
+
+    /// An error at `ptr`: the child `workflow_ref`'s interface has no `side` (input or
+    /// output) `name`; the hint lists the `known` ones.
+    fn not_in_interface(
+        &mut self,
+        workflow_ref: &str,
+        side: &str,
+        name: &str,
+        known: &[&str],
+        ptr: &str,
+    ) {
+        let d = Diagnostic::error(
+            ptr,
+            format!("the child workflow `{workflow_ref}` has no {side} `{name}`"),
+        );
+        self.diags.push(d.hint_closest(
+            name,
+            known.iter().copied(),
+            format!("its interface's {side}s: {}", known.join(", ")),
+        ));
     }
 
     /// Writes each `interface` input into the child's state at its `target`: the value

@@ -4,9 +4,9 @@
 //! sandbox beside the block's output, with the assertion's `config` as
 //! `context["config"]`, checked first against the manifest's `params` schema.
 
+use super::Compiler;
 use super::assertions::{AssertionDef, SideCheck};
 use super::blocks::DEFAULT_IMPORTS;
-use super::{Compiler, project};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use weft_core::Diagnostic;
@@ -136,22 +136,15 @@ impl Compiler<'_> {
             );
             return None;
         };
-        match project::parse_file::<Manifest>(&path, &text) {
-            Ok(m) if m.id == id => Some((path, m)),
-            Ok(m) => {
-                self.diags.push(Diagnostic::error(
-                    ptr,
-                    format!("{} says its id is `{}`", path.display(), m.id),
-                ));
-                None
-            }
-            Err(e) => {
-                self.diags.push(Diagnostic::error(
-                    ptr,
-                    format!("the assertion file for `custom:{id}` does not load:\n{e}"),
-                ));
-                None
-            }
+        let what = format!("the assertion file for `custom:{id}`");
+        let m: Manifest = self.read_project_file(&path, &text, &what, ptr)?;
+        if m.id != id {
+            self.diags.push(Diagnostic::error(
+                ptr,
+                format!("{} says its id is `{}`", path.display(), m.id),
+            ));
+            return None;
         }
+        Some((path, m))
     }
 }

@@ -7,7 +7,6 @@
 //! block's exits.
 
 use super::Compiler;
-use super::project;
 use crate::template_text::literal;
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -230,16 +229,8 @@ impl Compiler<'_> {
             ));
             return None;
         };
-        let def: CustomTool = match project::parse_file(&path, &text) {
-            Ok(d) => d,
-            Err(m) => {
-                self.diags.push(Diagnostic::error(
-                    ptr,
-                    format!("the tool file for `{id}` does not load:\n{m}"),
-                ));
-                return None;
-            }
-        };
+        let def: CustomTool =
+            self.read_project_file(&path, &text, &format!("the tool file for `{id}`"), ptr)?;
         let problem = if def.id != id {
             Some(format!("{} says its id is `{}`", path.display(), def.id))
         } else if def.kind_of_tool != "custom" {

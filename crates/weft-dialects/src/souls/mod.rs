@@ -525,16 +525,12 @@ impl Compiler<'_> {
                     ));
                     return None;
                 };
-                match project::parse_file::<Soul>(&path, &text) {
-                    Ok(s) => s,
-                    Err(m) => {
-                        self.diags.push(Diagnostic::error(
-                            ptr,
-                            format!("the soul file for `{id}` does not load:\n{m}"),
-                        ));
-                        return None;
-                    }
-                }
+                self.read_project_file::<Soul>(
+                    &path,
+                    &text,
+                    &format!("the soul file for `{id}`"),
+                    ptr,
+                )?
             }
         };
         self.resolve(soul, id, &at)

@@ -7,6 +7,7 @@
 use super::Compiler;
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
+use weft_core::Diagnostic;
 
 /// How many directories, the workflow's own first, may hold the project's `custom/`.
 const LEVELS: usize = 4;
@@ -29,7 +30,7 @@ pub(super) fn first_readable(places: &[PathBuf]) -> Option<(PathBuf, String)> {
 
 /// `text`, the file at `path`, read as a `T`; the error is located in that file
 /// (`path:line:col: message`), ready to quote in a diagnostic of the workflow.
-pub(super) fn parse_file<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, String> {
+fn parse_file<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, String> {
     let shown = path.display().to_string();
     let (value, map) = crate::source_map::parse(text).map_err(|d| d.render(&shown))?;
     serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
@@ -54,5 +55,27 @@ impl Compiler<'_> {
         let places = places(self.base(), kind, id);
         let found = first_readable(&places);
         (places, found)
+    }
+
+    /// `text`, the file at `path`, read as a `T`; one that does not load is an error at
+    /// `ptr` (the reference that named it), saying `what` it is and quoting the file's own
+    /// location.
+    pub(super) fn read_project_file<T: DeserializeOwned>(
+        &mut self,
+        path: &Path,
+        text: &str,
+        what: &str,
+        ptr: &str,
+    ) -> Option<T> {
+        match parse_file(path, text) {
+            Ok(v) => Some(v),
+            Err(m) => {
+                self.diags.push(Diagnostic::error(
+                    ptr,
+                    format!("{what} does not load:\n{m}"),
+                ));
+                None
+            }
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! `type`, `base_url` and `api_key: ${VARIABLE}`): a soul's `provider` that names one
 //! reaches that endpoint, as a model alias of the flow (`<provider>/<model_name>`).
 
-use super::{Compiler, project};
+use super::Compiler;
 use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::Value;
@@ -50,15 +50,9 @@ impl Compiler<'_> {
         let Some((path, text)) = self.project_file("providers", provider).1 else {
             return id;
         };
-        let file: ProviderFile = match project::parse_file(&path, &text) {
-            Ok(f) => f,
-            Err(m) => {
-                self.diags.push(Diagnostic::error(
-                    ptr,
-                    format!("the provider file for `{provider}` does not load:\n{m}"),
-                ));
-                return id;
-            }
+        let what = format!("the provider file for `{provider}`");
+        let Some(file) = self.read_project_file::<ProviderFile>(&path, &text, &what, ptr) else {
+            return id;
         };
         let Some(wire) = TYPES.iter().find(|(t, _)| *t == file.kind).map(|(_, w)| *w) else {
             let d = Diagnostic::error(
