@@ -268,7 +268,15 @@ async fn a_person_starts_watches_approves_and_retries_runs_in_a_browser() {
         .to_owned();
     page.wait_for_node("root/review", "state-waiting").await;
     assert!(page.node_class("root/draft").await.contains("state-done"));
-    let prompt = page.text("section.approval .prompt").await;
+    // The node turns waiting on the journal's approval event; the question follows when
+    // the run itself is marked paused, a redraw later.
+    let prompt = page
+        .wait_for(
+            "the approval's question",
+            "const p = document.querySelector('section.approval .prompt'); return p && p.innerText;",
+        )
+        .await;
+    let prompt = prompt.as_str().unwrap();
     assert!(prompt.contains("Publish these notes?"), "{prompt}");
     page.screenshot("run-waiting.png").await;
 
