@@ -21,6 +21,9 @@ pub(crate) const WORKER_SPIN: Duration = Duration::from_micros(200);
 /// way to exhaust the reader's memory.
 pub(crate) const MAX_LINE: usize = 256 << 20;
 
+/// Room made in the buffer before each read.
+const READ_CHUNK: usize = 16 * 1024;
+
 /// Puts `fd` in non-blocking mode.
 pub(crate) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: fcntl on a descriptor the caller owns, with integer arguments only.
@@ -76,19 +79,31 @@ impl LineBuffer {
         }
     }
 
-    /// Appends what a read found.
+    /// The buffer, with room for one more read at its end (for an async reader's
+    /// `read_buf`).
+    pub(crate) fn room(&mut self) -> &mut Vec<u8> {
+        self.buf.reserve(READ_CHUNK);
+        &mut self.buf
+    }
+
+    /// Appends bytes read elsewhere.
+    #[cfg(test)]
     pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }
 
-    /// One non-blocking read of `fd`.
+    /// One non-blocking read of `fd`, straight into the buffer's spare room (a zeroed
+    /// scratch buffer per read cost more than the read itself while polling).
     pub(crate) fn fill(&mut self, fd: RawFd) -> io::Result<Fill> {
-        let mut chunk = [0u8; 16 * 1024];
+        self.buf.reserve(READ_CHUNK);
         loop {
-            // SAFETY: `chunk` is a valid writable buffer of the length passed.
-            let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+            let spare = self.buf.spare_capacity_mut();
+            // SAFETY: `spare` is writable memory of the length passed; read(2) writes at
+            // most that many bytes and reports how many it wrote.
+            let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), spare.len()) };
             if n > 0 {
-                self.push(&chunk[..n as usize]);
+                // SAFETY: the first `n` spare bytes were just written by read(2).
+                unsafe { self.buf.set_len(self.buf.len() + n as usize) };
                 return Ok(Fill::Data);
             }
             if n == 0 {

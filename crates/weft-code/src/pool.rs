@@ -45,16 +45,13 @@ impl Worker {
         if let Some(line) = self.lines.spin_for_line(self.stdout.as_raw_fd(), spin)? {
             return Ok(line);
         }
-        let mut chunk = vec![0u8; 16 * 1024];
         loop {
             if let Some(line) = self.lines.take_line()? {
                 return Ok(Some(line));
             }
-            let n = self.stdout.read(&mut chunk).await?;
-            if n == 0 {
+            if self.stdout.read_buf(self.lines.room()).await? == 0 {
                 return Ok(None);
             }
-            self.lines.push(&chunk[..n]);
         }
     }
 }

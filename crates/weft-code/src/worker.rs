@@ -13,16 +13,33 @@ use std::os::fd::{AsRawFd, RawFd};
 /// afterwards) and re-read from the start each time.
 static STATM: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
 
+/// The address-space hard limit, read once before the worker confines itself (only the
+/// soft limit changes afterwards).
+static HARD_LIMIT: std::sync::OnceLock<libc::rlim_t> = std::sync::OnceLock::new();
+
+/// The first bytes of `/proc/self/statm` (one `pread`, no seek: this runs twice a request).
 fn read_statm() -> String {
-    use std::io::{Read, Seek};
-    let mut text = String::new();
-    if let Some(Some(f)) = STATM.get() {
-        let mut f: &std::fs::File = f;
-        if f.rewind().is_ok() {
-            let _ = f.read_to_string(&mut text);
-        }
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 128];
+    match STATM.get() {
+        Some(Some(f)) => match f.read_at(&mut buf, 0) {
+            Ok(n) => String::from_utf8_lossy(&buf[..n]).into_owned(),
+            Err(_) => String::new(),
+        },
+        _ => String::new(),
     }
-    text
+}
+
+fn hard_limit() -> libc::rlim_t {
+    let mut current = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `current` is a valid rlimit to write into.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut current) } != 0 {
+        return libc::RLIM_INFINITY;
+    }
+    current.rlim_max
 }
 
 /// Caps the address space at the current size plus `extra` bytes (soft limit only, so
@@ -36,23 +53,16 @@ fn limit_memory(extra: u64) {
         .unwrap_or(0);
     // SAFETY: sysconf has no preconditions.
     let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-    let mut current = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `current` is a valid rlimit to write into.
-    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut current) } != 0 {
-        return;
-    }
+    let hard = *HARD_LIMIT.get_or_init(hard_limit);
     let wanted = (pages * page).saturating_add(extra);
-    let soft = if current.rlim_max == libc::RLIM_INFINITY {
+    let soft = if hard == libc::RLIM_INFINITY {
         wanted
     } else {
-        wanted.min(current.rlim_max)
+        wanted.min(hard)
     };
     let new = libc::rlimit {
         rlim_cur: soft,
-        rlim_max: current.rlim_max,
+        rlim_max: hard,
     };
     // SAFETY: `new` is a valid rlimit; lowering or raising the soft limit up to the hard
     // limit is always permitted.
@@ -158,6 +168,7 @@ pub fn worker_main(kind: WorkerKind) -> i32 {
         }
     };
     STATM.get_or_init(|| std::fs::File::open("/proc/self/statm").ok());
+    HARD_LIMIT.get_or_init(hard_limit);
     let mut interpreters = Interpreters {
         python: Compiled::default(),
         #[cfg(feature = "prolog")]
