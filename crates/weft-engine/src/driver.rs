@@ -684,6 +684,7 @@ impl Engine {
             usage: Mutex::new(Usage::default()),
             initial: Arc::new(rec.input.clone()),
             journal_error: Mutex::new(None),
+            unsynced: Mutex::default(),
             scoped: (!rec.scopes.is_empty()).then(|| weft_core::ports::ScopedStore {
                 scopes: Arc::new(rec.scopes.clone()),
                 store: inner.store.clone(),
@@ -750,6 +751,7 @@ impl Engine {
         };
         let result = exec(cx, &flow.root).await;
         watcher.abort();
+        run.sync().await;
         let journal_error = run.journal_error.lock().expect("journal error lock").take();
 
         let mut state = state0;

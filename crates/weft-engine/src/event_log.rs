@@ -8,11 +8,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::time::Instant;
 use weft_core::event::{Event, SharedEvent};
 use weft_core::ports::{EventSink, Store};
 
 /// Events written to the store together at most.
 const BATCH: usize = 1024;
+/// How often events are written while they keep coming (a follower sees them this much
+/// later at most; a burst of them shares one commit).
+const WRITE_INTERVAL: Duration = Duration::from_millis(1);
 /// Events a live follower may fall behind by before it reads the store instead.
 const LIVE_BUFFER: usize = 4096;
 /// Feeds kept before those nobody follows any more are dropped.
@@ -128,7 +132,15 @@ async fn write_events(
 ) {
     let mut events = Vec::new();
     let mut flushes = Vec::new();
+    let mut last_write: Option<Instant> = None;
     while let Some(first) = rx.recv().await {
+        // Events that keep coming are written once per interval, not one commit (and
+        // two thread wake-ups) each; the first after a quiet spell goes at once.
+        if let Some(due) = last_write.map(|t| t + WRITE_INTERVAL)
+            && due > Instant::now()
+        {
+            tokio::time::sleep_until(due).await;
+        }
         let mut next = Some(first);
         while let Some(m) = next.take() {
             match m {
@@ -147,6 +159,7 @@ async fn write_events(
             }
         }
         events.clear();
+        last_write = Some(Instant::now());
         for f in flushes.drain(..) {
             let _ = f.send(());
         }

@@ -4,12 +4,13 @@ use crate::Inner;
 use crate::budget::Budgets;
 use crate::events::Emitter;
 use crate::prepared::Prepared;
-use std::collections::HashMap;
+use futures::FutureExt;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 use weft_core::ir::{Flow, Stall};
-use weft_core::ports::{EntryKind, JournalEntry, ParentBlock, Usage};
+use weft_core::ports::{Durable, EntryKind, JournalEntry, ParentBlock, Usage};
 use weft_core::{BlockError, ErrorKind, Patch, Value};
 use weft_expr::Scope;
 
@@ -60,6 +61,9 @@ pub(crate) struct RunCtx {
     pub(crate) usage: Mutex<Usage>,
     pub(crate) initial: Arc<Value>,
     pub(crate) journal_error: Mutex<Option<BlockError>>,
+    /// Entries queued without waiting for their commit (see [`RunCtx::record_queued`]),
+    /// oldest first, until they are known to be durable.
+    pub(crate) unsynced: Mutex<VecDeque<Durable>>,
     /// The run's scopes, when it has any.
     pub(crate) scoped: Option<weft_core::ports::ScopedStore>,
     /// How many times the run was retried after failing (part of idempotency keys).
@@ -91,9 +95,58 @@ impl RunCtx {
             value,
         };
         if let Err(e) = self.engine.store.append(&self.id, entry).await {
-            let mut slot = self.journal_error.lock().expect("journal error lock");
-            slot.get_or_insert_with(|| BlockError::from(e));
+            self.journal_failed(e);
         }
+    }
+
+    /// Appends to the journal without waiting for the commit: for steps that a crash
+    /// runs again from the same inputs, whose result nothing outside the run has seen.
+    /// [`RunCtx::sync`] makes them durable before anything reaches outside the run.
+    pub(crate) async fn record_queued(&self, key: &str, kind: EntryKind, value: Value) {
+        let entry = JournalEntry {
+            key: key.to_owned(),
+            kind,
+            value,
+        };
+        match self.engine.store.append_queued(&self.id, entry).await {
+            Ok(durable) => {
+                let mut unsynced = self.unsynced.lock().expect("unsynced lock");
+                // Forget the ones committed meanwhile, so a long run of code steps
+                // holds only what the store has not reached yet.
+                while let Some(front) = unsynced.front_mut() {
+                    match front.now_or_never() {
+                        Some(done) => {
+                            unsynced.pop_front();
+                            if let Err(e) = done {
+                                self.journal_failed(e);
+                            }
+                        }
+                        None => break,
+                    }
+                }
+                unsynced.push_back(durable);
+            }
+            Err(e) => self.journal_failed(e),
+        }
+    }
+
+    /// Waits until every entry this run queued is durable: before a step reaches outside
+    /// the run (a model, an action, a host function), so that what it was given survives
+    /// a crash, and before the run's record says where it stands.
+    pub(crate) async fn sync(&self) {
+        let pending = std::mem::take(&mut *self.unsynced.lock().expect("unsynced lock"));
+        for durable in pending {
+            if let Err(e) = durable.await {
+                self.journal_failed(e);
+            }
+        }
+    }
+
+    /// Remembers the first store failure; it fails the run at its end, because a step
+    /// whose result cannot be recorded must not be reported as durable.
+    fn journal_failed(&self, e: weft_core::ports::StoreError) {
+        let mut slot = self.journal_error.lock().expect("journal error lock");
+        slot.get_or_insert_with(|| BlockError::from(e));
     }
 }
 

@@ -1079,3 +1079,63 @@ root:
         )]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_results_are_durable_before_a_step_reaches_outside_the_run() {
+    // Code steps queue their journal entries without waiting for a commit each; a host
+    // function (which may act on the world) starts only once they are in the file. It
+    // looks from a second connection, as another process would after a crash.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let store =
+        Arc::new(weft_store::SqliteStore::open(&db, weft_store::Durability::Process).unwrap());
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let look = {
+        let (db, seen) = (db.clone(), seen.clone());
+        native(move |c| {
+            let (db, seen) = (db.clone(), seen.clone());
+            async move {
+                let other =
+                    weft_store::SqliteStore::open(&db, weft_store::Durability::Process).unwrap();
+                let keys: Vec<String> = weft_core::ports::Store::journal(&other, &c.run_id)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|e| e.key)
+                    .collect();
+                seen.lock().unwrap().extend(keys);
+                ok(json!(null))
+            }
+        })
+    };
+    let steps: String = (0..50)
+        .map(|i| format!("    - {{id: c{i}, code: {{language: lua, source: 'return {i}'}}}}\n"))
+        .collect();
+    let yaml = format!(
+        "weft: 1\nname: durable-code\nroot:\n  sequence:\n{steps}    - {{id: look, handler: {{name: look}}}}\n"
+    );
+    let events = Arc::new(weft_engine::CollectingSink::new());
+    let engine = weft_engine::Engine::builder(store.clone())
+        .models(Arc::new(weft_llm::Router::new()))
+        .code_runner(Arc::new(weft_code::Sandboxes::new(
+            weft_code::WorkerCommand {
+                program: "/nonexistent".into(),
+                args: vec![],
+            },
+            1,
+        )))
+        .handler("look", look)
+        .sink(events)
+        .build();
+    let r = engine
+        .start(flow(&yaml), None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
+    let seen = seen.lock().unwrap().clone();
+    let want: Vec<String> = (0..50).map(|i| format!("root/c{i}")).collect();
+    assert_eq!(
+        seen, want,
+        "the code steps' results, in order, before the handler ran"
+    );
+}

@@ -4,17 +4,20 @@
 //! append queued behind the first and commits them in one transaction (group commit),
 //! in order, then answers each: an append returns only once its entry is durable, and
 //! appends made at the same moment (parallel branches, other runs) share one commit.
+//! Queued entries (of sandboxed code steps, whose callers do not wait) that keep coming
+//! are committed once a millisecond rather than one by one.
 
 mod sources;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use weft_core::event::Event;
 use weft_core::ports::{
-    Claim, Claimed, Cursor, EntryKind, FlowSource, FlowVersion, JournalEntry, RunQuery, RunRecord,
-    RunStats, RunStatus, ScopedChange, Store, StoreError, Usage,
+    Claim, Claimed, Cursor, Durable, EntryKind, FlowSource, FlowVersion, JournalEntry, RunQuery,
+    RunRecord, RunStats, RunStatus, ScopedChange, Store, StoreError, Usage,
 };
 
 /// How hard a commit works to survive a crash.
@@ -44,6 +47,8 @@ struct Append {
     run_id: String,
     entry: JournalEntry,
     durable: Reply<()>,
+    /// The caller waits for the commit (`append`), rather than queueing the entry.
+    awaited: bool,
 }
 
 /// Events waiting for their commit: `(run_id, seq, body)` each.
@@ -59,6 +64,11 @@ enum Write {
 }
 
 impl Write {
+    /// Whether this is a journal entry whose caller did not wait for its commit.
+    fn queued(&self) -> bool {
+        matches!(self, Write::Entry(a) if !a.awaited)
+    }
+
     fn reply(self, result: Result<(), StoreError>) {
         let _ = match self {
             Write::Entry(a) => a.durable.send(result),
@@ -141,9 +151,17 @@ impl SqliteStore {
     }
 
     async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Request) -> Result<T, StoreError> {
+        self.queue(make).await?.await.map_err(|_| stopped())?
+    }
+
+    /// Sends a request to the writer thread; the receiver of its answer.
+    async fn queue<T>(
+        &self,
+        make: impl FnOnce(Reply<T>) -> Request,
+    ) -> Result<oneshot::Receiver<Result<T, StoreError>>, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.tx.send(make(reply)).await.map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
+        Ok(answer)
     }
 }
 
@@ -290,42 +308,97 @@ fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result
     }
 }
 
-fn writer(mut conn: Connection, mut rx: mpsc::Receiver<Request>) {
-    while let Some(first) = rx.blocking_recv() {
+fn writer(conn: Connection, rx: mpsc::Receiver<Request>) {
+    // A runtime of its own, for the one thing the thread waits on with a deadline: more
+    // writes to commit together (see `group_commit`).
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    {
+        Ok(rt) => rt.block_on(serve_requests(conn, rx)),
+        // Dropping `rx` answers every request with "the database thread has stopped".
+        Err(e) => eprintln!("weft: the database thread cannot start: {e}"),
+    }
+}
+
+async fn serve_requests(mut conn: Connection, mut rx: mpsc::Receiver<Request>) {
+    let mut commits = Commits::default();
+    while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         while let Some(req) = next.take() {
             match req {
-                Request::Write(w) => next = group_commit(&mut conn, &mut rx, *w),
+                Request::Write(w) => {
+                    next = group_commit(&mut conn, &mut rx, *w, &mut commits).await
+                }
                 other => serve(&conn, other),
             }
         }
     }
 }
 
+/// How often queued journal entries (see [`Store::append_queued`]) are committed while
+/// they keep coming: a run of sandboxed code steps shares commits instead of paying one
+/// (and a wake-up of this thread) per step.
+const QUEUED_COMMIT_INTERVAL: Duration = Duration::from_millis(1);
+
+/// What the writer remembers of its last commit.
+#[derive(Default)]
+struct Commits {
+    /// When the last commit of only queued entries was made.
+    last_queued: Option<Instant>,
+}
+
 /// Commits `first` with every write queued behind it in one transaction, answers each,
 /// and returns the request that ended the batch, if any.
-fn group_commit(
+///
+/// A batch of only queued entries that comes less than [`QUEUED_COMMIT_INTERVAL`] after
+/// the last such commit waits until the interval is over and takes what arrived
+/// meanwhile. Any other batch is committed at once.
+async fn group_commit(
     conn: &mut Connection,
     rx: &mut mpsc::Receiver<Request>,
     first: Write,
+    commits: &mut Commits,
 ) -> Option<Request> {
     let mut batch = vec![first];
     let mut next = None;
-    while batch.len() < MAX_BATCH {
-        match rx.try_recv() {
-            Ok(Request::Write(w)) => batch.push(*w),
-            Ok(other) => {
-                next = Some(other);
-                break;
-            }
-            Err(_) => break,
-        }
+    drain_writes(rx, &mut batch, &mut next);
+    let only_queued = |batch: &[Write]| batch.iter().all(Write::queued);
+    if next.is_none()
+        && only_queued(&batch)
+        && let Some(deadline) = commits
+            .last_queued
+            .map(|t| t + QUEUED_COMMIT_INTERVAL)
+            .filter(|d| *d > Instant::now())
+    {
+        tokio::time::sleep_until(deadline.into()).await;
+        drain_writes(rx, &mut batch, &mut next);
     }
+    commits.last_queued = only_queued(&batch).then(Instant::now);
     let committed = append_batch(conn, &batch);
     for w in batch {
         w.reply(committed.clone());
     }
     next
+}
+
+/// Moves the writes queued now into `batch`, up to [`MAX_BATCH`]; a request of another
+/// kind ends it and goes to `next`.
+fn drain_writes(
+    rx: &mut mpsc::Receiver<Request>,
+    batch: &mut Vec<Write>,
+    next: &mut Option<Request>,
+) {
+    while batch.len() < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(Request::Write(w)) => batch.push(*w),
+            Ok(other) => {
+                *next = Some(other);
+                return;
+            }
+            Err(_) => return,
+        }
+    }
 }
 
 fn append_batch(conn: &mut Connection, batch: &[Write]) -> Result<(), StoreError> {
@@ -819,9 +892,29 @@ impl Store for SqliteStore {
                 run_id: run_id.to_owned(),
                 entry,
                 durable,
+                awaited: true,
             })))
         })
         .await
+    }
+    async fn append_queued(
+        &self,
+        run_id: &str,
+        entry: JournalEntry,
+    ) -> Result<Durable, StoreError> {
+        let answer = self
+            .queue(|durable| {
+                Request::Write(Box::new(Write::Entry(Append {
+                    run_id: run_id.to_owned(),
+                    entry,
+                    durable,
+                    awaited: false,
+                })))
+            })
+            .await?;
+        Ok(Box::pin(
+            async move { answer.await.map_err(|_| stopped())? },
+        ))
     }
     async fn append_events(&self, events: &[Event]) -> Result<(), StoreError> {
         if events.is_empty() {
@@ -881,6 +974,49 @@ mod tests {
 
     fn run(id: &str) -> RunRecord {
         RunRecord::new(id.into(), "h".into(), "f".into(), json!({"a": 1}), 1)
+    }
+
+    fn entry(key: String) -> JournalEntry {
+        JournalEntry {
+            key,
+            kind: EntryKind::Result,
+            value: json!({"output": 1}),
+        }
+    }
+
+    #[tokio::test]
+    async fn queued_entries_share_commits_and_keep_their_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.db");
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        s.create_run(&run("r")).await.unwrap();
+        let mut durable = Vec::new();
+        for i in 0..500 {
+            durable.push(s.append_queued("r", entry(format!("q{i}"))).await.unwrap());
+        }
+        // An awaited append behind them returns once they are all committed too.
+        s.append("r", entry("last".into())).await.unwrap();
+        for d in durable {
+            d.await.unwrap();
+        }
+        let keys: Vec<String> = s
+            .journal("r")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.key)
+            .collect();
+        let mut want: Vec<String> = (0..500).map(|i| format!("q{i}")).collect();
+        want.push("last".into());
+        assert_eq!(keys, want);
+        // A read queued behind queued entries sees them, without waiting for an interval.
+        let d = s.append_queued("r", entry("seen".into())).await.unwrap();
+        assert_eq!(s.journal("r").await.unwrap().len(), 502);
+        d.await.unwrap();
+        // And they are in the file, for the next process.
+        drop(s);
+        let again = SqliteStore::open(&path, Durability::Process).unwrap();
+        assert_eq!(again.journal("r").await.unwrap().len(), 502);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

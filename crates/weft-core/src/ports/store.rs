@@ -8,6 +8,10 @@ use crate::value::Value;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+/// Resolves once a queued journal entry is durable (see [`Store::append_queued`]).
+pub type Durable =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send>>;
+
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -462,6 +466,19 @@ pub trait Store: Send + Sync {
     /// append order; a store may commit appends made concurrently (by parallel branches
     /// or other runs) together (group commit), but never reports one durable early.
     async fn append(&self, run_id: &str, entry: JournalEntry) -> Result<(), StoreError>;
+    /// Queues an entry behind every earlier append and returns once it is queued, with
+    /// a future that resolves when it is durable. It becomes durable in append order,
+    /// with the next commit, so a later [`Store::append`] that returns has made it
+    /// durable too. For steps that a crash may run again from the same inputs (sandboxed
+    /// code): they need not wait for a commit each. The default waits, as `append` does.
+    async fn append_queued(
+        &self,
+        run_id: &str,
+        entry: JournalEntry,
+    ) -> Result<Durable, StoreError> {
+        self.append(run_id, entry).await?;
+        Ok(Box::pin(std::future::ready(Ok(()))))
+    }
     /// Appends events to their runs' event logs and returns once they are durable (in
     /// the same group commits as journal entries). An event whose run already has one
     /// at its `seq` is ignored: the log is append-only.

@@ -9,14 +9,29 @@ use weft_core::ir::{ActionSpec, ApprovalSpec, CodeSpec, HandlerSpec, SourceLines
 use weft_core::ports::{CodeRequest, EntryKind, MessageSink, NativeCall, NativeOutput};
 use weft_core::{BlockError, ErrorKind, Patch, Value};
 
+/// What a journaled step's work can reach, which decides when its entry is committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// Outside the run (a model, an action, a host function): everything journaled
+    /// before is made durable first, so what the step was given survives a crash, and
+    /// its own result is durable before anything after it starts.
+    Outside,
+    /// Only its inputs (sandboxed code): a crash runs it again from the same inputs, so
+    /// its entry goes with the store's next commit instead of waiting for one of its own.
+    Inputs,
+}
+
 /// Answers from the journal when it holds this step's result; otherwise runs `work`,
 /// journals its result and returns it.
-pub(crate) async fn journaled<F>(cx: &Cx<'_>, work: F) -> Exec
+pub(crate) async fn journaled<F>(cx: &Cx<'_>, reach: Reach, work: F) -> Exec
 where
     F: Future<Output = Exec>,
 {
     if let Some(Recorded::Result(v)) = cx.run.recorded(&cx.key) {
         return decode(v).map_err(Stop::Failed);
+    }
+    if reach == Reach::Outside {
+        cx.run.sync().await;
     }
     let out = tokio::select! {
         r = work => r?,
@@ -24,9 +39,15 @@ where
             return Err(Stop::Failed(BlockError::new(ErrorKind::Cancelled, "the run was cancelled")));
         }
     };
-    cx.run
-        .record(&cx.key, EntryKind::Result, encode(&out))
-        .await;
+    let entry = encode(&out);
+    match reach {
+        Reach::Outside => cx.run.record(&cx.key, EntryKind::Result, entry).await,
+        Reach::Inputs => {
+            cx.run
+                .record_queued(&cx.key, EntryKind::Result, entry)
+                .await
+        }
+    }
     Ok(out)
 }
 

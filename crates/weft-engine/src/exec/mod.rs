@@ -9,6 +9,7 @@ mod stall;
 
 use crate::run::{Cx, Exec, Outcome, Recorded, Stop};
 use futures::future::BoxFuture;
+use leaf::Reach;
 use rand::Rng;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -352,10 +353,10 @@ async fn dispatch(cx: &Cx<'_>, block: &Block) -> Exec {
         BlockKind::Passthrough => Ok(Outcome::of(cx.input.clone())),
         BlockKind::Transform(t) => leaf::transform(cx, t),
         BlockKind::Approval(a) => leaf::approval(cx, a),
-        BlockKind::Llm(s) => leaf::journaled(ecx, llm::run(ecx, s)).await,
-        BlockKind::Code(s) => leaf::journaled(ecx, leaf::code(ecx, s)).await,
-        BlockKind::Handler(s) => leaf::journaled(ecx, leaf::handler(ecx, s)).await,
-        BlockKind::Action(s) => leaf::journaled(ecx, leaf::action(ecx, s)).await,
+        BlockKind::Llm(s) => leaf::journaled(ecx, Reach::Outside, llm::run(ecx, s)).await,
+        BlockKind::Code(s) => leaf::journaled(ecx, Reach::Inputs, leaf::code(ecx, s)).await,
+        BlockKind::Handler(s) => leaf::journaled(ecx, Reach::Outside, leaf::handler(ecx, s)).await,
+        BlockKind::Action(s) => leaf::journaled(ecx, Reach::Outside, leaf::action(ecx, s)).await,
         BlockKind::Sequence(steps) => composite::sequence(cx, steps).await,
         BlockKind::Parallel(p) => composite::parallel(cx, p).await,
         BlockKind::Map(m) => composite::map(cx, m).await,
