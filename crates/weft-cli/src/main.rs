@@ -28,6 +28,8 @@ pub mod exit {
     pub const INVALID: u8 = 2;
     /// The run is paused, waiting for an approval.
     pub const PAUSED: u8 = 3;
+    /// Weft itself failed (a bug): the code a panicking Rust program exits with.
+    pub const PANICKED: u8 = 101;
 }
 
 fn main() -> ExitCode {
@@ -67,7 +69,19 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(exit::INVALID);
     }
-    let code = runtime.block_on(commands::dispatch(args, &settings));
+    // The command runs on a runtime thread rather than on this one: a task woken by I/O
+    // (a sandbox worker's answer, a model's reply) then runs on the thread that saw the
+    // I/O, instead of that thread waking this one as well.
+    let settings = std::sync::Arc::new(settings);
+    let command = {
+        let settings = settings.clone();
+        async move { commands::dispatch(args, &settings).await }
+    };
+    let code = match runtime.block_on(runtime.spawn(command)) {
+        Ok(code) => code,
+        // A panic was printed by the panic hook; exit as a panicking program does.
+        Err(_) => exit::PANICKED,
+    };
     // The last handle of the trace export: sends what is queued (two seconds at most).
     drop(settings);
     ExitCode::from(code)
