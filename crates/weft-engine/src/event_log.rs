@@ -134,22 +134,18 @@ async fn write_events(
     let mut flushes = Vec::new();
     let mut last_write: Option<Instant> = None;
     while let Some(first) = rx.recv().await {
+        take(first, &mut events, &mut flushes);
+        take_queued(&mut rx, &mut events, &mut flushes);
         // Events that keep coming are written once per interval, not one commit (and
-        // two thread wake-ups) each; the first after a quiet spell goes at once.
-        if let Some(due) = last_write.map(|t| t + WRITE_INTERVAL)
+        // two thread wake-ups) each. The first after a quiet spell, a full batch, and
+        // one someone waits for (a flush) go at once.
+        if events.len() < BATCH
+            && flushes.is_empty()
+            && let Some(due) = last_write.map(|t| t + WRITE_INTERVAL)
             && due > Instant::now()
         {
             tokio::time::sleep_until(due).await;
-        }
-        let mut next = Some(first);
-        while let Some(m) = next.take() {
-            match m {
-                Message::Event(e) => events.push(e),
-                Message::Flush(f) => flushes.push(f),
-            }
-            if events.len() < BATCH {
-                next = rx.try_recv().ok();
-            }
+            take_queued(&mut rx, &mut events, &mut flushes);
         }
         // A store that cannot take events must not fail the run: the journal is the
         // record the run depends on; the log is what watchers see of it.
@@ -162,6 +158,28 @@ async fn write_events(
         last_write = Some(Instant::now());
         for f in flushes.drain(..) {
             let _ = f.send(());
+        }
+    }
+}
+
+fn take(m: Message, events: &mut Vec<Event>, flushes: &mut Vec<oneshot::Sender<()>>) {
+    match m {
+        Message::Event(e) => events.push(e),
+        Message::Flush(f) => flushes.push(f),
+    }
+}
+
+/// Moves what is queued into `events` and `flushes`, up to a full batch (a flush behind
+/// a full batch stays queued: it waits for the events before it).
+fn take_queued(
+    rx: &mut mpsc::UnboundedReceiver<Message>,
+    events: &mut Vec<Event>,
+    flushes: &mut Vec<oneshot::Sender<()>>,
+) {
+    while events.len() < BATCH {
+        match rx.try_recv() {
+            Ok(m) => take(m, events, flushes),
+            Err(_) => return,
         }
     }
 }
