@@ -16,6 +16,14 @@ const ENDED = new Set(["completed", "failed", "cancelled"]);
 const LIST_REFRESH_MS = 2000;
 // Events closer together than this are drawn in one go.
 const REDRAW_DELAY_MS = 120;
+// The status of the run's record that an event announces.
+const STATUS_OF = {
+  run_paused: "paused", run_completed: "completed", run_failed: "failed",
+  run_cancelled: "cancelled",
+};
+// How often, and how many times, a redraw is repeated until the record shows it.
+const RECHECK_MS = 150;
+const RECHECKS = 40;
 
 function localTimes(root) {
   for (const t of root.querySelectorAll("time[datetime]")) {
@@ -64,6 +72,8 @@ class RunView {
     this.timer = null;
     this.source = null;
     this.selected = new URL(location.href).searchParams.get("step");
+    this.expected = null; // the status an event announced, until a redraw shows it
+    this.recheck = 0;
     if (!ENDED.has(root.dataset.status)) this.follow();
   }
 
@@ -94,6 +104,13 @@ class RunView {
     if (ev.lastEventId) this.after = ev.lastEventId;
     if (type === "step_completed" || type === "step_failed") this.streams.delete(data.path);
     if (FINAL.has(type)) this.stop();
+    // The run's record says it paused or ended a moment after the event is out (its
+    // events are durable first): until a redraw shows that status, draw again.
+    const status = STATUS_OF[type];
+    if (status) {
+      this.expected = status;
+      this.recheck = RECHECKS;
+    }
     this.redrawSoon();
   }
 
@@ -129,6 +146,11 @@ class RunView {
     this.fillStreams();
     const status = this.root.querySelector(".run-head .badge")?.textContent;
     if (status) this.root.dataset.status = status;
+    if (this.expected && status !== this.expected && this.recheck-- > 0) {
+      setTimeout(() => this.redraw(), RECHECK_MS);
+    } else {
+      this.expected = null;
+    }
     if (dialogOpen) document.getElementById("retry-dialog")?.showModal();
     document.title = `${this.root.querySelector("h1")?.firstChild?.textContent?.trim() || "Run"} · ${status} · Weft`;
   }
