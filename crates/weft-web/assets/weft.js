@@ -74,6 +74,7 @@ class RunView {
     this.selected = new URL(location.href).searchParams.get("step");
     this.expected = null; // the status an event announced, until a redraw shows it
     this.recheck = 0;
+    this.requests = 0; // redraws asked for so far
     if (!ENDED.has(root.dataset.status)) this.follow();
   }
 
@@ -129,9 +130,13 @@ class RunView {
     const url = new URL(`/runs/${encodeURIComponent(this.id)}`, location.href);
     url.searchParams.set("part", "live");
     if (this.selected) url.searchParams.set("step", this.selected);
+    // Answers can arrive out of order: only the latest request's may draw, or an
+    // older one (a run still running) would replace a newer one (the run paused).
+    const request = ++this.requests;
     const res = await fetch(url, { headers: { Accept: "text/html" } });
-    if (!res.ok) return;
+    if (!res.ok || request !== this.requests) return;
     const html = await res.text();
+    if (request !== this.requests) return;
     const typing = this.root.contains(document.activeElement) &&
       document.activeElement.matches("textarea, input");
     if (typing) {
