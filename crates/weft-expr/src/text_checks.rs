@@ -48,12 +48,23 @@ fn levenshtein(a: &str, b: &str) -> usize {
     strsim::levenshtein(a, b)
 }
 
-fn ngrams(tokens: &[String], n: usize) -> std::collections::HashMap<&[String], usize> {
+type Counts<'a> = std::collections::HashMap<&'a [String], usize>;
+
+fn ngrams(tokens: &[String], n: usize) -> Counts<'_> {
     let mut counts = std::collections::HashMap::new();
     for gram in tokens.windows(n) {
         *counts.entry(gram).or_insert(0) += 1;
     }
     counts
+}
+
+/// How many of the candidate's n-grams the reference has, each counted at most as often
+/// as the reference holds it (BLEU's clipped count, ROUGE's overlap).
+fn clipped_matches(candidate: &Counts<'_>, reference: &Counts<'_>) -> usize {
+    candidate
+        .iter()
+        .map(|(g, k)| (*k).min(reference.get(g).copied().unwrap_or(0)))
+        .sum()
 }
 
 /// `bleu(candidate, reference)`: sentence BLEU-4 on lower-cased whitespace tokens, with
@@ -79,10 +90,7 @@ fn bleu(candidate: &str, reference: &str) -> f64 {
     for n in 1..=4 {
         let (c, r) = (ngrams(&cand, n), ngrams(&refr, n));
         let total: usize = c.values().sum();
-        let clipped: usize = c
-            .iter()
-            .map(|(g, k)| (*k).min(r.get(g).copied().unwrap_or(0)))
-            .sum();
+        let clipped = clipped_matches(&c, &r);
         let precision = if n == 1 {
             if clipped == 0 {
                 return 0.0;
@@ -110,11 +118,7 @@ fn rouge1(candidate: &str, reference: &str) -> f64 {
     if cand.is_empty() || refr.is_empty() {
         return 0.0;
     }
-    let (c, r) = (ngrams(&cand, 1), ngrams(&refr, 1));
-    let overlap: usize = c
-        .iter()
-        .map(|(g, k)| (*k).min(r.get(g).copied().unwrap_or(0)))
-        .sum();
+    let overlap = clipped_matches(&ngrams(&cand, 1), &ngrams(&refr, 1));
     if overlap == 0 {
         return 0.0;
     }
