@@ -322,13 +322,14 @@ fn writer(conn: Connection, rx: mpsc::Receiver<Request>) {
 }
 
 async fn serve_requests(mut conn: Connection, mut rx: mpsc::Receiver<Request>) {
-    let mut commits = Commits::default();
+    // When the last commit of only queued entries was made.
+    let mut last_queued: Option<Instant> = None;
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         while let Some(req) = next.take() {
             match req {
                 Request::Write(w) => {
-                    next = group_commit(&mut conn, &mut rx, *w, &mut commits).await
+                    next = group_commit(&mut conn, &mut rx, *w, &mut last_queued).await
                 }
                 other => serve(&conn, other),
             }
@@ -341,13 +342,6 @@ async fn serve_requests(mut conn: Connection, mut rx: mpsc::Receiver<Request>) {
 /// (and a wake-up of this thread) per step.
 const QUEUED_COMMIT_INTERVAL: Duration = Duration::from_millis(1);
 
-/// What the writer remembers of its last commit.
-#[derive(Default)]
-struct Commits {
-    /// When the last commit of only queued entries was made.
-    last_queued: Option<Instant>,
-}
-
 /// Commits `first` with every write queued behind it in one transaction, answers each,
 /// and returns the request that ended the batch, if any.
 ///
@@ -358,7 +352,7 @@ async fn group_commit(
     conn: &mut Connection,
     rx: &mut mpsc::Receiver<Request>,
     first: Write,
-    commits: &mut Commits,
+    last_queued: &mut Option<Instant>,
 ) -> Option<Request> {
     let mut batch = vec![first];
     let mut next = None;
@@ -366,15 +360,14 @@ async fn group_commit(
     let only_queued = |batch: &[Write]| batch.iter().all(Write::queued);
     if next.is_none()
         && only_queued(&batch)
-        && let Some(deadline) = commits
-            .last_queued
+        && let Some(deadline) = last_queued
             .map(|t| t + QUEUED_COMMIT_INTERVAL)
             .filter(|d| *d > Instant::now())
     {
         tokio::time::sleep_until(deadline.into()).await;
         drain_writes(rx, &mut batch, &mut next);
     }
-    commits.last_queued = only_queued(&batch).then(Instant::now);
+    *last_queued = only_queued(&batch).then(Instant::now);
     let committed = append_batch(conn, &batch);
     for w in batch {
         w.reply(committed.clone());
