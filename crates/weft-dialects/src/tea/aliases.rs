@@ -18,8 +18,7 @@ pub(super) fn normalize(mut doc: Value) -> Value {
     let defaults = llm_defaults(&doc);
     if let Some(nodes) = doc.get_mut("nodes").and_then(Value::as_array_mut) {
         for n in nodes.iter_mut() {
-            node(n);
-            with_llm_defaults(n, &defaults);
+            node(n, &defaults);
         }
     }
     if let Some(edges) = doc.get_mut("edges").and_then(Value::as_array_mut) {
@@ -35,7 +34,9 @@ pub(super) fn normalize(mut doc: Value) -> Value {
     doc
 }
 
-fn node(n: &mut Value) {
+/// Rewrites node `n` and the steps and body inside it, and gives each model action
+/// the `defaults` it lacks.
+fn node(n: &mut Value, defaults: &[(String, Value)]) {
     let Some(obj) = n.as_object_mut() else {
         return;
     };
@@ -51,9 +52,12 @@ fn node(n: &mut Value) {
     {
         obj.insert("goto".into(), rules(next));
     }
+    with_llm_defaults(obj, defaults);
     for key in ["steps", "body"] {
         if let Some(children) = obj.get_mut(key).and_then(Value::as_array_mut) {
-            children.iter_mut().for_each(node);
+            for c in children.iter_mut() {
+                node(c, defaults);
+            }
         }
     }
 }
@@ -72,14 +76,8 @@ fn llm_defaults(doc: &Value) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// Gives a model action node (and the steps and body inside it) the defaults it lacks.
-fn with_llm_defaults(n: &mut Value, defaults: &[(String, Value)]) {
-    if defaults.is_empty() {
-        return;
-    }
-    let Some(obj) = n.as_object_mut() else {
-        return;
-    };
+/// Gives a model action node the defaults it lacks.
+fn with_llm_defaults(obj: &mut serde_json::Map<String, Value>, defaults: &[(String, Value)]) {
     let is_model_call = obj
         .get("uses")
         .and_then(Value::as_str)
@@ -89,13 +87,6 @@ fn with_llm_defaults(n: &mut Value, defaults: &[(String, Value)]) {
         for (k, v) in defaults {
             if !shell && !with.contains_key(k) {
                 with.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    for key in ["steps", "body"] {
-        if let Some(children) = obj.get_mut(key).and_then(Value::as_array_mut) {
-            for c in children.iter_mut() {
-                with_llm_defaults(c, defaults);
             }
         }
     }
