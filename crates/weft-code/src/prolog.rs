@@ -137,7 +137,8 @@ fn written(t: &Term) -> String {
 
 /// The predicates that run a program's terms in order (asserting facts, calling goals)
 /// and forget the asserted facts after the query, so the next block starts clean.
-fn program_helpers() -> String {
+/// Written once per worker: every Prolog block loads them.
+static PROGRAM_HELPERS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     let functors: Vec<String> = prolog_program::GOAL_FUNCTORS
         .iter()
         .map(|f| quote_atom(f))
@@ -152,7 +153,7 @@ fn program_helpers() -> String {
          {SWI_COMPAT}",
         functors.join(", ")
     )
-}
+});
 
 /// SWI-Prolog builtins that The Edge Agent's programs use and scryer lacks, defined in
 /// scryer's terms (a string is a list of characters there).
@@ -209,7 +210,7 @@ impl Prolog {
             }
         }
         program.push_str("return(K, V) :- assertz('$weft_return'(K, V)).\n");
-        program.push_str(&program_helpers());
+        program.push_str(&PROGRAM_HELPERS);
         let parsed = prolog_program::program(&req.source);
         if parsed.definitions.is_empty() && parsed.terms.len() <= 1 {
             // One goal: run as written.
