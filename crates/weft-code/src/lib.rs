@@ -130,9 +130,11 @@ impl CodeRunner for Sandboxes {
     fn check(&self, language: &str, source: &str) -> Result<(), BlockError> {
         match language {
             "lua" => self.lua.check(source).map_err(BlockError::from),
-            // Python is parsed in a worker process when it first runs there: parsing
-            // hostile source in Weft's own process is exactly what the workers avoid.
+            // Python and Prolog are parsed in a worker process when they first run
+            // there: parsing hostile source in Weft's own process is exactly what the
+            // workers avoid.
             "python" => Ok(()),
+            "prolog" if cfg!(feature = "prolog") => Ok(()),
             other => Err(BlockError::new(
                 ErrorKind::Config,
                 format!("no sandbox runs `{other}`"),
