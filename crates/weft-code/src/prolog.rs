@@ -41,10 +41,6 @@ fn quote_atom(s: &str) -> String {
     quoted(s, '\'')
 }
 
-fn quote_string(s: &str) -> String {
-    quoted(s, '"')
-}
-
 /// Writes a JSON value as a Prolog term: objects become lists of `Key-Value` pairs.
 fn term_text(v: &Value) -> String {
     match v {
@@ -55,7 +51,9 @@ fn term_text(v: &Value) -> String {
             (None, Some(f)) if f.is_finite() => format!("{f:?}"),
             _ => "nan".into(),
         },
-        Value::String(s) => quote_string(s),
+        // The Edge Agent passes strings as atoms, so `Class = critical_incident` and
+        // `atom_length/2` work on them as its programs expect.
+        Value::String(s) => quote_atom(s),
         Value::Array(a) => format!(
             "[{}]",
             a.iter().map(term_text).collect::<Vec<_>>().join(", ")
@@ -155,13 +153,9 @@ static PROGRAM_HELPERS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|
     )
 });
 
-/// SWI-Prolog builtins that The Edge Agent's programs use and scryer lacks, defined in
-/// scryer's terms (a string is a list of characters there).
-const SWI_COMPAT: &str = "\
-atom_string(A, S) :- ( atom(A) -> atom_chars(A, S) ; number(A) -> number_chars(A, S) ; atom(S) -> A = S ; atom_chars(A, S) ).\n\
-msort(L, S) :- weft_keyed(L, P), keysort(P, K), weft_keyed(S, K).\n\
-weft_keyed([], []).\n\
-weft_keyed([X|Xs], [X-x|Ps]) :- weft_keyed(Xs, Ps).\n";
+/// SWI-Prolog builtins and declarations that The Edge Agent's programs use and scryer
+/// lacks, and TEA's own `tea_load_code/1`.
+const SWI_COMPAT: &str = include_str!("prolog_compat.pl");
 
 /// The interesting part of an error term: `error(Formal, Context)` -> `Formal`.
 fn describe(t: &Term) -> String {
@@ -243,7 +237,7 @@ impl Prolog {
             self.broken = true;
             return Err(Failure::new(
                 FailureKind::Code,
-                "the Prolog code does not load (check its syntax: one goal, ending in a full stop)",
+                "the Prolog code does not load (check its syntax: clauses and goals, each ending in a full stop; SWI-Prolog's dicts `_{...}` are not read)",
             ));
         }
         let steps = req.limits.time_ms.saturating_mul(INFERENCES_PER_MS);

@@ -724,6 +724,23 @@ async fn prolog_the_tea_contract() {
     );
 }
 
+#[test]
+fn every_language_the_sandboxes_run_passes_their_static_check() {
+    // `weft validate` asks `check` about each code block: a language the sandboxes run
+    // must not be reported as one nobody runs (it was, for Prolog: issue 20).
+    let s = sandboxes();
+    let sample = |language: &str| match language {
+        "lua" => "return 1",
+        "prolog" => "X = 1.",
+        _ => "1",
+    };
+    for language in s.languages() {
+        assert_eq!(s.check(&language, sample(&language)), Ok(()), "{language}");
+    }
+    let err = s.check("cobol", "DISPLAY 1").unwrap_err();
+    assert!(err.message.contains("no sandbox runs `cobol`"), "{err:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prolog_program_runs_as_tea_reads_it() {
     // The Edge Agent reads a Prolog node term by term: directives run, rules and facts
@@ -788,6 +805,43 @@ async fn a_prolog_program_runs_as_tea_reads_it() {
     .await
     .unwrap_err();
     assert!(e.message.contains("goal failed"), "{}", e.message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prolog_reads_state_strings_as_atoms_and_loads_program_text_as_tea_does() {
+    // Issue 20: TEA passes strings as atoms (so `Class = critical_incident` matches),
+    // declares with SWI's prefix `dynamic`, and loads a model's facts and rules from the
+    // state with `tea_load_code/1`; those are forgotten after the block like its own.
+    let s = sandboxes();
+    let program = r#":- dynamic mother/2, flagged/1.
+older(X) :- mother(X, _), X \= c.
+state(class, Class),
+( Class = critical_incident -> return(page, true) ; return(page, false) ),
+state(facts, Facts),
+tea_load_code(Facts),
+findall(X, older(X), Older),
+downcase_atom('MiXeD', Lower),
+atom_length(Class, N),
+return(older, Older), return(lower, Lower), return(length, N)."#;
+    let facts = "mother(a, b).\nmother(c, d). % the end. of a comment\nmother('x. y', e).\n";
+    let state = json!({"state": {"class": "critical_incident", "facts": facts}});
+    let v = run(&s, "prolog", program, None, state.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        v,
+        json!({"page": true, "older": ["a", "x. y"], "lower": "mixed", "length": 17})
+    );
+    let forgotten = run(
+        &s,
+        "prolog",
+        "findall(X, mother(X, _), L), return(mothers, L).",
+        None,
+        json!({"state": {}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(forgotten, json!({"mothers": []}));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
