@@ -1,10 +1,11 @@
 //! `uses:` actions: model actions go to [`super::llm`]; the others are Weft's built-in
-//! actions by name.
+//! actions by name, and TEA's actions Weft does not have load as nodes that fail when
+//! they run ([`super::foreign`]).
 
 use super::Compiler;
 use serde_json::Value;
 use weft_core::Diagnostic;
-use weft_core::ir::{ActionSpec, Block, BlockKind, ValueTemplate};
+use weft_core::ir::{ActionSpec, Block, BlockKind, TransformSpec, ValueTemplate};
 
 use super::llm::MODEL;
 /// Actions Weft runs itself, by their names in tea files.
@@ -22,11 +23,34 @@ impl Compiler<'_> {
         if MODEL.contains(&uses) {
             return self.llm_call(uses, with, ptr, node);
         }
+        if uses == "return" {
+            // TEA's browser runtime: the node's result is `value`, else its whole `with`.
+            let value = with
+                .and_then(|w| w.get("value"))
+                .or(with)
+                .cloned()
+                .unwrap_or(Value::Null);
+            return Some(Block::new(BlockKind::Transform(TransformSpec {
+                output: ValueTemplate(value),
+                exit: None,
+            })));
+        }
         if BUILTIN.contains(&uses) {
             return Some(Block::new(BlockKind::Action(ActionSpec {
                 uses: uses.to_owned(),
                 params: with.cloned().map(ValueTemplate),
             })));
+        }
+        if let Some(need) = super::foreign::needs(uses) {
+            let message = super::foreign::message(uses, need);
+            self.diags.push(
+                Diagnostic::warning(
+                    format!("{ptr}/uses"),
+                    format!("{message}: a run that reaches node `{node}` fails there"),
+                )
+                .hint("docs/dialects/tea.md lists TEA's actions and what Weft offers instead"),
+            );
+            return Some(refusal(message));
         }
         let known = || BUILTIN.iter().chain(MODEL).copied();
         let d = Diagnostic::error(format!("{ptr}/uses"), format!("unknown action `{uses}`"))
@@ -41,4 +65,16 @@ impl Compiler<'_> {
         self.diags.push(d);
         None
     }
+}
+
+/// A block that fails when it runs, with `message`: a node the file may hold, whose
+/// feature Weft does not have, so the rest of the flow still loads and runs.
+pub(super) fn refusal(message: String) -> Block {
+    let mut refuse = Block::new(BlockKind::Passthrough);
+    refuse.policy.assert.push(weft_core::ir::Assertion {
+        warn: false,
+        that: weft_core::ir::Expr("false".into()),
+        message: Some(message),
+    });
+    refuse
 }

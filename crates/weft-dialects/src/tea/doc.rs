@@ -40,6 +40,17 @@ pub(super) struct TeaDoc {
     pub validation_constraints: Option<Value>,
     #[serde(default)]
     pub semantic_probes: Option<Value>,
+    #[serde(default)]
+    pub validation_logging: Option<Value>,
+    /// Nodes the run stops before / after for a person, as in `config` (TEA reads
+    /// them there; its own files also write them at the top).
+    #[serde(default)]
+    pub interrupt_before: Option<Value>,
+    #[serde(default)]
+    pub interrupt_after: Option<Value>,
+    /// Constants for templates (`data.NAME`), like `variables`.
+    #[serde(default)]
+    pub data: Option<Value>,
 }
 
 /// A node, a step of `steps`, or a node of a `while_loop` body.
@@ -74,6 +85,12 @@ pub(super) struct Node {
     pub action: Option<ActionDoc>,
     pub subgraph: Option<String>,
     pub input: Option<Value>,
+    /// `before` or `after`: the run stops there for a person (an approval in Weft).
+    pub interrupt: Option<Value>,
+    pub interrupt_before: Option<bool>,
+    pub interrupt_after: Option<bool>,
+    /// TEA's pipes between nodes' stdin and stdout, which Weft's code does not have.
+    pub streams: Option<Value>,
 }
 
 /// The action of a `dynamic_parallel` node in action mode.
@@ -97,6 +114,9 @@ pub(super) struct EdgeDoc {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub fan_in: Option<String>,
+    /// How TEA runs a parallel branch (`thread`, `process`, `remote`); Weft runs every
+    /// branch in its own sandboxes, so it is read and not used.
+    pub parallel_strategy: Option<String>,
 }
 
 /// `condition: {type: expression, value: EXPR}` on a legacy edge.

@@ -1,4 +1,4 @@
-//! The model actions `llm.call`, `llm.stream` and `llm.tools`. They become `llm` blocks
+//! The model actions `llm.call`, `llm.chat`, `llm.stream` and `llm.tools`. They become `llm` blocks
 //! (so they stream, retry, count usage and journal like any model call); each tool of
 //! `llm.tools` becomes a sub-flow that runs one built-in action.
 
@@ -12,13 +12,16 @@ use weft_core::ir::{
 };
 
 /// Actions that call a model.
-pub(super) const MODEL: &[&str] = &["llm.call", "llm.stream", "llm.tools"];
+/// `llm.chat` is TEA's chat completion on whichever backend its settings choose; Weft
+/// routes it by model id like `llm.call`.
+pub(super) const MODEL: &[&str] = &["llm.call", "llm.chat", "llm.stream", "llm.tools"];
 
 /// Options every model action reads from `with:`.
 const LLM_OPTIONS: &[&str] = &[
     "model",
     "messages",
     "prompt",
+    "system",
     "temperature",
     "max_tokens",
     "provider",
@@ -26,6 +29,19 @@ const LLM_OPTIONS: &[&str] = &[
     "response_format",
     "timeout",
     "shell_provider",
+];
+/// Options TEA's backends read that Weft's model calls do not, with why: each is read
+/// and warned of, so a file written for TEA loads.
+const TEA_ONLY_OPTIONS: &[(&str, &str)] = &[
+    (
+        "backend",
+        "TEA picks a model runtime by it; Weft routes by the model id (`local/...` runs offline)",
+    ),
+    ("stop", "Weft's model calls take no stop sequences"),
+    (
+        "extra_body",
+        "Weft sends no provider-specific request fields",
+    ),
 ];
 /// The options only `llm.tools` adds.
 const TOOL_OPTIONS: &[&str] = &["tools", "tool_choice", "max_tool_rounds"];
@@ -55,15 +71,9 @@ impl Compiler<'_> {
         };
         if let Some(shell) = with.get("shell_provider") {
             // Accepted so the file loads; a run that reaches the node says why it stops.
-            let mut refuse = Block::new(BlockKind::Passthrough);
-            refuse.policy.assert.push(weft_core::ir::Assertion {
-                warn: false,
-                that: weft_core::ir::Expr("false".into()),
-                message: Some(format!(
-                    "{uses} with shell_provider {shell} runs a model CLI as a shell command (TEA's shell providers); Weft does not run shell commands: name a `model` (and `provider`) instead"
-                )),
-            });
-            return Some(refuse);
+            return Some(super::actions::refusal(format!(
+                "{uses} with shell_provider {shell} runs a model CLI as a shell command (TEA's shell providers); Weft does not run shell commands: name a `model` (and `provider`) instead"
+            )));
         }
         let offers_tools = uses == "llm.tools";
         let options: Vec<&str> = if offers_tools {
@@ -72,7 +82,12 @@ impl Compiler<'_> {
             LLM_OPTIONS.to_vec()
         };
         for key in with.keys() {
-            if !options.contains(&key.as_str()) {
+            if let Some((_, why)) = TEA_ONLY_OPTIONS.iter().find(|(k, _)| k == key) {
+                self.diags.push(Diagnostic::warning(
+                    weft_core::validate::child_pointer(&wptr, key),
+                    format!("`{key}` is read, not used: {why}"),
+                ));
+            } else if !options.contains(&key.as_str()) {
                 let hint = if TOOL_OPTIONS.contains(&key.as_str()) {
                     format!("`{key}` is an option of `uses: llm.tools`")
                 } else {
@@ -160,6 +175,14 @@ impl Compiler<'_> {
                     ),
                 }
             }
+        }
+        match with.get("system") {
+            Some(Value::String(p)) => spec.system = Some(Template(p.clone())),
+            Some(_) => self.diags.push(Diagnostic::error(
+                format!("{wptr}/system"),
+                "system is a string (a template)",
+            )),
+            None => {}
         }
         match with.get("prompt") {
             Some(Value::String(p)) => spec.prompt = Some(Template(p.clone())),

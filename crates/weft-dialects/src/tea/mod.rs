@@ -10,6 +10,8 @@ mod aliases;
 mod code;
 mod doc;
 mod events;
+mod foreign;
+mod interrupts;
 mod llm;
 mod navigation;
 mod runtime;
@@ -134,8 +136,8 @@ impl Compiler<'_> {
         let mut start = match self.initial_state(tea.initial_state.as_ref()) {
             Some(initial) => Block::new(BlockKind::Transform(TransformSpec {
                 output: ValueTemplate(Value::from(format!(
-                    "{{{{ merge(fromjson({}), input if input is mapping else {{}}) }}}}",
-                    Value::from(initial.to_string())
+                    "{{{{ merge({}, input if input is mapping else {{}}) }}}}",
+                    constant_expression(&initial)
                 ))),
                 exit: None,
             })),
@@ -153,6 +155,15 @@ impl Compiler<'_> {
         root.data
             .bind
             .insert("variables".into(), ValueTemplate(Value::from("{{ vars }}")));
+        if let Some(data) = &tea.data {
+            root.data.bind.insert(
+                "data".into(),
+                ValueTemplate(Value::from(format!(
+                    "{{{{ {} }}}}",
+                    constant_expression(data)
+                ))),
+            );
+        }
         let mut flow = Flow::new(tea.name.clone().unwrap_or_else(|| "tea".into()), root);
         flow.description = tea.description.clone();
         flow.vars = tea.variables.clone();
@@ -183,7 +194,16 @@ impl Compiler<'_> {
         ];
         for (key, ty) in schema {
             let ptr = weft_core::validate::child_pointer("/state_schema", key);
-            let name = ty.as_str().map(|t| t.split('[').next().unwrap_or(t).trim());
+            // A type is a name (`list`, `dict[str, int]`) or, as some files write it, a
+            // JSON-Schema-like object (`{type: array, description: ...}`).
+            let written = match ty {
+                Value::Object(o) if !o.contains_key("type") && o.contains_key("properties") => {
+                    Some("object")
+                }
+                Value::Object(o) => o.get("type").and_then(Value::as_str),
+                other => other.as_str(),
+            };
+            let name = written.map(|t| t.split('[').next().unwrap_or(t).trim());
             if !name.is_some_and(|t| TYPES.contains(&t.to_lowercase().as_str())) {
                 let d = Diagnostic::error(&ptr, format!("`{key}` has an unknown type {ty}"));
                 self.diags.push(d.hint_closest(
@@ -225,6 +245,16 @@ impl Compiler<'_> {
             return None;
         }
         self.check_misplaced(n, ptr);
+        if n.streams.is_some() {
+            let message = format!(
+                "node `{name}` has `streams:`, TEA's pipes between nodes' stdin and stdout; Weft's sandboxed code has no stdin or stdout, so it does not run stream nodes"
+            );
+            self.diags.push(
+                Diagnostic::warning(format!("{ptr}/streams"), format!("{message}: a run that reaches it fails there"))
+                    .hint("pass the data through the state instead: return it from one node and read it in the next"),
+            );
+            return Some(actions::refusal(message));
+        }
         let mut block = match (methods.first().copied(), n.kind.as_deref()) {
             (None, _) => Block::new(BlockKind::Passthrough),
             (Some("run" | "script"), _) => self.run_block(n, ptr, name, fan_in)?,
@@ -317,11 +347,17 @@ impl Compiler<'_> {
             "language",
             "nodes with `run:` or `script:`",
         );
-        wrong(
-            n.output.is_some() && n.uses.is_none() && !is_dp,
-            "output",
-            "nodes with `uses:` or `type: dynamic_parallel`",
-        );
+        if n.output.is_some() && n.uses.is_none() && !is_dp {
+            // TEA reads `output` on action nodes only and ignores it elsewhere; its own
+            // examples put it on code nodes.
+            self.diags.push(
+                Diagnostic::warning(
+                    format!("{ptr}/output"),
+                    "`output` is read on nodes with `uses:` or `type: dynamic_parallel`; here it changes nothing, as in TEA",
+                )
+                .hint("a code node's returned dict merges into the state; remove `output`"),
+            );
+        }
     }
 
     /// `run:`/`script:` code, or `run: {type: expression, value, output_key}`.
@@ -741,6 +777,7 @@ impl Compiler<'_> {
     fn graph(&mut self, tea: &TeaDoc) -> Option<Block> {
         let mut nodes = IndexMap::new();
         let joins = navigation::fan_in_nodes(tea);
+        let interrupts = self.interrupts(tea);
         for (i, n) in tea.nodes.iter().enumerate() {
             let ptr = format!("/nodes/{i}");
             let Some(name) = self.node_name(n, &ptr, &nodes) else {
@@ -748,7 +785,7 @@ impl Compiler<'_> {
             };
             let fan_in = joins.contains(&name);
             if let Some(b) = self.node(n, &ptr, &name, fan_in, false) {
-                nodes.insert(name.clone(), b.with_id(name));
+                nodes.insert(name.clone(), interrupts.around(&name, b).with_id(name));
             } else {
                 nodes.insert(name, Block::new(BlockKind::Passthrough));
             }
@@ -798,6 +835,17 @@ impl Compiler<'_> {
         }
         Some(name)
     }
+}
+
+/// An expression whose value is `v` as written: read from JSON text, so the templates
+/// its strings may hold stay text. No brace appears in the expression (they are written
+/// `\x7b` and `\x7d` in its string), so it can stand alone between `{{ }}`.
+fn constant_expression(v: &Value) -> String {
+    let literal = Value::from(v.to_string()).to_string();
+    format!(
+        "fromjson({})",
+        literal.replace('{', "\\x7b").replace('}', "\\x7d")
+    )
 }
 
 /// `{{ expr }}` -> `expr`, for fields that hold a bare expression.

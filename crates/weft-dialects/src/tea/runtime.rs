@@ -56,26 +56,39 @@ const CONFIG: &[(&str, &str)] = &[
         "checkpoint_dir",
         "Weft journals every step in its database; `weft runs resume` continues a run",
     ),
-    (
-        "interrupt_before",
-        "Weft pauses a run at an approval (a native `approval` block, answered with `weft approve`), not at interrupts",
-    ),
-    (
-        "interrupt_after",
-        "Weft pauses a run at an approval (a native `approval` block, answered with `weft approve`), not at interrupts",
-    ),
 ];
+
+/// `config` entries Weft applies, so they get no warning (`interrupts.rs`).
+const CONFIG_APPLIED: &[&str] = &["interrupt_before", "interrupt_after"];
 
 impl Compiler<'_> {
     /// Reads `settings:`, `config:` and the extraction-validation sections, warning of
     /// each part Weft does not use.
     pub(super) fn runtime_sections(&mut self, tea: &TeaDoc) {
         self.section("settings", tea.settings.as_ref(), SETTINGS, "TEA's runtime");
-        self.section("config", tea.config.as_ref(), CONFIG, "TEA's compiler");
+        let config = tea.config.as_ref().map(|c| match c {
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .filter(|(k, _)| !CONFIG_APPLIED.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+            other => other.clone(),
+        });
+        self.section("config", config.as_ref(), CONFIG, "TEA's compiler");
+        for (i, e) in tea.edges.iter().enumerate() {
+            if let Some(strategy) = &e.parallel_strategy {
+                self.diags.push(Diagnostic::warning(
+                    format!("/edges/{i}/parallel_strategy"),
+                    format!("`parallel_strategy: {strategy}` is read, not used: Weft runs parallel branches concurrently, each in its own sandbox, on this machine"),
+                ));
+            }
+        }
         for (key, value) in [
             ("extraction_schema", &tea.extraction_schema),
             ("validation_constraints", &tea.validation_constraints),
             ("semantic_probes", &tea.semantic_probes),
+            ("validation_logging", &tea.validation_logging),
         ] {
             if value.is_some() {
                 self.diags.push(Diagnostic::warning(

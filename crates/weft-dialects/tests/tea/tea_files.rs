@@ -4,6 +4,7 @@
 
 use super::run;
 use serde_json::json;
+use weft_core::event::EventKind;
 use weft_core::ports::RunStatus;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -88,4 +89,124 @@ async fn settings_and_config_load_with_warnings_and_shell_providers_fail_when_re
         "{}",
         e.message
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tea_s_actions_weft_lacks_load_with_a_warning_and_fail_when_reached() {
+    // TEA looks an action up when its node runs; so does Weft for TEA's own actions
+    // that need a service it does not have. A name neither has is still an error.
+    let yaml = r#"
+nodes:
+  - name: remember
+    uses: memory.mem0.add
+    with: {messages: "{{ state.text }}"}
+    output: stored
+"#;
+    let loaded = weft_dialects::load_str(yaml, "flow.yaml", None, Some("tea")).unwrap();
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.message.contains("memory.mem0.add") && w.message.contains("Mem0")),
+        "{:?}",
+        loaded.warnings
+    );
+    let ran = run(yaml, json!({"text": "hi"})).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    let e = ran.result.error.unwrap();
+    assert!(
+        e.message
+            .contains("`memory.mem0.add` is an action of The Edge Agent")
+            && e.message.contains("Weft does not have it"),
+        "{}",
+        e.message
+    );
+    let unknown = "nodes:\n  - name: a\n    uses: state.sett\n";
+    let err = super::support::load_error(unknown, "tea");
+    assert!(err.contains("unknown action `state.sett`"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_runtime_spellings_data_and_annotations_load() {
+    // `outputs:` with `action_result` (TEA's Rust runtime), `language:` on a steps node,
+    // the `data:` section in templates, `_`-keys as annotations, `output:` on a code
+    // node (ignored, as TEA ignores it), a JSON-Schema-like state_schema type, `return`,
+    // and constants (`initial_state`, `data`) whose strings look like templates.
+    let yaml = r#"
+state_schema:
+  tasks: {type: array, description: the tasks}
+initial_state:
+  meta: {deep: {t: "{{ kept as text }}"}}
+data:
+  greeting: "Hello {{ not rendered }}"
+_render_items: [x]
+nodes:
+  - name: parse
+    action: json.parse
+    language: python
+    params: {text: "[1, 2]"}
+    outputs:
+      parsed: "{{ action_result }}"
+  - name: count
+    language: lua
+    _note: kept out
+    steps:
+      - run: |
+          return {n = #state.parsed}
+    output: ignored
+  - name: greet
+    uses: return
+    with:
+      value:
+        text: "{{ data.greeting }}"
+"#;
+    let ran = run(yaml, json!({})).await;
+    assert_eq!(
+        ran.output(),
+        &json!({
+            "meta": {"deep": {"t": "{{ kept as text }}"}},
+            "parsed": [1, 2],
+            "n": 2,
+            "text": "Hello {{ not rendered }}"
+        })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_stops_the_run_for_a_person_at_the_node() {
+    // TEA's `interrupt: before` and `config.interrupt_after` are Weft approvals, so the
+    // run pauses there (and survives restarts) until someone answers.
+    let yaml = r#"
+config:
+  interrupt_after: [draft]
+nodes:
+  - name: draft
+    run: |
+      return {"draft": "v1"}
+  - name: publish
+    interrupt: before
+    run: |
+      return {"published": True}
+"#;
+    let loaded = weft_dialects::load_str(yaml, "flow.yaml", None, Some("tea")).unwrap();
+    assert!(
+        !loaded
+            .warnings
+            .iter()
+            .any(|w| w.message.contains("interrupt_after")),
+        "applied, so not warned of: {:?}",
+        loaded.warnings
+    );
+    let ran = run(yaml, json!({})).await;
+    assert_eq!(ran.result.status, RunStatus::Paused);
+    let asked: Vec<&EventKind> = ran
+        .kinds()
+        .into_iter()
+        .filter(|k| matches!(k, EventKind::ApprovalRequested { .. }))
+        .collect();
+    assert_eq!(asked.len(), 1, "one stop at a time: {asked:?}");
+    let bad =
+        "config:\n  interrupt_before: [drat]\nnodes:\n  - {name: draft, run: \"return {}\"}\n";
+    let err = super::support::load_error(bad, "tea");
+    assert!(err.contains("did you mean `draft`"), "{err}");
 }
