@@ -157,6 +157,30 @@ static PROGRAM_HELPERS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|
 /// lacks, and TEA's own `tea_load_code/1`.
 const SWI_COMPAT: &str = include_str!("prolog_compat.pl");
 
+/// Operators and predicates of CLP(FD), which SWI-Prolog (and so The Edge Agent) loads
+/// on first use.
+const CLPFD_WORDS: &[&str] = &[
+    "#=",
+    "#\\=",
+    "#<",
+    "#>",
+    "#=<",
+    "#>=",
+    " ins ",
+    "label(",
+    "labeling(",
+    "all_different(",
+    "all_distinct(",
+    "library(clpfd)",
+];
+
+/// Whether `source` uses CLP(FD): scryer serves it as `clpz`, loaded for such blocks
+/// only (a worker keeps it loaded; blocks without constraints never pay for it).
+fn uses_clpfd(source: &str) -> bool {
+    CLPFD_WORDS.iter().any(|w| source.contains(w))
+        || (source.contains(" in ") && source.contains(".."))
+}
+
 /// The interesting part of an error term: `error(Formal, Context)` -> `Formal`.
 fn describe(t: &Term) -> String {
     match t {
@@ -205,10 +229,15 @@ impl Prolog {
         }
         program.push_str("return(K, V) :- assertz('$weft_return'(K, V)).\n");
         program.push_str(&PROGRAM_HELPERS);
-        let parsed = prolog_program::program(&req.source);
+        let mut source = prolog_program::dicts_as_pairs(&req.source);
+        if uses_clpfd(&source) {
+            program.push_str(":- use_module(library(clpz)).\n");
+            source = source.replace("library(clpfd)", "library(clpz)");
+        }
+        let parsed = prolog_program::program(&source);
         if parsed.definitions.is_empty() && parsed.terms.len() <= 1 {
             // One goal: run as written.
-            let goal = req.source.trim().trim_end_matches('.').trim();
+            let goal = source.trim().trim_end_matches('.').trim();
             program.push_str(&format!("weft_main :- (\n{goal}\n).\n"));
         } else {
             // A program: its definitions, then its terms in order, each asserted as a
@@ -237,7 +266,7 @@ impl Prolog {
             self.broken = true;
             return Err(Failure::new(
                 FailureKind::Code,
-                "the Prolog code does not load (check its syntax: clauses and goals, each ending in a full stop; SWI-Prolog's dicts `_{...}` are not read)",
+                "the Prolog code does not load (check its syntax: clauses and goals, each ending in a full stop)",
             ));
         }
         let steps = req.limits.time_ms.saturating_mul(INFERENCES_PER_MS);

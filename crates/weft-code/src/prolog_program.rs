@@ -144,6 +144,88 @@ pub(crate) fn program(source: &str) -> Program {
     p
 }
 
+/// An open bracket while [`dicts_as_pairs`] reads: an SWI-Prolog dict (with whether
+/// one of its values is open) or any other bracket.
+enum Open {
+    Dict { value_open: bool },
+    Other,
+}
+
+/// `source` with SWI-Prolog's anonymous dicts written as lists of `Key-(Value)` pairs,
+/// which scryer reads and which come back as JSON objects: `_{a: 1, b: _{c: x}}` is
+/// `[a-(1), b-([c-(x)])]`. Quotes and comments are copied as they are.
+pub(crate) fn dicts_as_pairs(source: &str) -> String {
+    if !source.contains("_{") {
+        return source.to_owned();
+    }
+    let chars: Vec<char> = source.chars().collect();
+    let mut out = String::with_capacity(source.len());
+    let mut stack: Vec<Open> = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let word_before = i
+            .checked_sub(1)
+            .is_some_and(|p| chars[p].is_alphanumeric() || chars[p] == '_');
+        match c {
+            '%' => {
+                while i < chars.len() && chars[i] != '\n' {
+                    out.push(chars[i]);
+                    i += 1;
+                }
+                continue;
+            }
+            '\'' | '"' | '`' => {
+                out.push(c);
+                i += 1;
+                while i < chars.len() {
+                    out.push(chars[i]);
+                    if chars[i] == '\\' && i + 1 < chars.len() {
+                        out.push(chars[i + 1]);
+                        i += 2;
+                        continue;
+                    }
+                    if chars[i] == c {
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+            '_' if chars.get(i + 1) == Some(&'{') && !word_before => {
+                stack.push(Open::Dict { value_open: false });
+                out.push('[');
+                i += 1;
+            }
+            '(' | '[' | '{' => {
+                stack.push(Open::Other);
+                out.push(c);
+            }
+            ')' | ']' | '}' => match stack.pop() {
+                Some(Open::Dict { value_open }) => {
+                    if value_open {
+                        out.push(')');
+                    }
+                    out.push(']');
+                }
+                _ => out.push(c),
+            },
+            ':' if matches!(stack.last(), Some(Open::Dict { value_open: false })) => {
+                stack.pop();
+                stack.push(Open::Dict { value_open: true });
+                out.push_str("-(");
+            }
+            ',' if matches!(stack.last(), Some(Open::Dict { value_open: true })) => {
+                stack.pop();
+                stack.push(Open::Dict { value_open: false });
+                out.push_str("),");
+            }
+            _ => out.push(c),
+        }
+        i += 1;
+    }
+    out
+}
+
 /// The functors whose terms are goals to call, never facts to assert: control
 /// constructs, the block's own predicates and the builtins TEA's programs use.
 pub(crate) const GOAL_FUNCTORS: &[&str] = &[
@@ -228,6 +310,7 @@ pub(crate) const GOAL_FUNCTORS: &[&str] = &[
     "atomic_list_concat",
     "upcase_atom",
     "downcase_atom",
+    "tea_load_code",
     "char_code",
     "term_to_atom",
     "succ",
@@ -292,6 +375,15 @@ mod tests {
             p.terms[1].starts_with("state(value, V)") && p.terms[1].ends_with("return(result, R)")
         );
         assert!(p.terms[1].contains("0'.") && p.terms[1].contains("'a. b'"));
+    }
+
+    #[test]
+    fn swi_dicts_become_pair_lists() {
+        assert_eq!(
+            dicts_as_pairs("return(d, _{a: 1 + 2, b: _{c: 'x: y'}, l: [_{}, f(p, q)]}). % _{x: 1}"),
+            "return(d, [a-( 1 + 2), b-( [c-( 'x: y')]), l-( [[], f(p, q)])]). % _{x: 1}"
+        );
+        assert_eq!(dicts_as_pairs("X = my_{a: 1}"), "X = my_{a: 1}");
     }
 
     #[test]

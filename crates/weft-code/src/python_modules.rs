@@ -1,10 +1,13 @@
 //! The standard modules monty lacks but spec 001 allows by default — `hashlib`, `time`
-//! and `urllib.parse` — provided by Weft.
+//! and `urllib.parse` — and `random`, which The Edge Agent's examples use, provided by
+//! Weft.
 //!
 //! Each is a small Python class (in `python_modules/*.py`) whose methods call one host
 //! function, `_weft_host(op, ...)`, which the worker answers here: digests with the
 //! RustCrypto hashes, the clock, a sleep bounded by the block's deadline, percent
-//! encoding and URL splitting with CPython's rules. An `import` of such a module is
+//! encoding and URL splitting with CPython's rules, splitmix64 draws for `random`
+//! (unseeded, from fresh entropy: a run's recorded step outputs, not a replayed draw,
+//! are what a resumed run sees). An `import` of such a module is
 //! rewritten, in place and on the same line, into an assignment from that class's
 //! instance, and the class is prepended; errors are reported at the block's own lines.
 //! Code that imports none of them runs unchanged and pays nothing.
@@ -35,6 +38,11 @@ const SHIMS: &[Shim] = &[
         module: "time",
         object: "_weft_time",
         source: include_str!("python_modules/time.py"),
+    },
+    Shim {
+        module: "random",
+        object: "_weft_random",
+        source: include_str!("python_modules/random.py"),
     },
     Shim {
         module: "urllib",
@@ -223,6 +231,9 @@ pub(crate) fn call(args: &[MontyObject], deadline: Instant) -> Result<MontyObjec
             i64::try_from(monotonic().as_nanos()).unwrap_or(i64::MAX),
         )),
         "time.sleep" => sleep(args, deadline),
+        "random.entropy" => Ok(MontyObject::Int(entropy())),
+        "random.seed" => Ok(MontyObject::Int(seed_of(text(args, 0)?))),
+        "random.below" => below(args),
         "urllib.parse.quote" => {
             let plus = matches!(args.get(2), Some(MontyObject::Bool(true)));
             Ok(MontyObject::String(crate::url::quote(
@@ -362,6 +373,58 @@ fn unix_now() -> Duration {
 fn monotonic() -> Duration {
     static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     START.get_or_init(Instant::now).elapsed()
+}
+
+/// A fresh 64-bit seed: std's per-process random hash keys mixed with the clock.
+fn entropy() -> i64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(unix_now().as_nanos());
+    h.finish() as i64
+}
+
+/// The seed `random.seed(x)` gives, from `repr(x)`.
+fn seed_of(text: &str) -> i64 {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(text.as_bytes());
+    i64::from_le_bytes(d[..8].try_into().expect("a sha256 digest has 32 bytes"))
+}
+
+/// splitmix64's next state and output.
+fn splitmix64(state: u64) -> (u64, u64) {
+    let next = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = next;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (next, z ^ (z >> 31))
+}
+
+/// `random.below(state, n)`: `[next state, a uniform int in [0, n)]`, without modulo
+/// bias (draws that fall in the uneven tail are redrawn).
+fn below(args: &[MontyObject]) -> Result<MontyObject, MontyException> {
+    let (Some(MontyObject::Int(state)), Some(MontyObject::Int(n))) = (args.first(), args.get(1))
+    else {
+        return Err(error(
+            ExcType::TypeError,
+            "random.below needs a state and a bound",
+        ));
+    };
+    let n = u64::try_from(*n)
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| error(ExcType::ValueError, "the bound must be positive"))?;
+    let zone = u64::MAX - u64::MAX % n;
+    let mut state = *state as u64;
+    loop {
+        let (next, drawn) = splitmix64(state);
+        state = next;
+        if drawn < zone {
+            return Ok(MontyObject::List(vec![
+                MontyObject::Int(state as i64),
+                MontyObject::Int((drawn % n) as i64),
+            ]));
+        }
+    }
 }
 
 /// Sleeps as asked, but never past the block's deadline: a sleep that would end after

@@ -93,6 +93,62 @@ async fn python_the_souls_main_convention() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_random_is_seedable_and_draws_within_its_bounds() {
+    // Issue 20: TEA's examples `import random`; a seed makes the draws repeatable.
+    let s = sandboxes();
+    let code = r#"
+import random
+from random import randint as ri
+random.seed(seed)
+xs = [ri(1, 6) for _ in range(200)]
+deck = list(range(10))
+random.shuffle(deck)
+f = random.random()
+{"xs": xs, "deck": deck, "f": f, "pick": random.choice(["a", "b"]),
+ "sample": random.sample([1, 2, 3, 4], 2), "r": random.randrange(0, 10, 5)}
+"#;
+    let a = run(&s, "python", code, None, json!({"seed": 7}))
+        .await
+        .unwrap();
+    let b = run(&s, "python", code, None, json!({"seed": 7}))
+        .await
+        .unwrap();
+    let c = run(&s, "python", code, None, json!({"seed": 8}))
+        .await
+        .unwrap();
+    assert_eq!(a, b, "the same seed draws the same");
+    assert_ne!(a["xs"], c["xs"]);
+    let xs: Vec<i64> = a["xs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap())
+        .collect();
+    assert!(xs.iter().all(|x| (1..=6).contains(x)), "{xs:?}");
+    assert!(
+        (1..=6).all(|face| xs.contains(&face)),
+        "every face comes up: {xs:?}"
+    );
+    let mut deck: Vec<i64> = a["deck"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap())
+        .collect();
+    assert_ne!(deck, (0..10).collect::<Vec<_>>(), "shuffled");
+    deck.sort();
+    assert_eq!(deck, (0..10).collect::<Vec<_>>(), "a permutation");
+    let f = a["f"].as_f64().unwrap();
+    assert!((0.0..1.0).contains(&f));
+    assert!([json!(0), json!(5)].contains(&a["r"]));
+    assert_eq!(a["sample"].as_array().unwrap().len(), 2);
+    let unseeded = "import random\n[random.random() for _ in range(3)]";
+    let first = run(&s, "python", unseeded, None, json!({})).await.unwrap();
+    let second = run(&s, "python", unseeded, None, json!({})).await.unwrap();
+    assert_ne!(first, second, "unseeded draws start from fresh entropy");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lua_the_tea_counter_body() {
     // Spec 004's counter example, one iteration.
     let s = sandboxes();
@@ -842,6 +898,39 @@ return(older, Older), return(lower, Lower), return(length, N)."#;
     .await
     .unwrap();
     assert_eq!(forgotten, json!({"mothers": []}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prolog_reads_swi_dicts_and_solves_clp_fd_constraints() {
+    // TEA's parity examples: `_{key: Value}` dicts come back as objects, and CLP(FD)
+    // (which SWI loads on first use; scryer's clpz here) solves without a use_module.
+    let s = sandboxes();
+    let program = r#"state(max, Max),
+X in 1..Max, Y in 1..Max, Z in 1..Max,
+X + Y + Z #= 15, X #< Y, Y #< Z, X #= 1, Y #> 3,
+label([X, Y, Z]),
+return(solution, _{x: X, y: Y, z: Z, tags: [_{name: 'a: b'}]})."#;
+    // Loading clpz takes seconds in a debug build (once per worker).
+    let limits = CodeLimits {
+        time_ms: 120_000,
+        ..limits()
+    };
+    let v = s
+        .run(CodeRequest {
+            language: "prolog",
+            source: program,
+            entry: None,
+            args: json!({"state": {"max": 10}}),
+            imports: None,
+            builtins: None,
+            limits: &limits,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        v,
+        json!({"solution": {"x": 1, "y": 4, "z": 10, "tags": [{"name": "a: b"}]}})
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
