@@ -213,6 +213,9 @@ impl Prolog {
         );
         if let Value::Object(args) = &req.args {
             for (name, value) in args.iter().filter(|(n, _)| is_plain_atom(n)) {
+                // Declared, so a lookup in an empty state fails instead of raising.
+                let arity = if value.is_object() { 2 } else { 1 };
+                program.push_str(&format!(":- dynamic({name}/{arity}).\n"));
                 match value {
                     Value::Object(m) => {
                         for (k, v) in m {
@@ -229,7 +232,7 @@ impl Prolog {
         }
         program.push_str("return(K, V) :- assertz('$weft_return'(K, V)).\n");
         program.push_str(&PROGRAM_HELPERS);
-        let mut source = prolog_program::dicts_as_pairs(&req.source);
+        let mut source = prolog_program::swi_syntax(&req.source);
         if uses_clpfd(&source) {
             program.push_str(":- use_module(library(clpz)).\n");
             source = source.replace("library(clpfd)", "library(clpz)");
@@ -242,6 +245,18 @@ impl Prolog {
         } else {
             // A program: its definitions, then its terms in order, each asserted as a
             // fact or called as a goal.
+            // TEA asserts a program's rules, so they may be changed with assertz and
+            // retract as it runs; declared dynamic, they can here too.
+            let mut declared = std::collections::HashSet::new();
+            for indicator in parsed
+                .definitions
+                .iter()
+                .filter_map(|d| prolog_program::head_indicator(d))
+            {
+                if declared.insert(indicator.clone()) {
+                    program.push_str(&format!(":- dynamic({indicator}).\n"));
+                }
+            }
             for d in &parsed.definitions {
                 program.push_str(&format!("{d}.\n"));
             }

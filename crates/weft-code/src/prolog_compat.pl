@@ -9,11 +9,19 @@
 :- op(1150, fx, discontiguous).
 
 % SWI-Prolog builtins.
+is_list(L) :- nonvar(L), ( L == [] -> true ; L = [_|T], is_list(T) ).
 downcase_atom(A, L) :- atom_chars(A, Cs), maplist(weft_lower, Cs, Ls), atom_chars(L, Ls).
 upcase_atom(A, U) :- atom_chars(A, Cs), maplist(weft_upper, Cs, Us), atom_chars(U, Us).
 weft_lower(C, L) :- char_code(C, X), ( X >= 65, X =< 90 -> Y is X + 32 ; Y = X ), char_code(L, Y).
 weft_upper(C, U) :- char_code(C, X), ( X >= 97, X =< 122 -> Y is X - 32 ; Y = X ), char_code(U, Y).
 atom_string(A, S) :- ( atom(A) -> atom_chars(A, S) ; number(A) -> number_chars(A, S) ; atom(S) -> A = S ; atom_chars(A, S) ).
+% SWI-Prolog's dicts are read as lists of Key-Value pairs (prolog_program.rs), which is
+% also how an object of the state arrives.
+is_dict(D) :- is_list(D), maplist(weft_pair, D).
+weft_pair(K-_) :- atom(K).
+get_dict(K, D, V) :- is_dict(D), member(K-V, D).
+put_dict(K, D, V, New) :- ( select(K-_, D, Rest) -> true ; Rest = D ), append(Rest, [K-V], New).
+dict_pairs(D, _, Pairs) :- ( var(D) -> D = Pairs ; keysort(D, Pairs) ).
 msort(L, S) :- weft_keyed(L, P), keysort(P, K), weft_keyed(S, K).
 weft_keyed([], []).
 weft_keyed([X|Xs], [X-x|Ps]) :- weft_keyed(Xs, Ps).

@@ -42,12 +42,7 @@ pub(crate) fn clauses(source: &str) -> Vec<String> {
                 i += 2;
                 continue;
             }
-            '\'' if i > 0
-                && chars[i - 1] == '0'
-                && !chars
-                    .get(i.wrapping_sub(2))
-                    .is_some_and(|p| p.is_alphanumeric()) =>
-            {
+            '\'' if char_code_quote(&chars, i) => {
                 // `0'c`: a character code; `0'\n` and `0''` take one more.
                 current.push(c);
                 if let Some(&next) = chars.get(i + 1) {
@@ -130,6 +125,39 @@ fn is_rule(clause: &str) -> bool {
     false
 }
 
+/// `name/arity` of a rule's head (`add(X, Y) :- ...` is `add/2`), when the head is a
+/// plain name.
+pub(crate) fn head_indicator(rule: &str) -> Option<String> {
+    let head = rule.split(":-").next()?.trim();
+    let (name, args) = match head.split_once('(') {
+        Some((name, rest)) => (name.trim(), Some(rest.strip_suffix(')')?)),
+        None => (head, None),
+    };
+    let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !plain {
+        return None;
+    }
+    let arity = args.map_or(0, |a| {
+        let mut depth = 0i32;
+        let mut quote: Option<char> = None;
+        let mut commas = 0;
+        for c in a.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"' | '`') => quote = Some(c),
+                (None, '(' | '[' | '{') => depth += 1,
+                (None, ')' | ']' | '}') => depth -= 1,
+                (None, ',') if depth == 0 => commas += 1,
+                _ => {}
+            }
+        }
+        commas + 1
+    });
+    Some(format!("{name}/{arity}"))
+}
+
 /// Reads `source` as a program.
 pub(crate) fn program(source: &str) -> Program {
     let mut p = Program::default();
@@ -144,18 +172,29 @@ pub(crate) fn program(source: &str) -> Program {
     p
 }
 
-/// An open bracket while [`dicts_as_pairs`] reads: an SWI-Prolog dict (with whether
+/// Whether the quote at `i` follows `0` as in `0'c` (a character code), not a name
+/// ending in 0.
+fn char_code_quote(chars: &[char], i: usize) -> bool {
+    i > 0
+        && chars[i - 1] == '0'
+        && !i
+            .checked_sub(2)
+            .is_some_and(|p| chars[p].is_alphanumeric() || chars[p] == '_')
+}
+
+/// An open bracket while [`swi_syntax`] reads: an SWI-Prolog dict (with whether
 /// one of its values is open) or any other bracket.
 enum Open {
     Dict { value_open: bool },
     Other,
 }
 
-/// `source` with SWI-Prolog's anonymous dicts written as lists of `Key-(Value)` pairs,
-/// which scryer reads and which come back as JSON objects: `_{a: 1, b: _{c: x}}` is
-/// `[a-(1), b-([c-(x)])]`. Quotes and comments are copied as they are.
-pub(crate) fn dicts_as_pairs(source: &str) -> String {
-    if !source.contains("_{") {
+/// `source` in the syntax scryer reads where SWI-Prolog's differs: anonymous dicts are
+/// lists of `Key-(Value)` pairs, which come back as JSON objects (`_{a: 1, b: _{c: x}}`
+/// is `[a-(1), b-([c-(x)])]`), and a line break inside a quoted item is written `\n`
+/// (SWI reads multi-line strings; ISO Prolog does not). Comments are copied as they are.
+pub(crate) fn swi_syntax(source: &str) -> String {
+    if !source.contains("_{") && !source.contains('\n') {
         return source.to_owned();
     }
     let chars: Vec<char> = source.chars().collect();
@@ -175,10 +214,30 @@ pub(crate) fn dicts_as_pairs(source: &str) -> String {
                 }
                 continue;
             }
+            '\'' if char_code_quote(&chars, i) => {
+                // `0'c`: the quote and the character (two for `0'\n`, `0''`) as written.
+                out.push(c);
+                let take = if matches!(chars.get(i + 1), Some('\\' | '\'')) {
+                    2
+                } else {
+                    1
+                };
+                for k in 1..=take {
+                    if let Some(&n) = chars.get(i + k) {
+                        out.push(n);
+                    }
+                }
+                i += take;
+            }
             '\'' | '"' | '`' => {
                 out.push(c);
                 i += 1;
                 while i < chars.len() {
+                    if chars[i] == '\n' {
+                        out.push_str("\\n");
+                        i += 1;
+                        continue;
+                    }
                     out.push(chars[i]);
                     if chars[i] == '\\' && i + 1 < chars.len() {
                         out.push(chars[i + 1]);
@@ -380,10 +439,32 @@ mod tests {
     #[test]
     fn swi_dicts_become_pair_lists() {
         assert_eq!(
-            dicts_as_pairs("return(d, _{a: 1 + 2, b: _{c: 'x: y'}, l: [_{}, f(p, q)]}). % _{x: 1}"),
+            swi_syntax("return(d, _{a: 1 + 2, b: _{c: 'x: y'}, l: [_{}, f(p, q)]}). % _{x: 1}"),
             "return(d, [a-( 1 + 2), b-( [c-( 'x: y')]), l-( [[], f(p, q)])]). % _{x: 1}"
         );
-        assert_eq!(dicts_as_pairs("X = my_{a: 1}"), "X = my_{a: 1}");
+        assert_eq!(swi_syntax("X = my_{a: 1}"), "X = my_{a: 1}");
+    }
+
+    #[test]
+    fn a_rule_s_head_names_its_predicate() {
+        assert_eq!(
+            head_indicator("add(X, f(Y, Z), 'a,b') :- true").as_deref(),
+            Some("add/3")
+        );
+        assert_eq!(head_indicator("go :- true").as_deref(), Some("go/0"));
+        assert_eq!(head_indicator("X = Y :- true"), None);
+    }
+
+    #[test]
+    fn line_breaks_in_quoted_items_are_escaped() {
+        assert_eq!(
+            swi_syntax("C = 0'., D = 0''', E = 'x\ny'"),
+            "C = 0'., D = 0''', E = 'x\\ny'"
+        );
+        assert_eq!(
+            swi_syntax("tea_load_code(\"\n  a(1).\n\"),\nX = 'p\nq'. % it's\n"),
+            "tea_load_code(\"\\n  a(1).\\n\"),\nX = 'p\\nq'. % it's\n"
+        );
     }
 
     #[test]
