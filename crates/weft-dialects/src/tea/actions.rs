@@ -53,6 +53,25 @@ impl Compiler<'_> {
             return Some(refusal(message));
         }
         let known = || BUILTIN.iter().chain(MODEL).copied();
+        if !resembles_a_known_action(uses, known()) {
+            // TEA also runs actions from Python modules (`imports:`, `--actions-module`)
+            // and looks every action up only when its node runs; a name unlike any Weft
+            // or TEA knows is such an action, or a mistake the run will name.
+            let message = format!(
+                "`{uses}` is neither an action of Weft nor of The Edge Agent (TEA loads further actions from Python modules, which Weft does not run)"
+            );
+            self.diags.push(
+                Diagnostic::warning(
+                    format!("{ptr}/uses"),
+                    format!("{message}: a run that reaches node `{node}` fails there"),
+                )
+                .hint(format!(
+                    "Weft runs these actions: {}",
+                    known().collect::<Vec<_>>().join(", ")
+                )),
+            );
+            return Some(refusal(message));
+        }
         let d = Diagnostic::error(format!("{ptr}/uses"), format!("unknown action `{uses}`"))
             .hint_closest(
                 uses,
@@ -65,6 +84,18 @@ impl Compiler<'_> {
         self.diags.push(d);
         None
     }
+}
+
+/// Whether `uses` is within a typo of a name in `known` (the same family, or a few
+/// edits away): such a name is refused with a did-you-mean when the file loads.
+fn resembles_a_known_action<'a>(uses: &str, known: impl Iterator<Item = &'a str>) -> bool {
+    fn family(name: &str) -> &str {
+        name.split('.').next().unwrap_or(name)
+    }
+    let own = family(uses);
+    known
+        .into_iter()
+        .any(|k| family(k) == own || strsim::levenshtein(k, uses) <= 3)
 }
 
 /// A block that fails when it runs, with `message`: a node the file may hold, whose

@@ -48,6 +48,9 @@ pub(super) struct TeaDoc {
     pub interrupt_before: Option<Value>,
     #[serde(default)]
     pub interrupt_after: Option<Value>,
+    /// TEA's checkpoint settings (Weft journals every step).
+    #[serde(default)]
+    pub checkpoint: Option<Value>,
     /// Constants for templates (`data.NAME`), like `variables`.
     #[serde(default)]
     pub data: Option<Value>,
@@ -91,6 +94,8 @@ pub(super) struct Node {
     pub interrupt_after: Option<bool>,
     /// TEA's pipes between nodes' stdin and stdout, which Weft's code does not have.
     pub streams: Option<Value>,
+    /// Read by no node kind (TEA ignores it); warned of.
+    pub prompt: Option<Value>,
 }
 
 /// The action of a `dynamic_parallel` node in action mode.

@@ -43,6 +43,14 @@ const TEA_ONLY_OPTIONS: &[(&str, &str)] = &[
         "Weft sends no provider-specific request fields",
     ),
 ];
+/// TEA's model providers Weft does not have, with what each needs.
+const TEA_PROVIDERS: &[(&str, &str)] = &[
+    ("azure", "Azure OpenAI's deployments and api-version"),
+    ("azure_openai", "Azure OpenAI's deployments and api-version"),
+    ("azureopenai", "Azure OpenAI's deployments and api-version"),
+    ("litellm", "the LiteLLM library"),
+    ("shell", "running a model CLI as a shell command"),
+];
 /// The options only `llm.tools` adds.
 const TOOL_OPTIONS: &[&str] = &["tools", "tool_choice", "max_tool_rounds"];
 /// The Edge Agent's default bound on tool-calling turns.
@@ -73,6 +81,13 @@ impl Compiler<'_> {
             // Accepted so the file loads; a run that reaches the node says why it stops.
             return Some(super::actions::refusal(format!(
                 "{uses} with shell_provider {shell} runs a model CLI as a shell command (TEA's shell providers); Weft does not run shell commands: name a `model` (and `provider`) instead"
+            )));
+        }
+        if let Some(provider) = with.get("provider").and_then(Value::as_str)
+            && let Some((_, need)) = TEA_PROVIDERS.iter().find(|(p, _)| *p == provider)
+        {
+            return Some(super::actions::refusal(format!(
+                "{uses} with provider `{provider}` needs {need}; Weft's providers are openai (and servers speaking its API: give `api_base`), anthropic, gemini and ollama"
             )));
         }
         let offers_tools = uses == "llm.tools";

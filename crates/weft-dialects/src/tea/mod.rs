@@ -311,11 +311,6 @@ impl Compiler<'_> {
         let is_loop = kind == Some("while_loop");
         let is_dp = kind == Some("dynamic_parallel");
         wrong(
-            !is_loop && n.condition.is_some(),
-            "condition",
-            "`type: while_loop` nodes",
-        );
-        wrong(
             !is_loop && n.max_iterations.is_some(),
             "max_iterations",
             "`type: while_loop` nodes",
@@ -347,6 +342,30 @@ impl Compiler<'_> {
             "language",
             "nodes with `run:` or `script:`",
         );
+        // TEA reads these only where they belong and ignores them elsewhere; its own
+        // examples have them there, so they are warned of, not refused.
+        for (present, key, belongs) in [
+            (
+                !is_loop && n.condition.is_some(),
+                "condition",
+                "`type: while_loop` nodes",
+            ),
+            (
+                n.prompt.is_some(),
+                "prompt",
+                "the `with:` of a model action",
+            ),
+        ] {
+            if present {
+                self.diags.push(
+                    Diagnostic::warning(
+                        format!("{ptr}/{key}"),
+                        format!("`{key}` belongs to {belongs}; here it changes nothing, as in TEA"),
+                    )
+                    .hint("remove it, or move it where it belongs"),
+                );
+            }
+        }
         if n.output.is_some() && n.uses.is_none() && !is_dp {
             // TEA reads `output` on action nodes only and ignores it elsewhere; its own
             // examples put it on code nodes.

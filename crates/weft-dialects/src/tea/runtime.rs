@@ -58,6 +58,18 @@ const CONFIG: &[(&str, &str)] = &[
     ),
 ];
 
+/// What Weft does instead of each `checkpoint` entry.
+const CHECKPOINT: &[(&str, &str)] = &[
+    (
+        "enabled",
+        "Weft journals every step in its database; `weft runs resume` continues a run",
+    ),
+    (
+        "dir",
+        "Weft journals every step in its database (`--db`), not in checkpoint files",
+    ),
+];
+
 /// `config` entries Weft applies, so they get no warning (`interrupts.rs`).
 const CONFIG_APPLIED: &[&str] = &["interrupt_before", "interrupt_after"];
 
@@ -76,6 +88,12 @@ impl Compiler<'_> {
             other => other.clone(),
         });
         self.section("config", config.as_ref(), CONFIG, "TEA's compiler");
+        self.section(
+            "checkpoint",
+            tea.checkpoint.as_ref(),
+            CHECKPOINT,
+            "TEA's checkpointer",
+        );
         for (i, e) in tea.edges.iter().enumerate() {
             if let Some(strategy) = &e.parallel_strategy {
                 self.diags.push(Diagnostic::warning(

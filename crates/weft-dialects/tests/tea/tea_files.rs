@@ -94,7 +94,7 @@ async fn settings_and_config_load_with_warnings_and_shell_providers_fail_when_re
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tea_s_actions_weft_lacks_load_with_a_warning_and_fail_when_reached() {
     // TEA looks an action up when its node runs; so does Weft for TEA's own actions
-    // that need a service it does not have. A name neither has is still an error.
+    // that need a service it does not have.
     let yaml = r#"
 nodes:
   - name: remember
@@ -121,9 +121,24 @@ nodes:
         "{}",
         e.message
     );
-    let unknown = "nodes:\n  - name: a\n    uses: state.sett\n";
-    let err = super::support::load_error(unknown, "tea");
-    assert!(err.contains("unknown action `state.sett`"), "{err}");
+    // A name a typo away from one Weft knows is refused when the file loads; one unlike
+    // any (TEA also loads actions from Python modules) loads and fails when reached.
+    let typo = "nodes:\n  - name: a\n    uses: file.reed\n";
+    let err = super::support::load_error(typo, "tea");
+    assert!(
+        err.contains("unknown action `file.reed`") && err.contains("file.read"),
+        "{err}"
+    );
+    let custom = "nodes:\n  - name: a\n    uses: execution.run\n";
+    let ran = run(custom, json!({})).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    let e = ran.result.error.unwrap();
+    assert!(
+        e.message
+            .contains("`execution.run` is neither an action of Weft nor of The Edge Agent"),
+        "{}",
+        e.message
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -209,4 +224,42 @@ nodes:
         "config:\n  interrupt_before: [drat]\nnodes:\n  - {name: draft, run: \"return {}\"}\n";
     let err = super::support::load_error(bad, "tea");
     assert!(err.contains("did you mean `draft`"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_tea_ignores_are_warned_of_and_its_other_providers_fail_when_reached() {
+    let yaml = r#"
+checkpoint: {enabled: true, dir: ./checkpoints}
+nodes:
+  - name: note
+    condition: "{{ state.ready }}"
+    prompt: unused
+    run: |
+      return {"noted": True}
+  - name: ask
+    uses: llm.call
+    with: {provider: azure_openai, model: gpt-4o, prompt: hi}
+    output: answer
+"#;
+    let loaded = weft_dialects::load_str(yaml, "flow.yaml", None, Some("tea")).unwrap();
+    let warned: Vec<&str> = loaded.warnings.iter().map(|w| w.message.as_str()).collect();
+    for want in [
+        "`condition` belongs to",
+        "`prompt` belongs to",
+        "`checkpoint.dir`",
+    ] {
+        assert!(
+            warned.iter().any(|w| w.contains(want)),
+            "{want}: {warned:?}"
+        );
+    }
+    let ran = run(yaml, json!({})).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    let e = ran.result.error.unwrap();
+    assert!(
+        e.message
+            .contains("provider `azure_openai` needs Azure OpenAI"),
+        "{}",
+        e.message
+    );
 }
