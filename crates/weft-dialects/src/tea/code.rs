@@ -86,7 +86,14 @@ pub(super) fn wrap_python(body: &str, fan_in: bool) -> (String, u32) {
         params.push("parallel_results");
     }
     let source = crate::python_body::define(&prelude, ENTRY, &params, body);
-    (source, crate::python_body::body_line(&prelude))
+    let body_line = crate::python_body::body_line(&prelude);
+    match super::result_fields::rewrite(&source) {
+        Some(rewritten) => (
+            format!("{}{rewritten}", super::result_fields::HELPER),
+            body_line + 1,
+        ),
+        None => (source, body_line),
+    }
 }
 
 /// Whether `word` appears in `text` as a whole identifier.

@@ -11,9 +11,11 @@ mod code;
 mod doc;
 mod events;
 mod foreign;
+mod ignored;
 mod interrupts;
 mod llm;
 mod navigation;
+mod result_fields;
 mod runtime;
 
 use crate::diagnostics::{Compiled, Diagnostics, read_document};
@@ -78,7 +80,9 @@ impl Dialect for Tea {
 
 /// Compiles a parsed `tea` document into a flow plus its warnings.
 fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
-    let tea: TeaDoc = read_document(aliases::normalize(doc), cx.map)?;
+    let mut doc = aliases::normalize(doc);
+    let set_aside = ignored::set_aside(&mut doc);
+    let tea: TeaDoc = read_document(doc, cx.map)?;
     let mut c = Compiler {
         map: cx.map,
         base_dir: cx.base_dir,
@@ -88,6 +92,21 @@ fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
         flows: IndexMap::new(),
         variables: tea.variables.clone(),
     };
+    for ptr in set_aside {
+        let key = ptr
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .replace("~1", "/")
+            .replace("~0", "~");
+        c.diags.push(
+            Diagnostic::warning(
+                &ptr,
+                format!("`{key}` is not a key of a node; TEA ignores it, and so does Weft"),
+            )
+            .hint(format!("a node's keys: {}", ignored::NODE_KEYS.join(", "))),
+        );
+    }
     let flow = c.flow(&tea);
     c.diags.finish(flow, cx.map)
 }

@@ -263,3 +263,30 @@ nodes:
         e.message
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn branch_results_read_as_attributes_as_tea_s_result_objects_do() {
+    // TEA's dynamic_parallel examples read `result.state` and `result.index` in the
+    // node after the fan-out; subscripts keep working.
+    let yaml = r#"
+nodes:
+  - name: fan
+    type: dynamic_parallel
+    items: "{{ state.xs }}"
+    steps:
+      - run: |
+          return {"doubled": state["item"] * 2}
+    output: results
+  - name: gather
+    run: |
+      out = []
+      for result in state.get("results", []):
+          out.append([result.index, result.state.get("doubled"), result["index"]])
+      return {"gathered": out}
+"#;
+    let ran = run(yaml, json!({"xs": [1, 2, 3]})).await;
+    assert_eq!(
+        ran.output()["gathered"],
+        json!([[0, 2, 0], [1, 4, 1], [2, 6, 2]])
+    );
+}
