@@ -150,7 +150,8 @@ fn failure_of(e: &MontyException, offset: u32) -> Failure {
 /// The code that runs: the block's source (its imports of provided modules bound), then
 /// a call of its entry with the arguments.
 fn program(req: &Request) -> (String, u32) {
-    let prepared = python_modules::prepare(&req.source);
+    let source = crate::python_methods::rewrite(&req.source);
+    let prepared = python_modules::prepare(source.as_deref().unwrap_or(&req.source));
     let code = match &req.entry {
         Some(entry) => format!("{}\n{entry}(**{ARGS})\n", prepared.source),
         None => prepared.source,

@@ -93,6 +93,22 @@ async fn python_the_souls_main_convention() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_methods_may_be_handed_around_as_values() {
+    // Issue 20: `max(scores, key=scores.get)`, as TEA's examples write it.
+    let s = sandboxes();
+    let v = run(
+        &s,
+        "python",
+        "best = max(scores, key=scores.get)\nseen = []\nlist(map(seen.append, [1, 2]))\n{'best': best, 'seen': seen}",
+        None,
+        json!({"scores": {"low": 1, "high": 9}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, json!({"best": "high", "seen": [1, 2]}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_random_is_seedable_and_draws_within_its_bounds() {
     // Issue 20: TEA's examples `import random`; a seed makes the draws repeatable.
     let s = sandboxes();
