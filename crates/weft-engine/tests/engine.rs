@@ -141,6 +141,42 @@ async fn fail_fast_cancels_the_other_branches() {
 }
 
 #[tokio::test]
+async fn fail_fast_with_collected_failures_cancels_the_rest_and_goes_on() {
+    let finished = Arc::new(AtomicUsize::new(0));
+    let fin = finished.clone();
+    let h = harness(
+        memory(),
+        vec![
+            (
+                "boom",
+                native(|_| async { Err(BlockError::new(ErrorKind::Handler, "boom")) }),
+            ),
+            (
+                "slow",
+                native(move |_| {
+                    let fin = fin.clone();
+                    async move {
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                        fin.fetch_add(1, Ordering::SeqCst);
+                        ok(json!("late"))
+                    }
+                }),
+            ),
+        ],
+    );
+    let f = flow(
+        "weft: 1\nname: ffc\nroot:\n  parallel:\n    fail_fast: true\n    on_error: collect\n    branches:\n      a: {handler: {name: slow}}\n      b: {handler: {name: boom}}\n",
+    );
+    let r = h.run(f).await;
+    assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
+    let out = r.output.unwrap();
+    assert_eq!(out["b"]["error"]["message"], "boom");
+    assert_eq!(out["a"]["error"]["kind"], "cancelled", "{out}");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(finished.load(Ordering::SeqCst), 0, "the slow branch ran on");
+}
+
+#[tokio::test]
 async fn collected_failures_stay_in_the_results() {
     let h = harness(
         memory(),

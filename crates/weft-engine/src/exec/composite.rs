@@ -90,6 +90,22 @@ async fn run_concurrently<'a>(
     let mut stream = futures::stream::iter(futs).buffer_unordered(limit);
     let mut results: Vec<Option<Exec>> = (0..n).map(|_| None).collect();
     while let Some((i, r)) = stream.next().await {
+        if fail_fast && on_error == OnError::Collect && matches!(r, Err(Stop::Failed(_))) {
+            // The first failure cancels the rest; each cancelled branch is kept in the
+            // results as a failure of its own.
+            results[i] = Some(r);
+            drop(stream);
+            for slot in results.iter_mut().filter(|s| s.is_none()) {
+                *slot = Some(Err(Stop::Failed(
+                    BlockError::new(
+                        ErrorKind::Cancelled,
+                        "cancelled: another branch failed first (fail_fast)",
+                    )
+                    .at(&cx.key),
+                )));
+            }
+            break;
+        }
         if fail_fast
             && on_error == OnError::Fail
             && let Err(Stop::Failed(e)) = r
