@@ -30,7 +30,7 @@ pub(crate) fn define(prelude: &str, name: &str, params: &[&str], body: &str) -> 
 }
 
 /// Removes the indentation every non-blank line shares.
-fn dedent(text: &str) -> String {
+pub(crate) fn dedent(text: &str) -> String {
     let indent = text
         .lines()
         .filter(|l| !l.trim().is_empty())

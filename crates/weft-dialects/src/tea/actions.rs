@@ -23,6 +23,9 @@ impl Compiler<'_> {
         if MODEL.contains(&uses) {
             return self.llm_call(uses, with, ptr, node);
         }
+        if uses == "reflection.loop" {
+            return self.reflection_loop(with, ptr, node);
+        }
         if uses == "return" {
             // TEA's browser runtime: the node's result is `value`, else its whole `with`.
             let value = with

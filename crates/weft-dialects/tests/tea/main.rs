@@ -5,6 +5,7 @@
 
 mod conformance;
 mod invalid;
+mod reflection;
 #[path = "../support/mod.rs"]
 mod support;
 mod tea_files;

@@ -1,0 +1,133 @@
+//! TEA's `reflection.loop` (issue 20): generate, evaluate, correct, until valid.
+
+use super::run;
+use serde_json::json;
+use weft_core::ports::RunStatus;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_evaluator_loops_until_the_generated_output_fits() {
+    // TEA's reflection-loop-example: the first attempt lacks a required field; the
+    // corrector's hint reaches the next attempt through the state.
+    let yaml = r#"
+nodes:
+  - name: write
+    uses: reflection.loop
+    with:
+      generator:
+        run: |
+          if state.get("hint"):
+              result = {"title": "T", "body": state["hint"]}
+          else:
+              result = {"title": "T"}
+      evaluator:
+        type: schema
+        schema: {type: object, required: [title, body]}
+      corrector:
+        run: |
+          result = {"hint": "add a body (" + reflection_errors[0]["type"] + ")"}
+      max_iterations: 3
+"#;
+    let ran = run(yaml, json!({})).await;
+    let out = ran.output();
+    assert_eq!(out["reflection_iteration"], 2);
+    assert_eq!(out["valid"], true);
+    assert_eq!(
+        out["body"], "add a body (schema)",
+        "the valid output's keys spread"
+    );
+    let history = out["reflection_history"].as_array().unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[0]["valid"], false);
+    assert_eq!(history[1]["score"], 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_evaluator_scores_and_the_best_attempt_is_returned_or_raised() {
+    let yaml = |on_failure: &str| {
+        format!(
+            r#"
+nodes:
+  - name: grow
+    uses: reflection.loop
+    with:
+      generator:
+        run: |
+          result = {{"words": reflection_iteration * 10}}
+      evaluator:
+        type: custom
+        run: |
+          result = {{"valid": output["words"] >= 100, "score": min(output["words"] / 100, 1.0), "errors": [{{"message": "too short"}}]}}
+      max_iterations: 3
+      on_failure: {on_failure}
+"#
+        )
+    };
+    let ran = run(&yaml("return_best"), json!({})).await;
+    let out = ran.output();
+    assert_eq!(out["valid"], false);
+    assert_eq!(out["reflection_output"], json!({"words": 30}));
+    assert_eq!(out["reflection_best_score"], 0.3);
+    let ran = run(&yaml("raise"), json!({})).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    let e = ran.result.error.unwrap();
+    assert!(
+        e.message.contains("no valid output after 3 iterations"),
+        "{}",
+        e.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_generates_and_a_model_judges() {
+    use weft_fakes::{FakeServer, Reply, Wire};
+    let server = FakeServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::text("a haiku, too long"),
+            Reply::text(r#"{"valid": false, "score": 0.4, "reason": "five lines"}"#),
+            Reply::text("a haiku"),
+            Reply::text(r#"{"valid": true, "score": 0.9, "reason": "three lines"}"#),
+        ],
+    )
+    .await;
+    let yaml = format!(
+        r#"
+nodes:
+  - name: haiku
+    uses: reflection.loop
+    with:
+      generator:
+        action: llm.call
+        model: gpt-4o-mini
+        api_base: "{base}"
+        prompt: "Write a haiku. {{{{ state.reflection_errors | map(attribute='message') | join('; ') }}}}"
+      evaluator:
+        type: llm
+        model: gpt-4o-mini
+        api_base: "{base}"
+        prompt: "Is this a haiku? {{{{ state.reflection_output.content }}}}"
+      max_iterations: 3
+    output: poem
+"#,
+        base = server.base_url()
+    );
+    let ran = run(&yaml, json!({})).await;
+    let poem = &ran.output()["poem"];
+    assert_eq!(poem["reflection_iteration"], 2);
+    assert_eq!(poem["content"], "a haiku");
+    assert_eq!(poem["reflection_best_score"], 0.9);
+    let sent = server.received();
+    assert_eq!(sent.len(), 4);
+    assert!(
+        sent[2].body["messages"].to_string().contains("five lines"),
+        "the judge's reason reaches the next attempt: {}",
+        sent[2].body["messages"]
+    );
+    assert!(
+        sent[1].body["response_format"]
+            .to_string()
+            .contains("score"),
+        "the judge answers to a schema: {}",
+        sent[1].body
+    );
+}
