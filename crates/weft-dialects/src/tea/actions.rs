@@ -26,6 +26,9 @@ impl Compiler<'_> {
         if uses == "reflection.loop" {
             return self.reflection_loop(with, ptr, node);
         }
+        if uses == "reason.cot" {
+            return self.reason_cot(with, ptr, node);
+        }
         if uses == "return" {
             // TEA's browser runtime: the node's result is `value`, else its whole `with`.
             let value = with

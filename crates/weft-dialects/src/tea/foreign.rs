@@ -90,7 +90,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ("reason.dspy.", "the DSPy library"),
     (
         "reason.",
-        "TEA's built-in reasoning patterns (chain of thought, ReAct, self-correction)",
+        "TEA's built-in reasoning patterns (ReAct, self-correction, decomposition; Weft runs `reason.cot`)",
     ),
     (
         "reflection.",
@@ -175,7 +175,7 @@ mod tests {
         assert!(needs("memory.mem0.add").unwrap().contains("Mem0"));
         assert!(needs("memory.grep").unwrap().contains("long-term memory"));
         assert!(needs("reason.dspy.cot").unwrap().contains("DSPy"));
-        assert!(needs("reason.cot").unwrap().contains("reasoning"));
+        assert!(needs("reason.react").unwrap().contains("reasoning"));
         assert!(
             needs("actions.a2a_send")
                 .unwrap()

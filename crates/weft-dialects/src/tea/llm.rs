@@ -449,6 +449,16 @@ impl Compiler<'_> {
             None => None,
             Some(Value::String(m)) => match self.constant(m) {
                 Some(m) => Some(m),
+                // TEA reads `{{ env.NAME }}` from its process's environment; Weft does
+                // not let a file read the environment, so, as for a `${NAME}` setting,
+                // the default model (`--model`, `WEFT_MODEL`) applies.
+                None if m.trim_start_matches(['{', ' ']).starts_with("env.") => {
+                    self.diags.push(Diagnostic::warning(
+                        format!("{wptr}/model"),
+                        format!("the model `{m}` reads the environment; Weft uses its default model (`--model`, `WEFT_MODEL`) instead"),
+                    ));
+                    None
+                }
                 None => {
                     self.diags.push(
                         Diagnostic::error(

@@ -15,6 +15,7 @@ mod ignored;
 mod interrupts;
 mod llm;
 mod navigation;
+mod reasoning;
 mod reflection;
 mod result_fields;
 mod runtime;

@@ -5,7 +5,7 @@
 
 mod conformance;
 mod invalid;
-mod reflection;
+mod model_patterns;
 #[path = "../support/mod.rs"]
 mod support;
 mod tea_files;

@@ -1,4 +1,5 @@
-//! TEA's `reflection.loop` (issue 20): generate, evaluate, correct, until valid.
+//! TEA's model patterns (issue 20): `reflection.loop` (generate, evaluate, correct,
+//! until valid) and `reason.cot`.
 
 use super::run;
 use serde_json::json;
@@ -130,4 +131,50 @@ nodes:
         "the judge answers to a schema: {}",
         sent[1].body
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reason_cot_asks_for_thinking_and_answer_in_the_format_chosen_at_run_time() {
+    use weft_fakes::{FakeServer, Reply, Wire};
+    let server = FakeServer::start(
+        Wire::OpenAi,
+        vec![Reply::text(
+            r#"{"thinking": "15% is 0.15; 0.15 * 80 = 12", "answer": 12}"#,
+        )],
+    )
+    .await;
+    let yaml = format!(
+        r#"
+nodes:
+  - name: solve
+    uses: reason.cot
+    with:
+      problem: "{{{{ state.problem }}}}"
+      model: gpt-4o-mini
+      api_base: "{base}"
+      thinking_format: "{{{{ state.style | default('step_by_step') }}}}"
+      few_shot_examples:
+        - {{problem: "2 + 2?", thinking: "Add {{{{ them }}}}.", answer: "4"}}
+    output: solution
+"#,
+        base = server.base_url()
+    );
+    let ran = run(
+        &yaml,
+        json!({"problem": "15% of 80?", "style": "pros_cons"}),
+    )
+    .await;
+    let s = &ran.output()["solution"];
+    assert_eq!(s["answer"], 12);
+    assert_eq!(s["thinking"], "15% is 0.15; 0.15 * 80 = 12");
+    assert_eq!(s["reasoning_answer"], 12);
+    assert_eq!(s["thinking_format"], "pros_cons");
+    let sent = server.received();
+    let messages = sent[0].body["messages"].to_string();
+    assert!(messages.contains("Weigh the arguments"), "{messages}");
+    assert!(
+        messages.contains("Add {{ them }}."),
+        "examples are text: {messages}"
+    );
+    assert!(messages.contains("Problem: 15% of 80?"), "{messages}");
 }
