@@ -29,6 +29,9 @@ impl Compiler<'_> {
         if uses == "reason.cot" {
             return self.reason_cot(with, ptr, node);
         }
+        if uses == "agent.dispatch" {
+            return self.agent_dispatch(with, ptr, node);
+        }
         if uses == "return" {
             // TEA's browser runtime: the node's result is `value`, else its whole `with`.
             let value = with

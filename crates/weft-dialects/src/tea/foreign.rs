@@ -18,7 +18,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ),
     (
         "agent.",
-        "TEA's multi-agent runtime (agents declared in `settings`, CrewAI)",
+        "TEA's multi-agent runtime (sequential, parallel and coordinated agents, CrewAI; Weft runs `agent.dispatch`)",
     ),
     ("auth.", "TEA's authentication providers (Firebase, JWT)"),
     ("bmad.", "TEA's BMad story parser"),

@@ -6,6 +6,7 @@
 //! its output. Choices the spec leaves open are written in `docs/dialects/tea.md`.
 
 mod actions;
+mod agents;
 mod aliases;
 mod code;
 mod doc;
@@ -93,6 +94,8 @@ fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
         models: IndexMap::new(),
         flows: IndexMap::new(),
         variables: tea.variables.clone(),
+        agents: settings_map(&tea, "/agents"),
+        llm_settings: settings_map(&tea, "/llm"),
     };
     for ptr in set_aside {
         let key = ptr
@@ -122,6 +125,26 @@ pub(crate) struct Compiler<'a> {
     models: IndexMap<String, ModelDef>,
     flows: IndexMap<String, Flow>,
     variables: IndexMap<String, Value>,
+    /// `settings.agents`: the agents `agent.dispatch` names.
+    agents: IndexMap<String, Value>,
+    /// `settings.llm`, whose constant options agents inherit.
+    llm_settings: IndexMap<String, Value>,
+}
+
+/// The mapping at `pointer` under `settings`, with values written `${VARIABLE}` left
+/// out (TEA reads them from its environment; Weft's defaults apply instead).
+fn settings_map(tea: &TeaDoc, pointer: &str) -> IndexMap<String, Value> {
+    tea.settings
+        .as_ref()
+        .and_then(|s| s.pointer(pointer))
+        .and_then(Value::as_object)
+        .map(|o| {
+            o.iter()
+                .filter(|(_, v)| !v.as_str().is_some_and(|s| s.contains("${")))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl Compiler<'_> {

@@ -179,15 +179,6 @@ fn system_prompt(format: &str, examples: &str) -> String {
     };
     format!(
         "Think the problem through before you answer. Reply with JSON only: \"thinking\", your reasoning as text, and \"answer\", the final answer (text, a number or structured data).\n\n{instruction}{}",
-        escape_template(examples)
+        crate::template_text::literal(examples)
     )
-}
-
-/// `text` as template text that renders to itself.
-fn escape_template(text: &str) -> String {
-    if text.contains("{{") || text.contains("{%") || text.contains("{#") {
-        format!("{{% raw %}}{text}{{% endraw %}}")
-    } else {
-        text.to_owned()
-    }
 }

@@ -70,6 +70,22 @@ const CHECKPOINT: &[(&str, &str)] = &[
     ),
 ];
 
+/// `settings` entries Weft applies, so they get no warning (`agents.rs`).
+const SETTINGS_APPLIED: &[&str] = &["agents"];
+
+/// A section without the entries Weft applies.
+fn without(section: Option<&Value>, applied: &[&str]) -> Option<Value> {
+    section.map(|c| match c {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| !applied.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    })
+}
+
 /// `config` entries Weft applies, so they get no warning (`interrupts.rs`).
 const CONFIG_APPLIED: &[&str] = &["interrupt_before", "interrupt_after"];
 
@@ -77,16 +93,9 @@ impl Compiler<'_> {
     /// Reads `settings:`, `config:` and the extraction-validation sections, warning of
     /// each part Weft does not use.
     pub(super) fn runtime_sections(&mut self, tea: &TeaDoc) {
-        self.section("settings", tea.settings.as_ref(), SETTINGS, "TEA's runtime");
-        let config = tea.config.as_ref().map(|c| match c {
-            Value::Object(o) => Value::Object(
-                o.iter()
-                    .filter(|(k, _)| !CONFIG_APPLIED.contains(&k.as_str()))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            ),
-            other => other.clone(),
-        });
+        let settings = without(tea.settings.as_ref(), SETTINGS_APPLIED);
+        self.section("settings", settings.as_ref(), SETTINGS, "TEA's runtime");
+        let config = without(tea.config.as_ref(), CONFIG_APPLIED);
         self.section("config", config.as_ref(), CONFIG, "TEA's compiler");
         self.section(
             "checkpoint",

@@ -1,5 +1,5 @@
 //! TEA's model patterns (issue 20): `reflection.loop` (generate, evaluate, correct,
-//! until valid) and `reason.cot`.
+//! until valid), `reason.cot` and `agent.dispatch`.
 
 use super::run;
 use serde_json::json;
@@ -177,4 +177,44 @@ nodes:
         "examples are text: {messages}"
     );
     assert!(messages.contains("Problem: 15% of 80?"), "{messages}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_dispatch_gives_the_task_to_an_agent_of_settings_agents() {
+    use weft_fakes::{FakeServer, Reply, Wire};
+    let server = FakeServer::start(Wire::OpenAi, vec![Reply::text("Tea is a drink.")]).await;
+    let yaml = format!(
+        r#"
+settings:
+  llm: {{model: gpt-4o-mini, api_base: "{base}", temperature: 0.7}}
+  agents:
+    researcher:
+      system_prompt: "You research. Answer as {{{{ json }}}}."
+      temperature: 0.2
+nodes:
+  - name: research
+    action: agent.dispatch
+    params:
+      agent: researcher
+      task: "Research {{{{ state.topic }}}}"
+    output: research
+"#,
+        base = server.base_url()
+    );
+    let ran = run(&yaml, json!({"topic": "tea"})).await;
+    let r = &ran.output()["research"];
+    assert_eq!(r["response"], "Tea is a drink.");
+    assert_eq!(r["agent"], "researcher");
+    assert_eq!(r["success"], true);
+    let body = &server.received()[0].body;
+    assert_eq!(body["temperature"], 0.2, "the agent's own temperature");
+    let messages = body["messages"].to_string();
+    assert!(messages.contains("Answer as {{ json }}."), "{messages}");
+    assert!(messages.contains("Research tea"), "{messages}");
+    let unknown = yaml.replace("agent: researcher", "agent: reseacher");
+    let err = super::support::load_error(&unknown, "tea");
+    assert!(
+        err.contains("no agent `reseacher`") && err.contains("researcher"),
+        "{err}"
+    );
 }
