@@ -245,18 +245,7 @@ impl Prolog {
         } else {
             // A program: its definitions, then its terms in order, each asserted as a
             // fact or called as a goal.
-            // TEA asserts a program's rules, so they may be changed with assertz and
-            // retract as it runs; declared dynamic, they can here too.
-            let mut declared = std::collections::HashSet::new();
-            for indicator in parsed
-                .definitions
-                .iter()
-                .filter_map(|d| prolog_program::head_indicator(d))
-            {
-                if declared.insert(indicator.clone()) {
-                    program.push_str(&format!(":- dynamic({indicator}).\n"));
-                }
-            }
+            program.push_str(&prolog_program::dynamic_declarations(&parsed.definitions));
             for d in &parsed.definitions {
                 program.push_str(&format!("{d}.\n"));
             }

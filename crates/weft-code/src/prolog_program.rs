@@ -158,6 +158,20 @@ pub(crate) fn head_indicator(rule: &str) -> Option<String> {
     Some(format!("{name}/{arity}"))
 }
 
+/// `:- dynamic(Name/Arity).` for each predicate the rules among `definitions` define:
+/// TEA asserts a program's rules, so a program may change them with `assertz` and
+/// `retract` as it runs.
+pub(crate) fn dynamic_declarations(definitions: &[String]) -> String {
+    let mut declared = std::collections::HashSet::new();
+    let mut out = String::new();
+    for indicator in definitions.iter().filter_map(|d| head_indicator(d)) {
+        if declared.insert(indicator.clone()) {
+            out.push_str(&format!(":- dynamic({indicator}).\n"));
+        }
+    }
+    out
+}
+
 /// Reads `source` as a program.
 pub(crate) fn program(source: &str) -> Program {
     let mut p = Program::default();

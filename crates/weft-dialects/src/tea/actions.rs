@@ -23,26 +23,13 @@ impl Compiler<'_> {
         if MODEL.contains(&uses) {
             return self.llm_call(uses, with, ptr, node);
         }
-        if uses == "reflection.loop" {
-            return self.reflection_loop(with, ptr, node);
-        }
-        if uses == "reason.cot" {
-            return self.reason_cot(with, ptr, node);
-        }
-        if uses == "agent.dispatch" {
-            return self.agent_dispatch(with, ptr, node);
-        }
-        if uses == "return" {
-            // TEA's browser runtime: the node's result is `value`, else its whole `with`.
-            let value = with
-                .and_then(|w| w.get("value"))
-                .or(with)
-                .cloned()
-                .unwrap_or(Value::Null);
-            return Some(Block::new(BlockKind::Transform(TransformSpec {
-                output: ValueTemplate(value),
-                exit: None,
-            })));
+        // Keep in step with `PATTERNS`.
+        match uses {
+            "reflection.loop" => return self.reflection_loop(with, ptr, node),
+            "reason.cot" => return self.reason_cot(with, ptr, node),
+            "agent.dispatch" => return self.agent_dispatch(with, ptr, node),
+            "return" => return Some(returned(with)),
+            _ => {}
         }
         if BUILTIN.contains(&uses) {
             return Some(Block::new(BlockKind::Action(ActionSpec {
@@ -50,18 +37,11 @@ impl Compiler<'_> {
                 params: with.cloned().map(ValueTemplate),
             })));
         }
+        let known = || BUILTIN.iter().chain(MODEL).chain(PATTERNS).copied();
         if let Some(need) = super::foreign::needs(uses) {
-            let message = super::foreign::message(uses, need);
-            self.diags.push(
-                Diagnostic::warning(
-                    format!("{ptr}/uses"),
-                    format!("{message}: a run that reaches node `{node}` fails there"),
-                )
-                .hint("docs/dialects/tea.md lists TEA's actions and what Weft offers instead"),
-            );
-            return Some(refusal(message));
+            let hint = "docs/dialects/tea.md lists TEA's actions and what Weft offers instead";
+            return Some(self.unavailable(super::foreign::message(uses, need), hint, ptr, node));
         }
-        let known = || BUILTIN.iter().chain(MODEL).copied();
         if !resembles_a_known_action(uses, known()) {
             // TEA also runs actions from Python modules (`imports:`, `--actions-module`)
             // and looks every action up only when its node runs; a name unlike any Weft
@@ -69,17 +49,11 @@ impl Compiler<'_> {
             let message = format!(
                 "`{uses}` is neither an action of Weft nor of The Edge Agent (TEA loads further actions from Python modules, which Weft does not run)"
             );
-            self.diags.push(
-                Diagnostic::warning(
-                    format!("{ptr}/uses"),
-                    format!("{message}: a run that reaches node `{node}` fails there"),
-                )
-                .hint(format!(
-                    "Weft runs these actions: {}",
-                    known().collect::<Vec<_>>().join(", ")
-                )),
+            let hint = format!(
+                "Weft runs these actions: {}",
+                known().collect::<Vec<_>>().join(", ")
             );
-            return Some(refusal(message));
+            return Some(self.unavailable(message, &hint, ptr, node));
         }
         let d = Diagnostic::error(format!("{ptr}/uses"), format!("unknown action `{uses}`"))
             .hint_closest(
@@ -93,7 +67,37 @@ impl Compiler<'_> {
         self.diags.push(d);
         None
     }
+
+    /// A node whose action Weft cannot run: a warning now, and a block that fails with
+    /// `message` when a run reaches it.
+    fn unavailable(&mut self, message: String, hint: &str, ptr: &str, node: &str) -> Block {
+        self.diags.push(
+            Diagnostic::warning(
+                format!("{ptr}/uses"),
+                format!("{message}: a run that reaches node `{node}` fails there"),
+            )
+            .hint(hint),
+        );
+        refusal(message)
+    }
 }
+
+/// TEA's browser runtime's `return`: the node's result is `value`, else its whole `with`.
+fn returned(with: Option<&Value>) -> Block {
+    let value = with
+        .and_then(|w| w.get("value"))
+        .or(with)
+        .cloned()
+        .unwrap_or(Value::Null);
+    Block::new(BlockKind::Transform(TransformSpec {
+        output: ValueTemplate(value),
+        exit: None,
+    }))
+}
+
+/// TEA's actions that Weft compiles to its own blocks (`reflection.rs`, `reasoning.rs`,
+/// `agents.rs`; `return` here).
+const PATTERNS: &[&str] = &["reflection.loop", "reason.cot", "agent.dispatch", "return"];
 
 /// Whether `uses` is within a typo of a name in `known` (the same family, or a few
 /// edits away): such a name is refused with a did-you-mean when the file loads.
