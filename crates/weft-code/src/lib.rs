@@ -24,6 +24,7 @@ mod prolog;
 mod prolog_program;
 pub mod protocol;
 mod python;
+mod python_edits;
 mod python_methods;
 mod python_modules;
 mod url;

@@ -60,15 +60,8 @@ pub(crate) fn rewrite(source: &str) -> Option<String> {
     if finder.edits.is_empty() {
         return None;
     }
-    finder.edits.sort_by_key(|e| e.0);
     let mut out = String::with_capacity(source.len() + 32 * finder.edits.len());
-    let mut rest = 0;
-    for (start, end, text) in finder.edits {
-        out.push_str(&source[rest..start]);
-        out.push_str(&text);
-        rest = end;
-    }
-    out.push_str(&source[rest..]);
+    crate::python_edits::splice_into(&mut out, source, &mut finder.edits);
     Some(out)
 }
 
@@ -86,7 +79,7 @@ fn used_as_value(source: &str, method: &str) -> bool {
 
 #[derive(Default)]
 struct Values {
-    edits: Vec<(usize, usize, String)>,
+    edits: Vec<crate::python_edits::Edit>,
 }
 
 impl<'a> Visitor<'a> for Values {

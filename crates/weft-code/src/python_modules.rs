@@ -79,7 +79,7 @@ pub(crate) struct Prepared {
 #[derive(Default)]
 struct Imports {
     /// Byte range of an import statement and the text that replaces it.
-    edits: Vec<(usize, usize, String)>,
+    edits: Vec<crate::python_edits::Edit>,
     /// Which shims are needed.
     used: [bool; SHIMS.len()],
 }
@@ -184,18 +184,8 @@ pub(crate) fn prepare(source: &str) -> Prepared {
         text.push('\n');
     }
     let offset = text.matches('\n').count() as u32;
-    let mut rest = 0;
-    imports.edits.sort_by_key(|e| e.0);
-    for (start, end, replacement) in &imports.edits {
-        text.push_str(&source[rest..*start]);
-        text.push_str(replacement);
-        // A parenthesised import may span lines; keep every later line where it was.
-        for _ in 0..source[*start..*end].matches('\n').count() {
-            text.push('\n');
-        }
-        rest = *end;
-    }
-    text.push_str(&source[rest..]);
+    // A parenthesised import may span lines; the splice keeps every later line.
+    crate::python_edits::splice_into(&mut text, source, &mut imports.edits);
     Prepared {
         source: text,
         offset,
