@@ -3,7 +3,7 @@
 //! they run ([`super::foreign`]).
 
 use super::Compiler;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use weft_core::Diagnostic;
 use weft_core::ir::{ActionSpec, Block, BlockKind, TransformSpec, ValueTemplate};
 
@@ -66,6 +66,59 @@ impl Compiler<'_> {
             );
         self.diags.push(d);
         None
+    }
+
+    /// The `with:` of action `uses` as a mapping; when it is none, an error says the
+    /// action `needs` `with:` and what else, with an `example`.
+    pub(super) fn with_mapping<'w>(
+        &mut self,
+        uses: &str,
+        with: Option<&'w Value>,
+        wptr: &str,
+        needs: &str,
+        example: &str,
+    ) -> Option<&'w Map<String, Value>> {
+        let mapping = with.and_then(Value::as_object);
+        if mapping.is_none() {
+            self.diags.push(
+                Diagnostic::error(wptr, format!("{uses} needs `with:` and {needs}")).hint(example),
+            );
+        }
+        mapping
+    }
+
+    /// [`Self::with_mapping`], each key of which must be one of `options`.
+    pub(super) fn with_options<'w>(
+        &mut self,
+        uses: &str,
+        with: Option<&'w Value>,
+        wptr: &str,
+        (needs, example): (&str, &str),
+        options: &[&str],
+    ) -> Option<&'w Map<String, Value>> {
+        let with = self.with_mapping(uses, with, wptr, needs, example)?;
+        for key in with.keys().filter(|k| !options.contains(&k.as_str())) {
+            let hint = format!("its options: {}", options.join(", "));
+            self.unknown_option(uses, key, wptr, options, hint);
+        }
+        Some(with)
+    }
+
+    /// The error for option `key` of action `uses`, which has only `options`.
+    pub(super) fn unknown_option(
+        &mut self,
+        uses: &str,
+        key: &str,
+        wptr: &str,
+        options: &[&str],
+        hint: String,
+    ) {
+        let d = Diagnostic::error(
+            weft_core::validate::child_pointer(wptr, key),
+            format!("{uses} has no option `{key}`"),
+        );
+        self.diags
+            .push(d.hint_closest(key, options.iter().copied(), hint));
     }
 
     /// A node whose action Weft cannot run: a warning now, and a block that fails with

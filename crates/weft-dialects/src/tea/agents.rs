@@ -21,27 +21,16 @@ impl Compiler<'_> {
         node: &str,
     ) -> Option<Block> {
         let wptr = format!("{ptr}/with");
-        let Some(with) = with.and_then(Value::as_object) else {
-            self.diags.push(
-                Diagnostic::error(
-                    &wptr,
-                    "agent.dispatch needs `with:` and its `agent` and `task`",
-                )
-                .hint("with: {agent: researcher, task: \"Research {{ state.topic }}\"}"),
-            );
-            return None;
-        };
-        for key in with.keys().filter(|k| !OPTIONS.contains(&k.as_str())) {
-            let d = Diagnostic::error(
-                weft_core::validate::child_pointer(&wptr, key),
-                format!("agent.dispatch has no option `{key}`"),
-            );
-            self.diags.push(d.hint_closest(
-                key,
-                OPTIONS.iter().copied(),
-                format!("its options: {}", OPTIONS.join(", ")),
-            ));
-        }
+        let with = self.with_options(
+            "agent.dispatch",
+            with,
+            &wptr,
+            (
+                "its `agent` and `task`",
+                "with: {agent: researcher, task: \"Research {{ state.topic }}\"}",
+            ),
+            OPTIONS,
+        )?;
         let (Some(name), Some(task)) = (
             with.get("agent").and_then(Value::as_str),
             with.get("task").and_then(Value::as_str),

@@ -67,16 +67,13 @@ impl Compiler<'_> {
         node: &str,
     ) -> Option<Block> {
         let wptr = format!("{ptr}/with");
-        let Some(with) = with.and_then(Value::as_object) else {
-            self.diags.push(
-                Diagnostic::error(
-                    &wptr,
-                    format!("{uses} needs `with:` and its `model` and `messages`"),
-                )
-                .hint("with: {model: gpt-4o-mini, messages: [{role: user, content: \"...\"}]}"),
-            );
-            return None;
-        };
+        let with = self.with_mapping(
+            uses,
+            with,
+            &wptr,
+            "its `model` and `messages`",
+            "with: {model: gpt-4o-mini, messages: [{role: user, content: \"...\"}]}",
+        )?;
         if let Some(shell) = with.get("shell_provider") {
             // Accepted so the file loads; a run that reaches the node says why it stops.
             return Some(super::actions::refusal(format!(
@@ -108,12 +105,7 @@ impl Compiler<'_> {
                 } else {
                     format!("its options: {}", options.join(", "))
                 };
-                let d = Diagnostic::error(
-                    weft_core::validate::child_pointer(&wptr, key),
-                    format!("{uses} has no option `{key}`"),
-                );
-                self.diags
-                    .push(d.hint_closest(key, options.iter().copied(), hint));
+                self.unknown_option(uses, key, &wptr, &options, hint);
             }
         }
         let mut spec = LlmSpec {

@@ -51,24 +51,13 @@ impl Compiler<'_> {
         node: &str,
     ) -> Option<Block> {
         let wptr = format!("{ptr}/with");
-        let Some(with) = with.and_then(Value::as_object) else {
-            self.diags.push(
-                Diagnostic::error(&wptr, "reason.cot needs `with:` and its `problem`")
-                    .hint("with: {problem: \"{{ state.question }}\"}"),
-            );
-            return None;
-        };
-        for key in with.keys().filter(|k| !OPTIONS.contains(&k.as_str())) {
-            let d = Diagnostic::error(
-                weft_core::validate::child_pointer(&wptr, key),
-                format!("reason.cot has no option `{key}`"),
-            );
-            self.diags.push(d.hint_closest(
-                key,
-                OPTIONS.iter().copied(),
-                format!("its options: {}", OPTIONS.join(", ")),
-            ));
-        }
+        let with = self.with_options(
+            "reason.cot",
+            with,
+            &wptr,
+            ("its `problem`", "with: {problem: \"{{ state.question }}\"}"),
+            OPTIONS,
+        )?;
         let Some(problem) = with.get("problem").and_then(Value::as_str) else {
             self.diags.push(Diagnostic::error(
                 &wptr,

@@ -41,6 +41,15 @@ fn judgement_schema() -> Value {
 /// The judge's instructions, before the evaluator's own prompt.
 const JUDGE: &str = "You judge an output against the request that follows. Answer with JSON only: \"valid\" (true when the output meets the request), \"score\" (from 0.0, useless, to 1.0, perfect), \"reason\" (why, in a sentence) and \"suggestions\" (how to improve it).";
 
+/// The options `reflection.loop` reads.
+const OPTIONS: &[&str] = &[
+    "generator",
+    "evaluator",
+    "corrector",
+    "max_iterations",
+    "on_failure",
+];
+
 /// The latest evaluation, in templates.
 const EVALUATION: &str = "state.reflection_evaluation";
 
@@ -61,33 +70,16 @@ impl Compiler<'_> {
         node: &str,
     ) -> Option<Block> {
         let wptr = format!("{ptr}/with");
-        let Some(with) = with.and_then(Value::as_object) else {
-            self.diags.push(
-                Diagnostic::error(&wptr, "reflection.loop needs `with:` and its `generator` and `evaluator`")
-                    .hint("with: {generator: {action: llm.call, prompt: ...}, evaluator: {type: schema, schema: {...}}}"),
-            );
-            return None;
-        };
-        for key in with.keys() {
-            const KEYS: &[&str] = &[
-                "generator",
-                "evaluator",
-                "corrector",
-                "max_iterations",
-                "on_failure",
-            ];
-            if !KEYS.contains(&key.as_str()) {
-                let d = Diagnostic::error(
-                    weft_core::validate::child_pointer(&wptr, key),
-                    format!("reflection.loop has no option `{key}`"),
-                );
-                self.diags.push(d.hint_closest(
-                    key,
-                    KEYS.iter().copied(),
-                    format!("its options: {}", KEYS.join(", ")),
-                ));
-            }
-        }
+        let with = self.with_options(
+            "reflection.loop",
+            with,
+            &wptr,
+            (
+                "its `generator` and `evaluator`",
+                "with: {generator: {action: llm.call, prompt: ...}, evaluator: {type: schema, schema: {...}}}",
+            ),
+            OPTIONS,
+        )?;
         let max = self.reflection_max(with.get("max_iterations"), &wptr)?;
         let on_failure = self.on_failure(with.get("on_failure"), &wptr)?;
         let generator = self.reflection_part(with, "generator", &wptr, node)?;
