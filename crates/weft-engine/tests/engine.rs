@@ -102,46 +102,9 @@ async fn parallel_outputs_and_state_writes_merge_in_declaration_order() {
     assert_eq!(r.state["last"], 3);
 }
 
-#[tokio::test]
-async fn fail_fast_cancels_the_other_branches() {
-    let finished = Arc::new(AtomicUsize::new(0));
-    let fin = finished.clone();
-    let h = harness(
-        memory(),
-        vec![
-            (
-                "boom",
-                native(|_| async { Err(BlockError::new(ErrorKind::Handler, "boom")) }),
-            ),
-            (
-                "slow",
-                native(move |_| {
-                    let fin = fin.clone();
-                    async move {
-                        tokio::time::sleep(Duration::from_millis(300)).await;
-                        fin.fetch_add(1, Ordering::SeqCst);
-                        ok(json!(null))
-                    }
-                }),
-            ),
-        ],
-    );
-    let f = flow(
-        "weft: 1\nname: ff\nroot:\n  parallel:\n    fail_fast: true\n    branches:\n      a: {handler: {name: slow}}\n      b: {handler: {name: boom}}\n",
-    );
-    let r = h.run(f).await;
-    assert_eq!(r.status, RunStatus::Failed);
-    assert_eq!(r.error.unwrap().message, "boom");
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(
-        finished.load(Ordering::SeqCst),
-        0,
-        "the slow branch was not cancelled"
-    );
-}
-
-#[tokio::test]
-async fn fail_fast_with_collected_failures_cancels_the_rest_and_goes_on() {
+/// Handlers `boom`, which fails at once, and `slow`, which answers after 300 ms and
+/// counts in the returned counter that it finished.
+fn boom_and_slow() -> (Harness, Arc<AtomicUsize>) {
     let finished = Arc::new(AtomicUsize::new(0));
     let fin = finished.clone();
     let h = harness(
@@ -164,6 +127,29 @@ async fn fail_fast_with_collected_failures_cancels_the_rest_and_goes_on() {
             ),
         ],
     );
+    (h, finished)
+}
+
+#[tokio::test]
+async fn fail_fast_cancels_the_other_branches() {
+    let (h, finished) = boom_and_slow();
+    let f = flow(
+        "weft: 1\nname: ff\nroot:\n  parallel:\n    fail_fast: true\n    branches:\n      a: {handler: {name: slow}}\n      b: {handler: {name: boom}}\n",
+    );
+    let r = h.run(f).await;
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(r.error.unwrap().message, "boom");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        0,
+        "the slow branch was not cancelled"
+    );
+}
+
+#[tokio::test]
+async fn fail_fast_with_collected_failures_cancels_the_rest_and_goes_on() {
+    let (h, finished) = boom_and_slow();
     let f = flow(
         "weft: 1\nname: ffc\nroot:\n  parallel:\n    fail_fast: true\n    on_error: collect\n    branches:\n      a: {handler: {name: slow}}\n      b: {handler: {name: boom}}\n",
     );

@@ -69,26 +69,15 @@ nodes:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settings_and_config_load_with_warnings_and_shell_providers_fail_when_reached() {
     let yaml = "settings:\n  llm: {backend: local, model: gpt-4o-mini}\n  opik: {project: x}\nconfig: {raise_exceptions: true}\nextraction_schema: {entities: {required_fields: [name]}}\nnodes:\n  - name: ask\n    uses: llm.call\n    with: {shell_provider: claude, prompt: hi}\n    output: answer\n";
-    let loaded = weft_dialects::load_str(yaml, "flow.yaml", None, Some("tea")).unwrap();
-    let warned: Vec<String> = loaded.warnings.iter().map(|w| w.message.clone()).collect();
-    for want in [
-        "`settings.opik` is read, not used",
-        "`config.raise_exceptions`",
-        "`extraction_schema`",
-    ] {
-        assert!(
-            warned.iter().any(|w| w.contains(want)),
-            "{want}: {warned:?}"
-        );
-    }
-    let ran = run(yaml, json!({})).await;
-    assert_eq!(ran.result.status, RunStatus::Failed);
-    let e = ran.result.error.unwrap();
-    assert!(
-        e.message.contains("does not run shell commands"),
-        "{}",
-        e.message
+    assert_warns(
+        yaml,
+        &[
+            "`settings.opik` is read, not used",
+            "`config.raise_exceptions`",
+            "`extraction_schema`",
+        ],
     );
+    assert_fails_with(yaml, json!({}), &["does not run shell commands"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,25 +91,19 @@ nodes:
     with: {messages: "{{ state.text }}"}
     output: stored
 "#;
-    let loaded = weft_dialects::load_str(yaml, "flow.yaml", None, Some("tea")).unwrap();
-    assert!(
-        loaded
-            .warnings
-            .iter()
-            .any(|w| w.message.contains("memory.mem0.add") && w.message.contains("Mem0")),
-        "{:?}",
-        loaded.warnings
+    assert_warns(
+        yaml,
+        &["`memory.mem0.add` is an action of The Edge Agent that needs the Mem0 memory service"],
     );
-    let ran = run(yaml, json!({"text": "hi"})).await;
-    assert_eq!(ran.result.status, RunStatus::Failed);
-    let e = ran.result.error.unwrap();
-    assert!(
-        e.message
-            .contains("`memory.mem0.add` is an action of The Edge Agent")
-            && e.message.contains("Weft does not have it"),
-        "{}",
-        e.message
-    );
+    assert_fails_with(
+        yaml,
+        json!({"text": "hi"}),
+        &[
+            "`memory.mem0.add` is an action of The Edge Agent",
+            "Weft does not have it",
+        ],
+    )
+    .await;
     // A name a typo away from one Weft knows is refused when the file loads; one unlike
     // any (TEA also loads actions from Python modules) loads and fails when reached.
     let typo = "nodes:\n  - name: a\n    uses: file.reed\n";
@@ -130,15 +113,12 @@ nodes:
         "{err}"
     );
     let custom = "nodes:\n  - name: a\n    uses: execution.run\n";
-    let ran = run(custom, json!({})).await;
-    assert_eq!(ran.result.status, RunStatus::Failed);
-    let e = ran.result.error.unwrap();
-    assert!(
-        e.message
-            .contains("`execution.run` is neither an action of Weft nor of The Edge Agent"),
-        "{}",
-        e.message
-    );
+    assert_fails_with(
+        custom,
+        json!({}),
+        &["`execution.run` is neither an action of Weft nor of The Edge Agent"],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -241,27 +221,20 @@ nodes:
     with: {provider: azure_openai, model: gpt-4o, prompt: hi}
     output: answer
 "#;
-    let loaded = weft_dialects::load_str(yaml, "flow.yaml", None, Some("tea")).unwrap();
-    let warned: Vec<&str> = loaded.warnings.iter().map(|w| w.message.as_str()).collect();
-    for want in [
-        "`condition` belongs to",
-        "`prompt` belongs to",
-        "`checkpoint.dir`",
-    ] {
-        assert!(
-            warned.iter().any(|w| w.contains(want)),
-            "{want}: {warned:?}"
-        );
-    }
-    let ran = run(yaml, json!({})).await;
-    assert_eq!(ran.result.status, RunStatus::Failed);
-    let e = ran.result.error.unwrap();
-    assert!(
-        e.message
-            .contains("provider `azure_openai` needs Azure OpenAI"),
-        "{}",
-        e.message
+    assert_warns(
+        yaml,
+        &[
+            "`condition` belongs to",
+            "`prompt` belongs to",
+            "`checkpoint.dir`",
+        ],
     );
+    assert_fails_with(
+        yaml,
+        json!({}),
+        &["provider `azure_openai` needs Azure OpenAI"],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -289,4 +262,26 @@ nodes:
         ran.output()["gathered"],
         json!([[0, 2, 0], [1, 4, 1], [2, 6, 2]])
     );
+}
+
+/// Loads `yaml` as a tea file; for each of `wants`, some warning holds it.
+fn assert_warns(yaml: &str, wants: &[&str]) {
+    let loaded = weft_dialects::load_str(yaml, "flow.yaml", None, Some("tea")).unwrap();
+    let warned: Vec<&str> = loaded.warnings.iter().map(|w| w.message.as_str()).collect();
+    for want in wants {
+        assert!(
+            warned.iter().any(|w| w.contains(want)),
+            "{want}: {warned:?}"
+        );
+    }
+}
+
+/// Runs `yaml` from `input`: the run fails, and its error holds each of `parts`.
+async fn assert_fails_with(yaml: &str, input: serde_json::Value, parts: &[&str]) {
+    let ran = run(yaml, input).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    let e = ran.result.error.unwrap();
+    for part in parts {
+        assert!(e.message.contains(part), "{part}: {}", e.message);
+    }
 }
