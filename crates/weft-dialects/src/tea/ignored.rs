@@ -42,8 +42,8 @@ pub(super) const NODE_KEYS: &[&str] = &[
 const ALIASES: &[&str] = &["params", "next", "outputs"];
 
 /// Removes from each node (and the steps and loop bodies inside it) the keys no node
-/// reads and no node key resembles; returns their pointers, for warnings.
-pub(super) fn set_aside(doc: &mut Value) -> Vec<String> {
+/// reads and no node key resembles; returns each one's pointer and key, for warnings.
+pub(super) fn set_aside(doc: &mut Value) -> Vec<(String, String)> {
     let mut found = Vec::new();
     if let Some(nodes) = doc.get_mut("nodes").and_then(Value::as_array_mut) {
         for (i, n) in nodes.iter_mut().enumerate() {
@@ -53,14 +53,14 @@ pub(super) fn set_aside(doc: &mut Value) -> Vec<String> {
     found
 }
 
-fn node(n: &mut Value, ptr: &str, found: &mut Vec<String>) {
+fn node(n: &mut Value, ptr: &str, found: &mut Vec<(String, String)>) {
     let Some(obj) = n.as_object_mut() else {
         return;
     };
     let unknown: Vec<String> = obj.keys().filter(|k| is_set_aside(k)).cloned().collect();
     for key in unknown {
         obj.remove(&key);
-        found.push(weft_core::validate::child_pointer(ptr, &key));
+        found.push((weft_core::validate::child_pointer(ptr, &key), key));
     }
     for key in ["steps", "body"] {
         if let Some(children) = obj.get_mut(key).and_then(Value::as_array_mut) {
@@ -105,7 +105,9 @@ mod tests {
             {"name": "b", "steps": [{"run": "x", "config": {}}]},
         ]});
         let aside = set_aside(&mut doc);
-        assert_eq!(aside, ["/nodes/0/paths", "/nodes/1/steps/0/config"]);
+        let pointers: Vec<&str> = aside.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(pointers, ["/nodes/0/paths", "/nodes/1/steps/0/config"]);
+        assert_eq!(aside[0].1, "paths");
         assert!(
             doc["nodes"][0].get("runn").is_some(),
             "a typo stays, to be refused"

@@ -97,13 +97,7 @@ fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
         agents: settings_map(&tea, "/agents"),
         llm_settings: settings_map(&tea, "/llm"),
     };
-    for ptr in set_aside {
-        let key = ptr
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .replace("~1", "/")
-            .replace("~0", "~");
+    for (ptr, key) in set_aside {
         c.diags.push(
             Diagnostic::warning(
                 &ptr,

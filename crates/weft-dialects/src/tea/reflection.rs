@@ -222,9 +222,14 @@ impl Compiler<'_> {
             "schema" => {
                 let schema = cfg.get("schema").cloned().unwrap_or_else(|| json!({}));
                 let schema = super::constant_expression(&schema);
-                Some(transform(json!(format!(
-                    "{{{{ {{'valid': fits_schema(state.reflection_output, {schema}), 'score': 1.0 if fits_schema(state.reflection_output, {schema}) else 0.0, 'errors': [] if fits_schema(state.reflection_output, {schema}) else [{{'message': 'the output does not fit the schema', 'type': 'schema'}}]}} }}}}"
-                ))))
+                // The check runs once; the verdict is built from its answer.
+                let check = transform(Value::from(format!(
+                    "{{{{ fits_schema(state.reflection_output, {schema}) }}}}"
+                )));
+                let verdict = transform(Value::from(
+                    "{{ {'valid': input, 'score': 1.0 if input else 0.0, 'errors': [] if input else [{'message': 'the output does not fit the schema', 'type': 'schema'}]} }}",
+                ));
+                Some(Block::new(BlockKind::Sequence(vec![check, verdict])))
             }
             "llm" => {
                 let mut with = Map::new();
@@ -244,16 +249,13 @@ impl Compiler<'_> {
                     "response_format".into(),
                     json!({"type": "json_schema", "json_schema": {"name": "judgement", "schema": judgement_schema()}}),
                 );
-                let mut judge = self.llm_call("llm.call", Some(&Value::Object(with)), ptr, node)?;
-                judge.data.set.insert(
-                    "reflection_judgement".into(),
-                    ValueTemplate(Value::from("{{ output.content }}")),
-                );
+                let judge = self.llm_call("llm.call", Some(&Value::Object(with)), ptr, node)?;
+                // The verdict reads the judge's answer, its input.
                 let verdict = transform(json!({
-                    "valid": "{{ state.reflection_judgement.valid == true }}",
-                    "score": "{{ state.reflection_judgement.score or 0.0 }}",
-                    "errors": "{{ [] if state.reflection_judgement.valid == true else [{'message': state.reflection_judgement.reason or 'judged invalid', 'type': 'llm'}] }}",
-                    "suggestions": "{{ state.reflection_judgement.suggestions or [] }}",
+                    "valid": "{{ input.content.valid == true }}",
+                    "score": "{{ input.content.score or 0.0 }}",
+                    "errors": "{{ [] if input.content.valid == true else [{'message': input.content.reason or 'judged invalid', 'type': 'llm'}] }}",
+                    "suggestions": "{{ input.content.suggestions or [] }}",
                 }));
                 Some(Block::new(BlockKind::Sequence(vec![judge, verdict])))
             }
@@ -332,16 +334,10 @@ fn assemble(
         "reflection_errors": format!("{{{{ {EVALUATION}.errors or [] }}}}"),
     }));
     let mut body = vec![count, generator, evaluator, record];
-    if let Some(mut corrector) = corrector {
-        // A dict the corrector returns updates the state for the next attempt.
-        corrector.data.set.insert(
-            "reflection_correction".into(),
-            ValueTemplate(Value::from("{{ output }}")),
-        );
-        let apply = transform(Value::from(
-            "{{ state.reflection_correction if state.reflection_correction is mapping else {} }}",
-        ));
-        let mut apply = apply;
+    if let Some(corrector) = corrector {
+        // A dict the corrector returns (the input of `apply`) updates the state for the
+        // next attempt.
+        let mut apply = transform(Value::from("{{ input if input is mapping else {} }}"));
         apply.data.merge_output = true;
         body.push(Block::new(BlockKind::Branch(BranchSpec {
             cases: vec![Case {
