@@ -247,6 +247,26 @@ fn json_output_has_the_documented_shape() {
 }
 
 #[test]
+fn a_tea_interrupt_pauses_the_run_until_weft_approve_resumes_it() {
+    // Issue 20: TEA's `interrupt: before` is an approval that `weft approve` answers.
+    let env = Env::new();
+    let flow = env.write(
+        "interrupt.yaml",
+        "name: review\nnodes:\n  - name: draft\n    run: |\n      return {\"draft\": \"v1\"}\n  - name: publish\n    interrupt: before\n    run: |\n      return {\"published\": True}\n",
+    );
+    let o = env.weft(&["run", flow.to_str().unwrap(), "--json", "-q"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let id = stdout_json(&o)["run_id"].as_str().unwrap().to_owned();
+    let o = env.weft(&["approve", &id, "--reject", "--json", "-q"]);
+    assert_ne!(code(&o), 0, "an interrupt is only resumed");
+    assert!(stderr(&o).contains("not a decision"), "{}", stderr(&o));
+    let o = env.weft(&["approve", &id, "--json", "-q"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = stdout_json(&o);
+    assert_eq!(v["output"], json!({"draft": "v1", "published": true}));
+}
+
+#[test]
 fn an_approval_pauses_one_process_and_another_continues_it() {
     let env = Env::new();
     let o = env.weft(&["run", &example("release-approval.yaml"), "--json", "-q"]);

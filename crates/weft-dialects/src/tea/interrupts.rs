@@ -3,8 +3,8 @@
 //! `config.interrupt_before` / `config.interrupt_after`, or in the same lists at the top
 //! of the file, where TEA's own examples also write them). Weft's own way to stop a run
 //! for a person is an approval, which survives restarts and is answered with `weft
-//! approve`; so an interrupt is an approval block, with the one answer `continue`, run
-//! before or after the node's own block.
+//! approve`; so an interrupt is an approval block, whose one answer is `approve` (a
+//! TEA run can only be resumed), run before or after the node's own block.
 
 use super::Compiler;
 use super::doc::{Node, TeaDoc};
@@ -49,9 +49,9 @@ impl Interrupts {
 fn stop(name: &str, when: &str) -> Block {
     Block::new(BlockKind::Approval(ApprovalSpec {
         prompt: Some(Template(format!(
-            "The flow is interrupted {when} node `{name}` (TEA's interrupt_{when}). Answer `continue` to go on."
+            "The flow is interrupted {when} node `{name}` (TEA's interrupt_{when}). Approve to go on."
         ))),
-        options: vec!["continue".into()],
+        options: vec!["approve".into()],
     }))
     .with_id(format!("{name}.interrupt_{when}"))
 }
