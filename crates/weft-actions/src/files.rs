@@ -3,77 +3,24 @@
 
 use super::str_param;
 use async_trait::async_trait;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use weft_core::ports::{Native, NativeCall, NativeOutput};
 use weft_core::{BlockError, ErrorKind, Value};
 
 /// The directory file actions may touch.
-#[derive(Debug, Clone)]
-pub struct FileRoot {
-    dir: PathBuf,
-}
+pub use weft_files::FileRoot;
 
-fn refused(path: &str, why: &str) -> BlockError {
-    BlockError::new(
-        ErrorKind::Action,
-        format!("the path `{path}` is refused: {why}"),
-    )
-}
-
-impl FileRoot {
-    /// Confines file actions to `dir`.
-    pub fn new(dir: PathBuf) -> FileRoot {
-        FileRoot { dir }
-    }
-
-    /// Resolves `rel` inside the root, refusing every way out of it.
-    pub fn resolve(&self, rel: &str) -> Result<PathBuf, BlockError> {
-        let p = Path::new(rel);
-        if rel.is_empty() {
-            return Err(refused(rel, "it is empty"));
-        }
-        for c in p.components() {
-            match c {
-                Component::Normal(_) | Component::CurDir => {}
-                Component::ParentDir => {
-                    return Err(refused(rel, "`..` leaves the files directory"));
-                }
-                Component::RootDir | Component::Prefix(_) => {
-                    return Err(refused(rel, "paths are relative to the files directory"));
-                }
-            }
-        }
-        let root = self.dir.canonicalize().map_err(|e| {
-            BlockError::new(
-                ErrorKind::Config,
-                format!(
-                    "the files directory {} is unusable: {e}",
-                    self.dir.display()
-                ),
-            )
-        })?;
-        let full = root.join(p);
-        // The deepest existing ancestor, with links resolved, must still be inside.
-        let mut probe = full.as_path();
-        loop {
-            if let Ok(real) = probe.canonicalize() {
-                if !real.starts_with(&root) {
-                    return Err(refused(
-                        rel,
-                        "a symbolic link leads out of the files directory",
-                    ));
-                }
-                break;
-            }
-            match probe.parent() {
-                Some(parent) => probe = parent,
-                None => break,
-            }
-        }
-        Ok(full)
-    }
+/// `path` resolved inside `root`, or the refusal as the action's error.
+fn resolve(root: &FileRoot, path: &str) -> Result<PathBuf, BlockError> {
+    root.resolve(path).map_err(|e| {
+        let kind = match e {
+            weft_files::PathError::Refused { .. } => ErrorKind::Action,
+            weft_files::PathError::Unusable { .. } => ErrorKind::Config,
+        };
+        BlockError::new(kind, e.to_string())
+    })
 }
 
 /// `file.read`: the text of `with.path`.
@@ -83,7 +30,7 @@ pub(crate) struct Read(pub(crate) Arc<FileRoot>);
 impl Native for Read {
     async fn call(&self, call: NativeCall) -> Result<NativeOutput, BlockError> {
         let rel = str_param(&call, "path")?;
-        let path = self.0.resolve(rel)?;
+        let path = resolve(&self.0, rel)?;
         let text = tokio::fs::read_to_string(&path)
             .await
             .map_err(|e| BlockError::new(ErrorKind::Action, format!("file.read {rel}: {e}")))?;
@@ -101,7 +48,7 @@ pub(crate) struct Write {
 impl Native for Write {
     async fn call(&self, call: NativeCall) -> Result<NativeOutput, BlockError> {
         let rel = str_param(&call, "path")?;
-        let path = self.root.resolve(rel)?;
+        let path = resolve(&self.root, rel)?;
         let content = match call.config.get("content") {
             Some(v) => crate::as_text(v).into_owned(),
             None => {
@@ -129,23 +76,5 @@ impl Native for Write {
         Ok(NativeOutput::from(
             serde_json::json!({"path": rel, "bytes": content.len()}),
         ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_cannot_leave_the_root() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = FileRoot::new(dir.path().to_path_buf());
-        assert!(root.resolve("notes/a.txt").is_ok());
-        assert!(root.resolve("../etc/passwd").is_err());
-        assert!(root.resolve("/etc/passwd").is_err());
-        assert!(root.resolve("a/../../b").is_err());
-        std::os::unix::fs::symlink("/etc", dir.path().join("out")).unwrap();
-        let e = root.resolve("out/passwd").unwrap_err();
-        assert!(e.message.contains("symbolic link"), "{}", e.message);
     }
 }
