@@ -6,14 +6,14 @@ use crate::commands::Failure;
 use crate::run_settings::RunSettings;
 use crate::settings::Settings;
 use std::sync::Arc;
-use weft_core::ports::{CodeRunner, ModelResolver, Store};
+use weft_core::ports::{ModelResolver, Store};
 use weft_engine::{Engine, EngineBuilder};
 
 /// What every engine of this process shares.
 #[derive(Clone)]
 pub(crate) struct Adapters {
     models: Arc<dyn ModelResolver>,
-    code: Arc<dyn CodeRunner>,
+    code: Arc<weft_code::Sandboxes>,
     secrets: serde_json::Value,
     telemetry: Option<Arc<weft_otel::Telemetry>>,
 }
@@ -55,7 +55,10 @@ impl Adapters {
     ) -> EngineBuilder {
         let mut b = Engine::builder(store)
             .models(self.models.clone())
-            .code_runner(self.code.clone())
+            .code_runner(Arc::new(
+                self.code
+                    .with_files(weft_code::FileAccess::new(run.files.clone(), writes)),
+            ))
             .secrets(self.secrets.clone());
         let actions = if writes {
             weft_actions::builtins(run.files.clone())

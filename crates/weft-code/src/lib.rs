@@ -9,11 +9,15 @@
 //! - **Lua** 5.4 runs in process through mlua, which cannot crash its host; its limits
 //!   are enforced by the VM.
 //!
+//! Python's file operations go to the engine, which performs them inside the run's
+//! files directory or a private `/tmp` ([`files`]); a worker itself opens nothing.
+//!
 //! Every execution is bounded in wall time, memory, recursion depth and result size; a
 //! limit ends the block with a clean error (kind `timeout`, or `code` with the limit in
 //! its detail). Must not depend on the engine or any dialect.
 
 mod confine;
+pub mod files;
 mod lines;
 mod lua;
 mod policy;
@@ -37,6 +41,7 @@ use std::sync::Arc;
 use weft_core::ports::{CodeRequest, CodeRunner};
 use weft_core::{BlockError, ErrorKind};
 
+pub use files::FileAccess;
 pub use lua::LuaPool;
 pub use pool::{Pool, WorkerCommand};
 #[cfg(feature = "prolog")]
@@ -119,6 +124,38 @@ impl Sandboxes {
     }
 }
 
+impl Sandboxes {
+    /// The same sandboxes, with Python's file operations performed by `files`.
+    pub fn with_files(self: &Arc<Self>, files: FileAccess) -> WithFiles {
+        WithFiles {
+            sandboxes: self.clone(),
+            files: Arc::new(files),
+        }
+    }
+}
+
+/// Sandboxes whose Python code may use files (see [`files`]): one per run's files
+/// directory, over the process's shared workers.
+pub struct WithFiles {
+    sandboxes: Arc<Sandboxes>,
+    files: Arc<FileAccess>,
+}
+
+#[async_trait]
+impl CodeRunner for WithFiles {
+    fn languages(&self) -> Vec<String> {
+        self.sandboxes.languages()
+    }
+
+    fn check(&self, language: &str, source: &str) -> Result<(), BlockError> {
+        self.sandboxes.check(language, source)
+    }
+
+    async fn run(&self, req: CodeRequest<'_>) -> Result<Value, BlockError> {
+        self.sandboxes.run_with(req, Some(&self.files)).await
+    }
+}
+
 #[async_trait]
 impl CodeRunner for Sandboxes {
     fn languages(&self) -> Vec<String> {
@@ -145,6 +182,17 @@ impl CodeRunner for Sandboxes {
     }
 
     async fn run(&self, req: CodeRequest<'_>) -> Result<Value, BlockError> {
+        self.run_with(req, None).await
+    }
+}
+
+impl Sandboxes {
+    /// Runs `req`; Python's file operations go to `files`, or are refused without it.
+    async fn run_with(
+        &self,
+        req: CodeRequest<'_>,
+        files: Option<&Arc<FileAccess>>,
+    ) -> Result<Value, BlockError> {
         match req.language {
             "lua" => {
                 let lua = self.lua.clone();
@@ -181,13 +229,13 @@ impl CodeRunner for Sandboxes {
             }
             "python" => self
                 .python
-                .call(worker_request(&req))
+                .call(worker_request(&req), files)
                 .await
                 .map_err(BlockError::from),
             #[cfg(feature = "prolog")]
             "prolog" => self
                 .prolog
-                .call(worker_request(&req))
+                .call(worker_request(&req), None)
                 .await
                 .map_err(BlockError::from),
             other => Err(BlockError::new(

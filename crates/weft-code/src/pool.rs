@@ -4,8 +4,9 @@
 //! memory, stack overflow) and replaced on the next call. Weft itself never runs the
 //! interpreter, so nothing the code does can take it down.
 
+use crate::files::FileAccess;
 use crate::lines::{HOST_SPIN, LineBuffer};
-use crate::protocol::{Failure, FailureKind, Request, Response};
+use crate::protocol::{Failure, FailureKind, FileAnswer, FromWorker, Request, Response};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -131,8 +132,13 @@ impl Pool {
         }
     }
 
-    /// Runs `req` in a worker.
-    pub async fn call(&self, mut req: Request) -> Result<serde_json::Value, Failure> {
+    /// Runs `req` in a worker; `files` performs its code's file operations (without it,
+    /// every one is refused).
+    pub async fn call(
+        &self,
+        mut req: Request,
+        files: Option<&Arc<FileAccess>>,
+    ) -> Result<serde_json::Value, Failure> {
         let _slot = self
             .slots
             .acquire()
@@ -150,10 +156,22 @@ impl Pool {
             line.push('\n');
             worker.stdin.write_all(line.as_bytes()).await?;
             worker.stdin.flush().await?;
-            let Some(answer) = worker.read_line(HOST_SPIN).await? else {
-                return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
-            };
-            serde_json::from_str::<Response>(&answer).map_err(std::io::Error::other)
+            loop {
+                let Some(line) = worker.read_line(HOST_SPIN).await? else {
+                    return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+                };
+                match serde_json::from_str::<FromWorker>(&line).map_err(std::io::Error::other)? {
+                    FromWorker::Done(resp) => return Ok::<Response, std::io::Error>(resp),
+                    FromWorker::File { file } => {
+                        let answer = perform(files, file).await;
+                        let mut line =
+                            serde_json::to_string(&answer).map_err(std::io::Error::other)?;
+                        line.push('\n');
+                        worker.stdin.write_all(line.as_bytes()).await?;
+                        worker.stdin.flush().await?;
+                    }
+                }
+            }
         };
         match tokio::time::timeout(deadline, exchange).await {
             Ok(Ok(resp)) if resp.id == req.id => {
@@ -181,6 +199,23 @@ impl Pool {
             }
         }
     }
+}
+
+/// Performs a file operation off the runtime's threads (a read may be large).
+async fn perform(files: Option<&Arc<FileAccess>>, call: monty_types::OsFunctionCall) -> FileAnswer {
+    let refused = |why: &str| {
+        monty_types::MontyException::new(monty_types::ExcType::PermissionError, Some(why.into()))
+    };
+    let result = match files {
+        None => Err(refused("sandboxed code has no files here")),
+        Some(files) => {
+            let files = files.clone();
+            tokio::task::spawn_blocking(move || files.answer(call))
+                .await
+                .unwrap_or_else(|e| Err(refused(&format!("the file operation failed: {e}"))))
+        }
+    };
+    FileAnswer { result }
 }
 
 /// Why a worker died, from its exit status and the last thing it printed.

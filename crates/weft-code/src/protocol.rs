@@ -112,3 +112,24 @@ pub struct Response {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub retiring: bool,
 }
+
+/// A line from a worker: while code runs, a file operation it asks the engine to perform
+/// (a worker may open no file itself: see [`crate::files`]); then the request's answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FromWorker {
+    /// A file operation; the engine answers with a [`FileAnswer`] line.
+    File {
+        /// The operation, as the interpreter describes it.
+        file: monty_types::OsFunctionCall,
+    },
+    /// The answer to the request.
+    Done(Response),
+}
+
+/// The engine's answer to a file operation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FileAnswer {
+    /// The operation's value, or the exception the code sees.
+    pub result: Result<monty_types::MontyObject, monty_types::MontyException>,
+}

@@ -1,15 +1,16 @@
 //! Python through monty: compiles a code block once, runs it with monty's own time and
-//! recursion limits, answers the calls that are safe (the clock, and the modules Weft
-//! provides: see [`crate::python_modules`]), refuses every other call that would reach
-//! the host (files, `os`, other external functions, unknown names), and converts values
-//! to and from JSON.
+//! recursion limits, answers the calls that are safe (the clock, an empty environment,
+//! and the modules Weft provides: see [`crate::python_modules`]), hands file operations
+//! to the engine (see [`crate::files`]), refuses every other call that would reach the
+//! host (other external functions, unknown names), and converts values to and from JSON.
 //!
 //! This runs inside a sandbox worker process (see [`crate::pool`]): an abort inside the
 //! interpreter (stack overflow, allocation failure) ends that worker, never Weft.
 
 use monty::{MontyRun, RunProgress};
 use monty_types::{
-    CompileOptions, MontyException, MontyObject, PrintWriter, ResourceLimits, ResourceTracker,
+    CompileOptions, ExtFunctionResult, MontyException, MontyObject, OsFunctionCall, PrintWriter,
+    ResourceLimits, ResourceTracker,
 };
 use serde_json::{Map, Number, Value};
 use std::collections::HashMap;
@@ -205,8 +206,12 @@ impl Compiled {
         Ok(&self.cache[&key])
     }
 
-    /// Runs the request to completion, refusing every host call.
-    pub fn run(&mut self, req: &Request) -> Result<Value, Failure> {
+    /// Runs the request to completion; `files` performs its file operations.
+    pub fn run(
+        &mut self,
+        req: &Request,
+        files: &mut dyn FnMut(OsFunctionCall) -> ExtFunctionResult,
+    ) -> Result<Value, Failure> {
         let limits = ResourceLimits {
             max_duration: Some(Duration::from_millis(req.limits.time_ms)),
             max_recursion_depth: req.limits.max_depth as usize,
@@ -237,18 +242,9 @@ impl Compiled {
                     let now = clock(&call.function_call).expect("checked by the guard");
                     call.resume(now, PrintWriter::Disabled)
                 }
-                RunProgress::OsCall(call) => {
-                    let what = format!("{:?}", call.function_call);
-                    let what = what
-                        .split(['(', ' ', '{'])
-                        .next()
-                        .unwrap_or("an OS call")
-                        .to_owned();
-                    call.abort(
-                        refused(format!("the operating-system call `{what}`")),
-                        PrintWriter::Disabled,
-                    )
-                }
+                RunProgress::OsCall(call) => call.resume_with(PrintWriter::Disabled, |c| {
+                    environment(&c).map_or_else(|| files(c), ExtFunctionResult::from)
+                }),
                 RunProgress::FunctionCall(call)
                     if call.function_name == HOST_FUNCTION && call.object_id.is_none() =>
                 {
@@ -290,6 +286,16 @@ impl Compiled {
             }
             .map_err(|e| failure_of(&e, offset))?;
         }
+    }
+}
+
+/// The answer to an environment call: the sandbox's environment is empty, so
+/// `os.getenv` gives its default and `os.environ` nothing. `None` for other calls.
+fn environment(call: &OsFunctionCall) -> Option<MontyObject> {
+    match call {
+        OsFunctionCall::Getenv(args) => Some(args.default.clone()),
+        OsFunctionCall::GetEnviron => Some(MontyObject::dict(Vec::new())),
+        _ => None,
     }
 }
 

@@ -1,13 +1,15 @@
 //! The standard modules monty lacks but spec 001 allows by default — `hashlib`, `time`
-//! and `urllib.parse` — and `random`, which The Edge Agent's examples use, provided by
-//! Weft.
+//! and `urllib.parse` — and `random`, `os.path`, `glob` and `tempfile`, which The Edge
+//! Agent's examples use, provided by Weft.
 //!
 //! Each is a small Python class (in `python_modules/*.py`) whose methods call one host
 //! function, `_weft_host(op, ...)`, which the worker answers here: digests with the
 //! RustCrypto hashes, the clock, a sleep bounded by the block's deadline, percent
 //! encoding and URL splitting with CPython's rules, splitmix64 draws for `random`
 //! (unseeded, from fresh entropy: a run's recorded step outputs, not a replayed draw,
-//! are what a resumed run sees). An `import` of such a module is
+//! are what a resumed run sees). `os`, `glob` and `tempfile` are written over monty's
+//! own `os` and `pathlib`, whose file operations the engine performs (see
+//! [`crate::files`]). An `import` of such a module is
 //! rewritten, in place and on the same line, into an assignment from that class's
 //! instance, and the class is prepended; errors are reported at the block's own lines.
 //! Code that imports none of them runs unchanged and pays nothing.
@@ -21,11 +23,13 @@ use std::time::{Duration, Instant};
 /// The host function every shim calls.
 pub(crate) const HOST_FUNCTION: &str = "_weft_host";
 
-/// A provided module: its import name, the object that stands for it, its shim.
+/// A provided module: its import name, the object that stands for it, its shim, and
+/// the provided modules its shim uses (which come before it).
 struct Shim {
     module: &'static str,
     object: &'static str,
     source: &'static str,
+    needs: &'static [&'static str],
 }
 
 const SHIMS: &[Shim] = &[
@@ -33,28 +37,50 @@ const SHIMS: &[Shim] = &[
         module: "hashlib",
         object: "_weft_hashlib",
         source: include_str!("python_modules/hashlib.py"),
+        needs: &[],
     },
     Shim {
         module: "time",
         object: "_weft_time",
         source: include_str!("python_modules/time.py"),
+        needs: &[],
     },
     Shim {
         module: "random",
         object: "_weft_random",
         source: include_str!("python_modules/random.py"),
+        needs: &[],
     },
     Shim {
         module: "urllib",
         object: "_weft_urllib",
         source: include_str!("python_modules/urllib_parse.py"),
+        needs: &[],
+    },
+    Shim {
+        module: "os",
+        object: "_weft_os",
+        source: include_str!("python_modules/os.py"),
+        needs: &[],
+    },
+    Shim {
+        module: "glob",
+        object: "_weft_glob",
+        source: include_str!("python_modules/glob.py"),
+        needs: &["os"],
+    },
+    Shim {
+        module: "tempfile",
+        object: "_weft_tempfile",
+        source: include_str!("python_modules/tempfile.py"),
+        needs: &["os"],
     },
 ];
 
 /// The shim serving `module` (`urllib.parse` is served by `urllib`'s), if Weft provides it.
 fn shim_of(module: &str) -> Option<(usize, &'static Shim)> {
     let top = module.split('.').next().unwrap_or(module);
-    if module.contains('.') && module != "urllib.parse" {
+    if module.contains('.') && module != "urllib.parse" && module != "os.path" {
         return None;
     }
     SHIMS.iter().enumerate().find(|(_, s)| s.module == top)
@@ -178,8 +204,18 @@ pub(crate) fn prepare(source: &str) -> Prepared {
     if imports.edits.is_empty() {
         return unchanged();
     }
+    let mut used = imports.used;
+    for (i, shim) in SHIMS.iter().enumerate() {
+        if used[i] {
+            for need in shim.needs {
+                if let Some((j, _)) = shim_of(need) {
+                    used[j] = true;
+                }
+            }
+        }
+    }
     let mut text = String::new();
-    for (shim, _) in SHIMS.iter().zip(imports.used).filter(|(_, used)| *used) {
+    for (shim, _) in SHIMS.iter().zip(used).filter(|(_, used)| *used) {
         text.push_str(shim.source);
         text.push('\n');
     }
@@ -190,6 +226,19 @@ pub(crate) fn prepare(source: &str) -> Prepared {
         source: text,
         offset,
     }
+}
+
+/// `time.strftime(format)` of now, in the sandbox's local time (UTC).
+fn strftime(format: &str) -> Result<MontyObject, MontyException> {
+    use std::fmt::Write;
+    let mut out = String::new();
+    write!(out, "{}", chrono::Utc::now().format(format)).map_err(|_| {
+        error(
+            ExcType::ValueError,
+            &format!("strftime: invalid format string {format:?}"),
+        )
+    })?;
+    Ok(MontyObject::String(out))
 }
 
 /// Answers one `_weft_host(op, ...)` call. `deadline` bounds a sleep.
@@ -221,6 +270,7 @@ pub(crate) fn call(args: &[MontyObject], deadline: Instant) -> Result<MontyObjec
             i64::try_from(monotonic().as_nanos()).unwrap_or(i64::MAX),
         )),
         "time.sleep" => sleep(args, deadline),
+        "time.strftime" => strftime(text(args, 0)?),
         "random.entropy" => Ok(MontyObject::Int(entropy())),
         "random.seed" => Ok(MontyObject::Int(seed_of(text(args, 0)?))),
         "random.below" => below(args),

@@ -4,8 +4,9 @@
 //! now plus the request's memory limit, so a huge allocation fails inside the worker.
 
 use crate::lines::{LineBuffer, WORKER_SPIN};
-use crate::protocol::{Failure, FailureKind, Request, Response};
+use crate::protocol::{Failure, FailureKind, FileAnswer, FromWorker, Request, Response};
 use crate::python::Compiled;
+use monty_types::{ExcType, ExtFunctionResult, MontyException, OsFunctionCall};
 use std::io::Write;
 use std::os::fd::{AsRawFd, RawFd};
 
@@ -90,10 +91,14 @@ struct Interpreters {
     poisoned: bool,
 }
 
-fn answer(req: &Request, it: &mut Interpreters) -> Response {
+fn answer(
+    req: &Request,
+    it: &mut Interpreters,
+    files: &mut dyn FnMut(OsFunctionCall) -> ExtFunctionResult,
+) -> Response {
     limit_memory(req.limits.memory_bytes);
     let result = match req.language.as_str() {
-        "python" => it.python.run(req),
+        "python" => it.python.run(req, files),
         #[cfg(feature = "prolog")]
         "prolog" if it.prolog.is_some() => {
             let machine = it.prolog.as_mut().expect("checked above");
@@ -201,7 +206,9 @@ pub fn worker_main(kind: WorkerKind) -> i32 {
             Err(_) => return 1,
         };
         let response = match serde_json::from_str::<Request>(&line) {
-            Ok(req) => answer(&req, &mut interpreters),
+            Ok(req) => answer(&req, &mut interpreters, &mut |call| {
+                ask_engine(call, &mut stdout, &mut requests, input_fd)
+            }),
             Err(e) => Response {
                 id: 0,
                 result: Err(Failure::new(
@@ -225,6 +232,39 @@ pub fn worker_main(kind: WorkerKind) -> i32 {
         if interpreters.poisoned {
             return 2;
         }
+    }
+}
+
+/// Has the engine perform a file operation: a line to it, then its answer's line. A
+/// broken channel is an exception in the code (the engine is gone or wedged; the answer
+/// to the request will not arrive either).
+fn ask_engine(
+    call: OsFunctionCall,
+    stdout: &mut std::fs::File,
+    lines: &mut LineBuffer,
+    fd: RawFd,
+) -> ExtFunctionResult {
+    let broken = |why: String| {
+        ExtFunctionResult::from(MontyException::new(
+            ExcType::OSError,
+            Some(format!("the engine did not answer a file operation: {why}")),
+        ))
+    };
+    let asked = serde_json::to_string(&FromWorker::File { file: call })
+        .map_err(std::io::Error::other)
+        .and_then(|text| writeln!(stdout, "{text}"))
+        .and_then(|()| stdout.flush());
+    if let Err(e) = asked {
+        return broken(e.to_string());
+    }
+    match next_request(lines, fd) {
+        Ok(Some(line)) => match serde_json::from_str::<FileAnswer>(&line) {
+            Ok(FileAnswer { result: Ok(v) }) => v.into(),
+            Ok(FileAnswer { result: Err(e) }) => e.into(),
+            Err(e) => broken(e.to_string()),
+        },
+        Ok(None) => broken("the channel closed".into()),
+        Err(e) => broken(e.to_string()),
     }
 }
 

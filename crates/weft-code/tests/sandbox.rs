@@ -3,8 +3,9 @@
 
 use serde_json::{Value, json};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weft_code::{Sandboxes, WorkerCommand};
+use weft_code::{FileAccess, Sandboxes, WorkerCommand};
 use weft_core::ir::CodeLimits;
 use weft_core::ports::{CodeRequest, CodeRunner};
 use weft_core::{BlockError, ErrorKind};
@@ -29,7 +30,7 @@ fn limits() -> CodeLimits {
 }
 
 async fn run(
-    s: &Sandboxes,
+    s: &dyn CodeRunner,
     language: &str,
     source: &str,
     entry: Option<&str>,
@@ -210,13 +211,13 @@ const HOSTILE: &[(&str, &str, ErrorKind, &str)] = &[
         "python",
         "open('/etc/passwd').read()",
         ErrorKind::Code,
-        "not available",
+        "PermissionError",
     ),
     (
         "python",
-        "import os\nos.getenv('HOME')",
+        "import os\nos.environ['HOME']",
         ErrorKind::Code,
-        "not available",
+        "KeyError",
     ),
     ("python", "import os\nos.system('id')", ErrorKind::Code, ""),
     (
@@ -229,7 +230,7 @@ const HOSTILE: &[(&str, &str, ErrorKind, &str)] = &[
         "python",
         "from pathlib import Path\nPath('/etc/passwd').read_text()",
         ErrorKind::Code,
-        "not available",
+        "PermissionError",
     ),
     ("python", "import subprocess", ErrorKind::Code, "subprocess"),
     ("python", "import socket", ErrorKind::Code, "socket"),
@@ -1121,4 +1122,130 @@ async fn prolog_builtins_on_state_values_answer_or_fail_at_once() {
         goals.len() * values.len(),
         contained.len()
     );
+}
+
+const FILE_WORK: &str = r#"
+import os
+import glob
+import tempfile
+from pathlib import Path
+
+def main():
+    text = open("in.txt").read()
+    with open("out/upper.txt", "w") as f:
+        f.write(text.upper())
+    Path("out/notes.md").write_text("n")
+    todo = os.path.join(tempfile.gettempdir(), "todo.md")
+    with open(todo, "a") as f:
+        f.write("- [ ] one")
+    refused = []
+    for path in ["/etc/passwd", "../outside.txt", "link/passwd"]:
+        try:
+            open(path).read()
+        except PermissionError as e:
+            refused.append(str(e))
+    return {
+        "text": text,
+        "found": glob.glob("out/*.md") + glob.glob("**/*.txt", recursive=True),
+        "todo": [todo, open(todo).read()],
+        "isfile": [os.path.isfile("in.txt"), os.path.isdir("out"), os.path.exists("nope")],
+        "refused": refused,
+    }
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_uses_the_files_directory_and_a_private_tmp_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.txt"), "hi").unwrap();
+    std::fs::create_dir(dir.path().join("out")).unwrap();
+    std::os::unix::fs::symlink("/etc", dir.path().join("link")).unwrap();
+    let shared = Arc::new(sandboxes());
+    let s = shared.with_files(FileAccess::new(dir.path().to_path_buf(), true));
+    let v = run(&s, "python", FILE_WORK, Some("main"), json!({}))
+        .await
+        .unwrap();
+    assert_eq!(v["text"], "hi");
+    assert_eq!(
+        v["found"],
+        json!(["out/notes.md", "in.txt", "out/upper.txt"])
+    );
+    assert_eq!(v["todo"], json!(["/tmp/todo.md", "- [ ] one"]));
+    assert_eq!(v["isfile"], json!([true, true, false]));
+    let refused = v["refused"].as_array().unwrap();
+    assert_eq!(refused.len(), 3, "{refused:?}");
+    assert!(
+        refused[2].as_str().unwrap().contains("symbolic link"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out/upper.txt")).unwrap(),
+        "HI"
+    );
+
+    // Without a files directory, and in a run that leaves no trace, the same code is refused.
+    let e = run(&*shared, "python", FILE_WORK, Some("main"), json!({}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("no files"), "{}", e.message);
+    let read_only = shared.with_files(FileAccess::new(dir.path().to_path_buf(), false));
+    let e = run(&read_only, "python", FILE_WORK, Some("main"), json!({}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("may not change files"), "{}", e.message);
+    // The worker answered file operations and still serves ordinary blocks.
+    assert_eq!(
+        run(&s, "python", "1 + 1", None, json!({})).await.unwrap(),
+        json!(2)
+    );
+}
+
+/// `os.path`'s string functions, each compared with CPython's own answer.
+const OS_PATH_CASES: &[&str] = &[
+    "join('a', 'b')",
+    "join('a/', 'b', 'c.md')",
+    "join('a', '/b')",
+    "join('', 'b')",
+    "split('a/b/c')",
+    "split('/a')",
+    "split('a')",
+    "split('a//b')",
+    "splitext('a/b.c.md')",
+    "splitext('.bashrc')",
+    "splitext('a/.b')",
+    "splitext('a.d/b')",
+    "normpath('a/./b/../c')",
+    "normpath('/../a')",
+    "normpath('')",
+    "normpath('../a/..')",
+    "basename('a/b/')",
+    "dirname('a/b/')",
+    "dirname('/a')",
+    "relpath('a/b/c', 'a')",
+    "isabs('/x')",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn os_path_answers_as_cpython_does() {
+    let list = format!("[{}]", OS_PATH_CASES.join(", "));
+    let python = std::process::Command::new("python3")
+        .args([
+            "-c",
+            &format!("import json\nfrom os.path import *\nprint(json.dumps({list}))"),
+        ])
+        .output()
+        .expect("python3 runs (scripts/setup installs it)");
+    let expected: Value = serde_json::from_slice(&python.stdout).unwrap();
+    let s = sandboxes();
+    let got = run(
+        &s,
+        "python",
+        &format!("from os.path import join, split, splitext, normpath, basename, dirname, relpath, isabs\n{list}"),
+        None,
+        json!({}),
+    )
+    .await
+    .unwrap();
+    for (i, case) in OS_PATH_CASES.iter().enumerate() {
+        assert_eq!(got[i], expected[i], "os.path.{case}");
+    }
 }

@@ -20,5 +20,11 @@ class _WeftTime:
     def sleep(self, secs):
         _weft_host('time.sleep', secs)
 
+    def strftime(self, format, t=None):
+        # Of now only (the sandbox's local time is UTC); a struct_time is not supported.
+        if t is not None:
+            raise NotImplementedError('time.strftime formats the current time only')
+        return _weft_host('time.strftime', format)
+
 
 _weft_time = _WeftTime()
