@@ -28,6 +28,7 @@ impl Compiler<'_> {
             "reflection.loop" => return self.reflection_loop(with, ptr, node),
             "reason.cot" => return self.reason_cot(with, ptr, node),
             "agent.dispatch" => return self.agent_dispatch(with, ptr, node),
+            "agent.parallel" => return self.agent_parallel(with, ptr, node),
             "return" => return Some(returned(with)),
             _ => {}
         }
@@ -150,7 +151,13 @@ fn returned(with: Option<&Value>) -> Block {
 
 /// TEA's actions that Weft compiles to its own blocks (`reflection.rs`, `reasoning.rs`,
 /// `agents.rs`; `return` here).
-const PATTERNS: &[&str] = &["reflection.loop", "reason.cot", "agent.dispatch", "return"];
+const PATTERNS: &[&str] = &[
+    "reflection.loop",
+    "reason.cot",
+    "agent.dispatch",
+    "agent.parallel",
+    "return",
+];
 
 /// Whether `uses` is within a typo of a name in `known` (the same family, or a few
 /// edits away): such a name is refused with a did-you-mean when the file loads.

@@ -1,5 +1,5 @@
 //! TEA's model patterns (issue 20): `reflection.loop` (generate, evaluate, correct,
-//! until valid), `reason.cot` and `agent.dispatch`.
+//! until valid), `reason.cot`, `agent.dispatch` and `agent.parallel`.
 
 use super::run;
 use serde_json::json;
@@ -217,4 +217,69 @@ nodes:
         err.contains("no agent `reseacher`") && err.contains("researcher"),
         "{err}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_parallel_asks_every_agent_at_once_and_aggregates_as_tea_does() {
+    use weft_fakes::{FakeServer, Reply, Wire};
+    let server = FakeServer::start(
+        Wire::OpenAi,
+        vec![Reply::text("yes"), Reply::text("no"), Reply::text("yes")],
+    )
+    .await;
+    let yaml = |aggregation: &str| {
+        format!(
+            r#"
+settings:
+  llm: {{model: gpt-4o-mini, api_base: "{base}"}}
+  agents:
+    a: {{system_prompt: "You are A."}}
+    b: {{system_prompt: "You are B."}}
+    c: {{system_prompt: "You are C."}}
+nodes:
+  - name: ask
+    action: agent.parallel
+    params:
+      agents: [a, b, c]
+      task: "Is {{{{ state.n }}}} even?"
+      aggregation: {aggregation}
+    output: verdict
+"#,
+            base = server.base_url()
+        )
+    };
+    let ran = run(&yaml("vote"), json!({"n": 4})).await;
+    let v = &ran.output()["verdict"];
+    assert_eq!(v["result"], "yes", "{v}");
+    assert_eq!(v["votes"], json!({"yes": 2, "no": 1}));
+    assert_eq!(v["unanimous"], false);
+    assert_eq!(v["total_votes"], 3);
+    assert_eq!(v["agents_called"], json!(["a", "b", "c"]));
+    let sent = server.received();
+    assert_eq!(sent.len(), 3);
+    let systems: Vec<String> = sent
+        .iter()
+        .map(|r| {
+            r.body["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    for agent in ["You are A.", "You are B.", "You are C."] {
+        assert!(systems.iter().any(|s| s == agent), "{systems:?}");
+    }
+    assert!(sent[0].body["messages"].to_string().contains("Is 4 even?"));
+
+    let ran = run(&yaml("collect"), json!({"n": 4})).await;
+    let v = &ran.output()["verdict"];
+    assert_eq!(v["count"], 3);
+    assert_eq!(v["responses"].as_array().unwrap().len(), 3);
+    assert_eq!(v["raw_results"][1]["agent"], "b");
+
+    let err = super::support::load_error(&yaml("consensus"), "tea");
+    assert!(err.contains("cannot aggregate by `consensus`"), "{err}");
+    let twice = yaml("collect").replace("[a, b, c]", "[a, b, a]");
+    let err = super::support::load_error(&twice, "tea");
+    assert!(err.contains("named twice"), "{err}");
 }
