@@ -10,6 +10,7 @@ mod agents;
 mod aliases;
 mod code;
 mod doc;
+mod end_node;
 mod events;
 mod foreign;
 mod ignored;
@@ -84,6 +85,7 @@ impl Dialect for Tea {
 /// Compiles a parsed `tea` document into a flow plus its warnings.
 fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
     let mut doc = aliases::normalize(doc);
+    let renamed_end = end_node::rename(&mut doc);
     let set_aside = ignored::set_aside(&mut doc);
     let tea: TeaDoc = read_document(doc, cx.map)?;
     let mut c = Compiler {
@@ -97,6 +99,9 @@ fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
         agents: settings_map(&tea, "/agents"),
         llm_settings: settings_map(&tea, "/llm"),
     };
+    if let Some(warning) = renamed_end {
+        c.diags.push(warning);
+    }
     for (ptr, key) in set_aside {
         c.diags.push(
             Diagnostic::warning(
@@ -879,7 +884,7 @@ impl Compiler<'_> {
         if ["__start__", "__end__", weft_core::ir::END].contains(&name.as_str()) {
             self.diags.push(
                 Diagnostic::error(nptr, format!("`{name}` is reserved and cannot name a node"))
-                    .hint("`__start__` and `__end__` name the graph's ends (and Weft reserves `end`); rename the node"),
+                    .hint("`__start__` and `__end__` name the graph's ends (and Weft reserves `end` inside loops and steps); rename the node"),
             );
             return None;
         }
