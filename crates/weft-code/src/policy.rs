@@ -137,6 +137,13 @@ impl<'a> Visitor<'a> for Uses<'a> {
     }
 
     fn visit_expr(&mut self, expr: &'a Expr) {
+        // `__import__('name')` is an import of `name` (the sandbox runs it as one).
+        if let Expr::Call(call) = expr
+            && let Some(module) = crate::python_modules::literal_import(call)
+        {
+            let line = self.line(call.range().start().to_usize());
+            self.imports.push((module.to_owned(), line));
+        }
         if let Expr::Name(n) = expr {
             match n.ctx {
                 ExprContext::Load => self
@@ -262,6 +269,8 @@ mod tests {
             e.message
         );
         let e = check("from subprocess import run", &[], Some(&allowed), None).unwrap_err();
+        assert!(e.message.contains("`subprocess`"), "{}", e.message);
+        let e = check("t = __import__('subprocess')", &[], Some(&allowed), None).unwrap_err();
         assert!(e.message.contains("`subprocess`"), "{}", e.message);
         assert!(check("import urllib.request", &[], Some(&allowed), None).is_err());
         assert!(check("import json", &[], Some(&[]), None).is_err());

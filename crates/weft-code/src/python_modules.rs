@@ -16,7 +16,7 @@
 
 use monty_types::{ExcType, MontyException, MontyObject};
 use ruff_python_ast::visitor::{self, Visitor};
-use ruff_python_ast::{Stmt, StmtImport, StmtImportFrom};
+use ruff_python_ast::{Expr, ExprCall, Stmt, StmtImport, StmtImportFrom};
 use ruff_text_size::Ranged;
 use std::time::{Duration, Instant};
 
@@ -108,6 +108,9 @@ struct Imports {
     edits: Vec<crate::python_edits::Edit>,
     /// Which shims are needed.
     used: [bool; SHIMS.len()],
+    /// Modules `__import__('name')` asks for that monty has: imported under a name of
+    /// their own before the block.
+    hoisted: Vec<String>,
 }
 
 impl Imports {
@@ -173,6 +176,47 @@ impl Imports {
     }
 }
 
+impl Imports {
+    /// `__import__('name')` with a literal name is an import: the call becomes the
+    /// module (the top-level one, as CPython's `__import__` returns). Any other use of
+    /// `__import__` is left to fail.
+    fn dynamic_import(&mut self, call: &ExprCall) {
+        let Some(module) = literal_import(call) else {
+            return;
+        };
+        let top = module.split('.').next().unwrap_or(module);
+        let object = match shim_of(top) {
+            Some((i, shim)) => {
+                self.used[i] = true;
+                shim.object.to_owned()
+            }
+            None => {
+                let name = format!("_weft_import_{top}");
+                let line = format!("import {top} as {name}");
+                if !self.hoisted.contains(&line) {
+                    self.hoisted.push(line);
+                }
+                name
+            }
+        };
+        self.edit(call.range(), object);
+    }
+}
+
+/// The module of `__import__('name')`, when the call is exactly that.
+pub(crate) fn literal_import(call: &ExprCall) -> Option<&str> {
+    let Expr::Name(func) = call.func.as_ref() else {
+        return None;
+    };
+    if func.id.as_str() != "__import__" || !call.arguments.keywords.is_empty() {
+        return None;
+    }
+    match &call.arguments.args[..] {
+        [Expr::StringLiteral(s)] => Some(s.value.to_str()),
+        _ => None,
+    }
+}
+
 impl<'a> Visitor<'a> for Imports {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
         match stmt {
@@ -181,6 +225,16 @@ impl<'a> Visitor<'a> for Imports {
             _ => {}
         }
         visitor::walk_stmt(self, stmt);
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if let Expr::Call(call) = expr
+            && literal_import(call).is_some()
+        {
+            self.dynamic_import(call);
+            return;
+        }
+        visitor::walk_expr(self, expr);
     }
 }
 
@@ -191,7 +245,7 @@ pub(crate) fn prepare(source: &str) -> Prepared {
         source: source.to_owned(),
         offset: 0,
     };
-    if !SHIMS.iter().any(|s| source.contains(s.module)) {
+    if !SHIMS.iter().any(|s| source.contains(s.module)) && !source.contains("__import__") {
         return unchanged();
     }
     let Ok(parsed) = ruff_python_parser::parse_module(source) else {
@@ -217,6 +271,10 @@ pub(crate) fn prepare(source: &str) -> Prepared {
     let mut text = String::new();
     for (shim, _) in SHIMS.iter().zip(used).filter(|(_, used)| *used) {
         text.push_str(shim.source);
+        text.push('\n');
+    }
+    for line in &imports.hoisted {
+        text.push_str(line);
         text.push('\n');
     }
     let offset = text.matches('\n').count() as u32;
