@@ -8,6 +8,19 @@ use weft_core::Diagnostic;
 use weft_core::ir::{ActionSpec, Block, BlockKind, TransformSpec, ValueTemplate};
 
 use super::llm::MODEL;
+/// A model call whose answer Weft checked against a schema, giving its `content` as the
+/// JSON text TEA's `llm.call` returns (tea-notes: `{"content": TEXT, "usage": ...}`), so
+/// `json.loads(result["content"])` works as in TEA.
+fn as_text(call: Block) -> Block {
+    let text = Block::new(BlockKind::Transform(TransformSpec {
+        output: ValueTemplate(Value::from(
+            "{{ input | merge({'content': input.content | text}) }}",
+        )),
+        exit: None,
+    }));
+    Block::new(BlockKind::Sequence(vec![call, text]))
+}
+
 /// Actions Weft runs itself, by their names in tea files.
 pub(super) use crate::BUILTIN_ACTIONS as BUILTIN;
 
@@ -21,7 +34,9 @@ impl Compiler<'_> {
         node: &str,
     ) -> Option<Block> {
         if MODEL.contains(&uses) {
-            return self.llm_call(uses, with, ptr, node);
+            let call = self.llm_call(uses, with, ptr, node)?;
+            let structured = with.is_some_and(|w| w.get("response_format").is_some());
+            return Some(if structured { as_text(call) } else { call });
         }
         // Keep in step with `PATTERNS`.
         match uses {

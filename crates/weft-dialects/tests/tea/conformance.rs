@@ -885,7 +885,9 @@ nodes:
         server.base_url()
     );
     let s = run(&yaml, json!({})).await.output().clone();
-    assert_eq!(s["answer"]["content"], json!({"city": "Paris"}));
+    // tea-notes: it "returns `{"content": TEXT, ...}`": the checked answer, as text.
+    assert_eq!(s["answer"]["content"], json!("{\"city\":\"Paris\"}"));
+    assert!(s["answer"]["usage"].is_object(), "{s}");
     let sent = server.received();
     assert_eq!(sent.len(), 2, "one repair round");
     assert!(sent[1].body["messages"].to_string().contains("not valid"));
