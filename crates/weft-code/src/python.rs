@@ -35,7 +35,7 @@ struct Program {
     offset: u32,
 }
 
-fn to_monty(v: &Value) -> MontyObject {
+pub(crate) fn to_monty(v: &Value) -> MontyObject {
     match v {
         Value::Null => MontyObject::None,
         Value::Bool(b) => MontyObject::Bool(*b),
@@ -53,7 +53,7 @@ fn to_monty(v: &Value) -> MontyObject {
     }
 }
 
-fn from_monty(o: MontyObject) -> Result<Value, Failure> {
+pub(crate) fn from_monty(o: MontyObject) -> Result<Value, Failure> {
     Ok(match o {
         MontyObject::None => Value::Null,
         MontyObject::Bool(b) => Value::Bool(b),

@@ -1,6 +1,6 @@
 //! The standard modules monty lacks but spec 001 allows by default — `hashlib`, `time`
-//! and `urllib.parse` — and `random`, `os.path`, `glob` and `tempfile`, which The Edge
-//! Agent's examples use, provided by Weft.
+//! and `urllib.parse` — and `random`, `os.path`, `glob`, `tempfile` and `yaml` (PyYAML's
+//! safe subset), which The Edge Agent's examples use, provided by Weft.
 //!
 //! Each is a small Python class (in `python_modules/*.py`) whose methods call one host
 //! function, `_weft_host(op, ...)`, which the worker answers here: digests with the
@@ -61,6 +61,12 @@ const SHIMS: &[Shim] = &[
         module: "os",
         object: "_weft_os",
         source: include_str!("python_modules/os.py"),
+        needs: &[],
+    },
+    Shim {
+        module: "yaml",
+        object: "_weft_yaml",
+        source: include_str!("python_modules/yaml.py"),
         needs: &[],
     },
     Shim {
@@ -286,6 +292,27 @@ pub(crate) fn prepare(source: &str) -> Prepared {
     }
 }
 
+/// `yaml.safe_load(text)`: `(True, value)`, or `(False, why)` for the shim to raise as
+/// `yaml.YAMLError`.
+fn yaml_load(text: &str) -> MontyObject {
+    let outcome = match serde_saphyr::from_str::<serde_json::Value>(text) {
+        Ok(v) => (true, crate::python::to_monty(&v)),
+        Err(e) => (false, MontyObject::String(e.to_string())),
+    };
+    MontyObject::Tuple(vec![MontyObject::Bool(outcome.0), outcome.1])
+}
+
+/// `yaml.safe_dump(data)`: `(True, text)`, or `(False, why)`.
+fn yaml_dump(data: &MontyObject) -> MontyObject {
+    let outcome = crate::python::from_monty(data.clone())
+        .map_err(|f| f.message)
+        .and_then(|v| serde_saphyr::to_string(&v).map_err(|e| e.to_string()));
+    match outcome {
+        Ok(text) => MontyObject::Tuple(vec![MontyObject::Bool(true), MontyObject::String(text)]),
+        Err(why) => MontyObject::Tuple(vec![MontyObject::Bool(false), MontyObject::String(why)]),
+    }
+}
+
 /// `time.strftime(format)` of now, in the sandbox's local time (UTC).
 fn strftime(format: &str) -> Result<MontyObject, MontyException> {
     use std::fmt::Write;
@@ -329,6 +356,8 @@ pub(crate) fn call(args: &[MontyObject], deadline: Instant) -> Result<MontyObjec
         )),
         "time.sleep" => sleep(args, deadline),
         "time.strftime" => strftime(text(args, 0)?),
+        "yaml.load" => Ok(yaml_load(text(args, 0)?)),
+        "yaml.dump" => Ok(yaml_dump(args.first().unwrap_or(&MontyObject::None))),
         "random.entropy" => Ok(MontyObject::Int(entropy())),
         "random.seed" => Ok(MontyObject::Int(seed_of(text(args, 0)?))),
         "random.below" => below(args),

@@ -1276,3 +1276,24 @@ async fn os_path_answers_as_cpython_does() {
         assert_eq!(got[i], expected[i], "os.path.{case}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn yaml_loads_and_dumps_plain_data() {
+    let s = sandboxes();
+    let code = r#"
+import yaml
+doc = yaml.safe_load("name: x\nitems: [1, two]\nnested: {a: true}\n")
+try:
+    yaml.safe_load("a: [1, 2")
+    bad = None
+except yaml.YAMLError as e:
+    bad = str(e)
+{"doc": doc, "bad": bad, "back": yaml.safe_load(yaml.safe_dump(doc)), "empty": yaml.safe_load("")}
+"#;
+    let v = run(&s, "python", code, None, json!({})).await.unwrap();
+    let doc = json!({"name": "x", "items": [1, "two"], "nested": {"a": true}});
+    assert_eq!(v["doc"], doc);
+    assert_eq!(v["back"], doc, "a dump reads back as the same data");
+    assert_eq!(v["empty"], Value::Null);
+    assert!(v["bad"].as_str().unwrap().starts_with("yaml: "), "{v}");
+}
