@@ -209,6 +209,15 @@ impl Imports {
     }
 }
 
+/// Whether `e` is `datetime` or `something.datetime`.
+fn names_datetime(e: &Expr) -> bool {
+    match e {
+        Expr::Name(n) => n.id.as_str() == "datetime",
+        Expr::Attribute(a) => a.attr.id.as_str() == "datetime",
+        _ => false,
+    }
+}
+
 /// The module of `__import__('name')`, when the call is exactly that.
 pub(crate) fn literal_import(call: &ExprCall) -> Option<&str> {
     let Expr::Name(func) = call.func.as_ref() else {
@@ -240,6 +249,14 @@ impl<'a> Visitor<'a> for Imports {
             self.dynamic_import(call);
             return;
         }
+        // monty's `datetime` has no `utcnow`; the sandbox's local time is UTC, so it is
+        // `now()` (naive, as `utcnow()` is).
+        if let Expr::Attribute(a) = expr
+            && a.attr.id.as_str() == "utcnow"
+            && names_datetime(&a.value)
+        {
+            self.edit(a.attr.range(), "now".to_owned());
+        }
         visitor::walk_expr(self, expr);
     }
 }
@@ -251,7 +268,10 @@ pub(crate) fn prepare(source: &str) -> Prepared {
         source: source.to_owned(),
         offset: 0,
     };
-    if !SHIMS.iter().any(|s| source.contains(s.module)) && !source.contains("__import__") {
+    if !SHIMS.iter().any(|s| source.contains(s.module))
+        && !source.contains("__import__")
+        && !source.contains(".utcnow")
+    {
         return unchanged();
     }
     let Ok(parsed) = ruff_python_parser::parse_module(source) else {

@@ -640,7 +640,7 @@ def main(data):
         'pairs': list(itertools.pairwise([1, 2, 3])),
         'b64': base64.b64encode(b'weft').decode(),
         'sqrt': math.sqrt(16),
-        'year_ok': datetime.date.today().year >= 2025,
+        'year_ok': datetime.date.today().year >= 2025 and datetime.datetime.utcnow().year >= 2025,
         'clock_ok': time.time() > 1.7e9 and time.monotonic() >= started,
     }
 "#;
