@@ -282,7 +282,7 @@ pub(crate) fn from_genai(provider: Provider, model: &str, e: genai::Error) -> Ca
 }
 
 /// An error and its causes on one line (reqwest's top-level message alone says little).
-fn chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -13,6 +13,7 @@ pub mod cassette;
 mod check;
 mod errors;
 pub mod limits;
+mod openai_wire;
 pub mod prices;
 pub mod providers;
 pub mod remote;
@@ -49,6 +50,7 @@ pub struct Router {
     cache: Mutex<HashMap<String, Arc<dyn Model>>>,
     limiters: Mutex<HashMap<String, Arc<Limiter>>>,
     client: OnceLock<genai::Client>,
+    http: OnceLock<reqwest::Client>,
     prices: PriceTable,
     cassette: Option<Arc<Cassette>>,
     env: Env,
@@ -90,6 +92,7 @@ impl Router {
             cache: Mutex::default(),
             limiters: Mutex::default(),
             client: OnceLock::new(),
+            http: OnceLock::new(),
             prices: PriceTable::shipped(),
             cassette: None,
             env: Arc::new(|k| std::env::var(k).ok()),
@@ -161,6 +164,23 @@ impl Router {
                 )
             })?;
         Ok(self.client.get_or_init(|| built).clone())
+    }
+
+    /// The plain HTTP client of the OpenAI hot path ([`openai_wire`]), also shared.
+    fn http(&self) -> Result<reqwest::Client, BlockError> {
+        if let Some(c) = self.http.get() {
+            return Ok(c.clone());
+        }
+        let built = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| {
+                BlockError::new(
+                    ErrorKind::Config,
+                    format!("cannot set up the HTTP client: {e}"),
+                )
+            })?;
+        Ok(self.http.get_or_init(|| built).clone())
     }
 
     fn limiter(&self, key: String, def: Option<&ModelDef>) -> Result<Arc<Limiter>, BlockError> {
@@ -250,7 +270,12 @@ impl Router {
             format!("{}\u{0}{endpoint}\u{0}{model}", provider.name()),
             def,
         )?;
-        Ok(Arc::new(Remote::new(self.client()?, settings, limiter)))
+        Ok(Arc::new(Remote::new(
+            self.client()?,
+            self.http()?,
+            settings,
+            limiter,
+        )))
     }
 
     fn build(

@@ -1,5 +1,6 @@
 //! Cloud and server models (OpenAI and compatible servers, Anthropic, Gemini, Ollama)
-//! through `genai`, which speaks each provider's wire format. This module adds what a
+//! through `genai`, which speaks each provider's wire format, except a plain OpenAI chat,
+//! which [`crate::openai_wire`] sends itself. This module adds what a
 //! production caller needs around it: a per-call timeout, retries with backoff that
 //! honour `Retry-After`, the shared concurrency and rate limits, typed errors, usage and
 //! cost.
@@ -45,15 +46,23 @@ pub struct RemoteSettings {
 /// A model on a remote server.
 pub struct Remote {
     client: genai::Client,
+    http: reqwest::Client,
     settings: RemoteSettings,
     limiter: Arc<Limiter>,
 }
 
 impl Remote {
-    /// A model reached with `settings`, sharing `client`'s connections and `limiter`.
-    pub fn new(client: genai::Client, settings: RemoteSettings, limiter: Arc<Limiter>) -> Remote {
+    /// A model reached with `settings`, sharing `client`'s and `http`'s connections and
+    /// `limiter`.
+    pub fn new(
+        client: genai::Client,
+        http: reqwest::Client,
+        settings: RemoteSettings,
+        limiter: Arc<Limiter>,
+    ) -> Remote {
         Remote {
             client,
+            http,
             settings,
             limiter,
         }
@@ -77,6 +86,12 @@ impl Remote {
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelResponse, CallError> {
         let provider = self.settings.provider;
+        if provider == Provider::OpenAi && crate::openai_wire::handles(request) {
+            let (mut response, (input, output)) =
+                crate::openai_wire::call(&self.http, &self.settings, request, on_delta).await?;
+            response.usage = self.priced(input, output);
+            return Ok(response);
+        }
         let (chat, options) = to_chat(provider, request)?;
         let target = self.target(&request.model);
         let fail = |e| from_genai(provider, &request.model, e);
@@ -158,6 +173,10 @@ impl Remote {
     fn usage(&self, u: &genai::chat::Usage) -> Usage {
         let input = u.prompt_tokens.unwrap_or(0).max(0) as u64;
         let output = u.completion_tokens.unwrap_or(0).max(0) as u64;
+        self.priced(input, output)
+    }
+
+    fn priced(&self, input: u64, output: u64) -> Usage {
         Usage {
             input_tokens: input,
             output_tokens: output,

@@ -426,3 +426,48 @@ async fn provider_tools_are_sent_beside_the_function_tools_in_each_wire_format()
         assert_eq!(tools, expected, "{provider}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_openai_chat_goes_over_the_wire_as_chat_completions_expects() {
+    // Plain chats take Weft's own OpenAI client (genai for the rest): the body must be
+    // what Chat Completions documents, as genai would send it.
+    let server = FakeServer::start(Wire::OpenAi, vec![Reply::text("Paris.")]).await;
+    let router = router();
+    let m = model(&router, "openai", &server, json!({}));
+    let mut req = ask("Capital?");
+    req.messages
+        .push(Message::new("assistant", "Of which country?"));
+    req.messages.push(Message::new("user", "France."));
+    req.temperature = Some(0.2);
+    req.max_tokens = Some(50);
+    m.complete(&req, &|_| {}).await.unwrap();
+    let body = &server.received()[0].body;
+    assert_eq!(
+        body,
+        &json!({
+            "model": "test-model",
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Capital?"},
+                {"role": "assistant", "content": "Of which country?"},
+                {"role": "user", "content": "France."},
+            ],
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "temperature": 0.2,
+            "max_tokens": 50,
+        })
+    );
+    // OpenAI's newer models take the bound as `max_completion_tokens`.
+    let server = FakeServer::start(Wire::OpenAi, vec![Reply::text("Paris.")]).await;
+    let m = model(&router, "openai", &server, json!({"stream": false}));
+    let mut req = ask("Capital?");
+    req.model = "gpt-5-mini".into();
+    req.max_tokens = Some(50);
+    let r = m.complete(&req, &|_| {}).await.unwrap();
+    assert_eq!(r.content, "Paris.");
+    let body = &server.received()[0].body;
+    assert_eq!(body["max_completion_tokens"], 50);
+    assert!(body.get("max_tokens").is_none() && body.get("stream_options").is_none());
+    assert_eq!(body["stream"], false);
+}
