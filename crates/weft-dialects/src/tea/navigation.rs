@@ -41,9 +41,17 @@ impl Compiler<'_> {
                 }
                 match &entry {
                     None => entry = self.target(&e.to, &format!("{ptr}/to"), &names),
-                    Some(_) => self.diags.push(
-                        Diagnostic::error(&ptr, "a second edge from `__start__`")
-                            .hint("a flow has one first node"),
+                    // TEA takes the first edge whose condition holds, so a later edge
+                    // from `__start__` is never taken: read as TEA reads it, and say so.
+                    Some(first) => self.diags.push(
+                        Diagnostic::warning(
+                            &ptr,
+                            format!(
+                                "a second edge from `__start__`: the flow starts at `{first}`, as in TEA, and never takes this one to `{}`",
+                                e.to
+                            ),
+                        )
+                        .hint("remove it; to start several nodes at once, fan out from the first with `type: parallel` edges"),
                     ),
                 }
                 continue;

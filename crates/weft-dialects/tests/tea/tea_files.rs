@@ -264,6 +264,42 @@ nodes:
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_named_end_and_a_second_start_edge_read_as_tea_reads_them() {
+    // TEA takes the first edge whose condition holds: of two edges from `__start__`, the
+    // second is never taken. And `end` is an ordinary node name there.
+    let yaml = r#"
+nodes:
+  - name: a
+    run: |
+      return {"path": ["a"]}
+  - name: b
+    run: |
+      return {"path": state["path"] + ["b"]}
+  - name: end
+    run: |
+      return {"path": state["path"] + ["end"]}
+edges:
+  - from: __start__
+    to: a
+  - from: __start__
+    to: b
+  - from: a
+    to: end
+  - from: end
+    to: __end__
+"#;
+    assert_warns(
+        yaml,
+        &[
+            "never takes this one to `b`",
+            "the node `end` runs as `end_`",
+        ],
+    );
+    let ran = run(yaml, json!({})).await;
+    assert_eq!(ran.output()["path"], json!(["a", "end"]));
+}
+
 /// Loads `yaml` as a tea file; for each of `wants`, some warning holds it.
 fn assert_warns(yaml: &str, wants: &[&str]) {
     let loaded = weft_dialects::load_str(yaml, "flow.yaml", None, Some("tea")).unwrap();
