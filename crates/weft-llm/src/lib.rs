@@ -13,11 +13,13 @@ pub mod cassette;
 mod check;
 mod errors;
 pub mod limits;
+mod ollama_wire;
 mod openai_wire;
 pub mod prices;
 pub mod providers;
 pub mod remote;
 pub mod scripted;
+mod wire_lines;
 
 pub use check::unknown_providers;
 

@@ -6,7 +6,6 @@
 //! anything more (tools, structured output, web search, reasoning effort) still go
 //! through `genai`, which knows each of those features' wire details.
 
-use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use weft_core::ErrorKind;
 use weft_core::ports::{DeltaSink, ModelRequest, ModelResponse};
@@ -188,53 +187,44 @@ async fn read_stream(
     response: reqwest::Response,
     on_delta: DeltaSink<'_>,
 ) -> Result<(ModelResponse, (u64, u64)), CallError> {
-    let mut bytes = response.bytes_stream();
-    let mut pending: Vec<u8> = Vec::new();
+    let mut lines = crate::wire_lines::Lines::new(response);
     let mut text = String::new();
     let mut usage = None;
     let mut finish_reason = None;
     let mut done = false;
-    while !done {
-        let Some(piece) = bytes.next().await else {
-            break;
+    while let Some(line) = lines.next().await.map_err(broke_off)? {
+        let Some(data) = line.strip_prefix(b"data:") else {
+            continue;
         };
-        pending.extend_from_slice(&piece.map_err(broke_off)?);
-        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=end).collect();
-            let line = line.trim_ascii();
-            let Some(data) = line.strip_prefix(b"data:") else {
-                continue;
-            };
-            let data = data.trim_ascii();
-            if data == b"[DONE]" {
-                done = true;
-                break;
+        let data = data.trim_ascii();
+        if data == b"[DONE]" {
+            done = true;
+            break;
+        }
+        let frame: Frame = serde_json::from_slice(data).map_err(|e| {
+            let mut e = malformed(format!(
+                "it sent a stream event that is not valid JSON: {e}"
+            ));
+            e.retryable = true;
+            e
+        })?;
+        if let Some(error) = frame.error {
+            let mut e = CallError::new(
+                ErrorKind::Model,
+                format!("openai reported an error in its stream: {error}"),
+            );
+            e.retryable = true;
+            return Err(e);
+        }
+        usage = frame.chunk.usage.or(usage);
+        for choice in frame.chunk.choices {
+            if let Some(delta) = choice.delta.and_then(|d| d.content)
+                && !delta.is_empty()
+            {
+                on_delta(&delta);
+                text.push_str(&delta);
             }
-            let frame: Frame = serde_json::from_slice(data).map_err(|e| {
-                let mut e = malformed(format!(
-                    "it sent a stream event that is not valid JSON: {e}"
-                ));
-                e.retryable = true;
-                e
-            })?;
-            if let Some(error) = frame.error {
-                let mut e = CallError::new(
-                    ErrorKind::Model,
-                    format!("openai reported an error in its stream: {error}"),
-                );
-                e.retryable = true;
-                return Err(e);
-            }
-            usage = frame.chunk.usage.or(usage);
-            for choice in frame.chunk.choices {
-                if let Some(delta) = choice.delta.and_then(|d| d.content)
-                    && !delta.is_empty()
-                {
-                    on_delta(&delta);
-                    text.push_str(&delta);
-                }
-                finish_reason = choice.finish_reason.or(finish_reason);
-            }
+            finish_reason = choice.finish_reason.or(finish_reason);
         }
     }
     if !done && finish_reason.is_none() {

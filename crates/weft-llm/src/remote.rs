@@ -1,6 +1,7 @@
 //! Cloud and server models (OpenAI and compatible servers, Anthropic, Gemini, Ollama)
-//! through `genai`, which speaks each provider's wire format, except a plain OpenAI chat,
-//! which [`crate::openai_wire`] sends itself. This module adds what a
+//! through `genai`, which speaks each provider's wire format, except a chat without
+//! tools to OpenAI or Ollama, which [`crate::openai_wire`] and [`crate::ollama_wire`]
+//! send themselves. This module adds what a
 //! production caller needs around it: a per-call timeout, retries with backoff that
 //! honour `Retry-After`, the shared concurrency and rate limits, typed errors, usage and
 //! cost.
@@ -86,9 +87,17 @@ impl Remote {
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelResponse, CallError> {
         let provider = self.settings.provider;
-        if provider == Provider::OpenAi && crate::openai_wire::handles(request) {
-            let (mut response, (input, output)) =
-                crate::openai_wire::call(&self.http, &self.settings, request, on_delta).await?;
+        let own_client = match provider {
+            Provider::OpenAi if crate::openai_wire::handles(request) => {
+                Some(crate::openai_wire::call(&self.http, &self.settings, request, on_delta).await)
+            }
+            Provider::Ollama if crate::ollama_wire::handles(request) => {
+                Some(crate::ollama_wire::call(&self.http, &self.settings, request, on_delta).await)
+            }
+            _ => None,
+        };
+        if let Some(answer) = own_client {
+            let (mut response, (input, output)) = answer?;
             response.usage = self.priced(input, output);
             return Ok(response);
         }
@@ -384,8 +393,9 @@ fn to_chat(
     }
     if let Some(schema) = &request.output_schema {
         // genai 0.7 passes a schema to OpenAI, Anthropic and Gemini, but only JSON mode
-        // (`format: "json"`) to Ollama; the engine validates the answer against the
-        // schema either way and asks again when it does not match.
+        // (`format: "json"`) to Ollama (a chat without tools goes through
+        // `ollama_wire`, which sends the schema); the engine validates the answer
+        // against the schema either way and asks again when it does not match.
         let format = match provider {
             Provider::Ollama => ChatResponseFormat::JsonMode,
             _ => ChatResponseFormat::JsonSpec(JsonSpec::new("answer", schema.clone())),
