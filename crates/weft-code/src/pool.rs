@@ -160,7 +160,7 @@ impl Pool {
                 let Some(line) = worker.read_line(HOST_SPIN).await? else {
                     return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
                 };
-                match serde_json::from_str::<FromWorker>(&line).map_err(std::io::Error::other)? {
+                match FromWorker::parse(&line).map_err(std::io::Error::other)? {
                     FromWorker::Done(resp) => return Ok::<Response, std::io::Error>(resp),
                     FromWorker::File { file } => {
                         let answer = perform(files, file).await;

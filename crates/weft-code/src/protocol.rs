@@ -115,6 +115,7 @@ pub struct Response {
 
 /// A line from a worker: while code runs, a file operation it asks the engine to perform
 /// (a worker may open no file itself: see [`crate::files`]); then the request's answer.
+/// Read with [`FromWorker::parse`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum FromWorker {
@@ -132,4 +133,50 @@ pub enum FromWorker {
 pub struct FileAnswer {
     /// The operation's value, or the exception the code sees.
     pub result: Result<monty_types::MontyObject, monty_types::MontyException>,
+}
+
+impl FromWorker {
+    /// Reads a worker's line. Every request's answer takes this path, so the kind is told
+    /// by the line's first key rather than by serde's untagged trial, which buffers the
+    /// whole value first.
+    pub fn parse(line: &str) -> serde_json::Result<FromWorker> {
+        if line.starts_with("{\"file\":") {
+            #[derive(Deserialize)]
+            struct File {
+                file: monty_types::OsFunctionCall,
+            }
+            let File { file } = serde_json::from_str(line)?;
+            Ok(FromWorker::File { file })
+        } else {
+            serde_json::from_str(line).map(FromWorker::Done)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_line_is_a_file_operation_or_an_answer() {
+        let asked = FromWorker::File {
+            file: monty_types::OsFunctionCall::ReadText("notes.md".into()),
+        };
+        let line = serde_json::to_string(&asked).unwrap();
+        assert!(matches!(
+            FromWorker::parse(&line).unwrap(),
+            FromWorker::File { file: monty_types::OsFunctionCall::ReadText(p) } if p.as_str() == "notes.md"
+        ));
+        let answered = Response {
+            id: 7,
+            result: Ok(serde_json::json!({"file": "a value, not an operation"})),
+            retiring: false,
+        };
+        let line = serde_json::to_string(&answered).unwrap();
+        assert!(matches!(
+            FromWorker::parse(&line).unwrap(),
+            FromWorker::Done(Response { id: 7, .. })
+        ));
+        assert!(FromWorker::parse("{\"file\": 3}").is_err());
+    }
 }
