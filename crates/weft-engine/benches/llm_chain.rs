@@ -60,27 +60,32 @@ async fn run_many(engine: &Engine, flow: &Arc<Prepared>, n: usize) {
 }
 
 /// The transport alone, for reference: the same 1,000 × 5 calls as plain `reqwest` POSTs
-/// of an OpenAI chat body, each answer parsed as JSON, with no engine and no `genai`.
-async fn transport_floor(client: &reqwest::Client, url: &str) {
+/// of an OpenAI chat body, each answer parsed as JSON (streamed: the event stream read
+/// whole and its last text frame parsed), with no engine and no model client.
+async fn transport_floor(client: &reqwest::Client, url: &str, stream: bool) {
     let mut runs = tokio::task::JoinSet::new();
     for i in 0..RUNS {
         let (client, url) = (client.clone(), url.to_owned());
         runs.spawn(async move {
             let mut answer = format!("topic {i}");
             for step in 1..=STEPS {
-                let body = json!({"model": "gpt-bench", "stream": false, "messages": [
+                let body = json!({"model": "gpt-bench", "stream": stream, "messages": [
                     {"role": "user", "content": format!("Step {step} on topic {i}; so far: {answer}")}
                 ]});
-                let reply: serde_json::Value = client
-                    .post(&url)
-                    .json(&body)
-                    .send()
-                    .await
-                    .expect("send")
-                    .json()
-                    .await
-                    .expect("json");
-                answer = reply["choices"][0]["message"]["content"].to_string();
+                let sent = client.post(&url).json(&body).send().await.expect("send");
+                answer = if stream {
+                    let text = sent.text().await.expect("events");
+                    let last = text
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data: "))
+                        .rfind(|d| d.contains("content"))
+                        .unwrap_or("{}");
+                    let frame: serde_json::Value = serde_json::from_str(last).expect("frame");
+                    frame["choices"][0]["delta"]["content"].to_string()
+                } else {
+                    let reply: serde_json::Value = sent.json().await.expect("json");
+                    reply["choices"][0]["message"]["content"].to_string()
+                };
             }
         });
     }
@@ -172,7 +177,7 @@ fn benches(c: &mut Criterion) {
     let url = format!("{}/chat/completions", server.base_url());
     g.bench_function(BenchmarkId::new("1000_runs", "reqwest_alone_20ms"), |b| {
         b.iter(|| {
-            rt.block_on(transport_floor(&client, &url));
+            rt.block_on(transport_floor(&client, &url, false));
             assert_eq!(server.take_received().len(), RUNS * STEPS);
         })
     });
@@ -187,7 +192,7 @@ fn benches(c: &mut Criterion) {
     );
     g.finish();
 
-    // Whole-process CPU per call (engine, genai + reqwest, the axum server, SQLite).
+    // Whole-process CPU per call (engine, model client, the axum server, SQLite).
     for (name, engine, flow) in [
         ("memory", &mem, &http),
         ("memory_unstreamed", &mem, &whole),
@@ -202,13 +207,15 @@ fn benches(c: &mut Criterion) {
         server.take_received();
         println!("llm_chain/process_cpu_per_http_call/{name}: {per_call:.1?}");
     }
-    let before = process_cpu();
-    for _ in 0..5 {
-        rt.block_on(transport_floor(&client, &url));
+    for (name, stream) in [("reqwest_alone", false), ("reqwest_alone_streamed", true)] {
+        let before = process_cpu();
+        for _ in 0..5 {
+            rt.block_on(transport_floor(&client, &url, stream));
+        }
+        let per_call = (process_cpu() - before) / (5 * RUNS * STEPS) as u32;
+        server.take_received();
+        println!("llm_chain/process_cpu_per_http_call/{name}: {per_call:.1?}");
     }
-    let per_call = (process_cpu() - before) / (5 * RUNS * STEPS) as u32;
-    server.take_received();
-    println!("llm_chain/process_cpu_per_http_call/reqwest_alone: {per_call:.1?}");
 }
 
 criterion_group!(llm, benches);
