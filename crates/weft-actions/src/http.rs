@@ -37,14 +37,19 @@ pub(crate) enum Verb {
     Named,
 }
 
+/// The HTTP client the HTTP actions share, made when one first runs: building it reads
+/// the machine's CA certificates (hundreds of files), which a run without HTTP should
+/// not pay for at start-up.
+pub(crate) type SharedClient = std::sync::Arc<std::sync::OnceLock<reqwest::Client>>;
+
 /// An HTTP action.
 pub(crate) struct Http {
-    client: reqwest::Client,
+    client: SharedClient,
     verb: Verb,
 }
 
 impl Http {
-    pub(crate) fn new(client: reqwest::Client, verb: Verb) -> Http {
+    pub(crate) fn new(client: SharedClient, verb: Verb) -> Http {
         Http { client, verb }
     }
 
@@ -116,7 +121,10 @@ impl Native for Http {
         }
         let method = self.method(&call)?;
         let sends_body = !matches!(method, reqwest::Method::GET | reqwest::Method::HEAD);
-        let mut req = self.client.request(method, parsed);
+        let mut req = self
+            .client
+            .get_or_init(reqwest::Client::new)
+            .request(method, parsed);
         let timeout = match call.config.get("timeout_ms") {
             Some(v) => Duration::from_millis(v.as_u64().ok_or_else(|| {
                 fail(

@@ -82,7 +82,7 @@ impl Native for Sleep {
 /// Every built-in action, by name. File actions are confined to `files`.
 pub fn builtins(files: PathBuf) -> Vec<(&'static str, Arc<dyn Native>)> {
     let root = Arc::new(FileRoot::new(files));
-    let client = reqwest::Client::new();
+    let client = http::SharedClient::default();
     vec![
         (
             "file.read",
