@@ -19,7 +19,7 @@ pub mod prices;
 pub mod providers;
 pub mod remote;
 pub mod scripted;
-mod wire_lines;
+mod wire;
 
 pub use check::unknown_providers;
 

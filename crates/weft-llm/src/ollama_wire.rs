@@ -8,41 +8,25 @@ use serde::{Deserialize, Serialize};
 use weft_core::ErrorKind;
 use weft_core::ports::{DeltaSink, ModelRequest, ModelResponse};
 
-use crate::errors::{CallError, from_status};
+use crate::errors::CallError;
 use crate::providers::Provider;
 use crate::remote::RemoteSettings;
-use crate::wire_lines::Lines;
+use crate::wire::{Lines, TextMessage, broken, post, text_messages};
 
 /// Whether this path sends `request` itself.
 pub(crate) fn handles(request: &ModelRequest) -> bool {
-    request.tools.is_empty()
-        && request.provider_tools.is_empty()
-        && request.reasoning_effort.is_none()
-        && request.tool_choice.is_none()
-        && request
-            .search
-            .as_ref()
-            .is_none_or(|s| matches!(s, serde_json::Value::Bool(false) | serde_json::Value::Null))
-        && request.messages.iter().all(|m| {
-            m.tool_calls.is_empty() && matches!(m.role.as_str(), "system" | "user" | "assistant")
-        })
+    crate::wire::is_plain_chat(request)
 }
 
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
-    messages: Vec<WireMessage<'a>>,
+    messages: Vec<TextMessage<'a>>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     format: Option<&'a serde_json::Value>,
     #[serde(skip_serializing_if = "Options::is_empty")]
     options: Options,
-}
-
-#[derive(Serialize)]
-struct WireMessage<'a> {
-    role: &'a str,
-    content: &'a str,
 }
 
 #[derive(Serialize)]
@@ -100,14 +84,7 @@ pub(crate) async fn call(
 ) -> Result<(ModelResponse, (u64, u64)), CallError> {
     let body = Body {
         model: &request.model,
-        messages: request
-            .messages
-            .iter()
-            .map(|m| WireMessage {
-                role: &m.role,
-                content: &m.content,
-            })
-            .collect(),
+        messages: text_messages(request),
         stream: settings.stream,
         format: request.output_schema.as_ref(),
         options: Options {
@@ -117,31 +94,21 @@ pub(crate) async fn call(
     };
     let body = serde_json::to_vec(&body)
         .map_err(|e| CallError::new(ErrorKind::Input, format!("cannot encode the request: {e}")))?;
-    let response = http
-        .post(format!("{}api/chat", settings.endpoint))
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| failed("cannot reach ollama", &e))?;
-    let status = response.status();
-    if !status.is_success() {
-        let headers = response.headers().clone();
-        let text = response.text().await.unwrap_or_default();
-        return Err(from_status(
-            Provider::Ollama,
-            &request.model,
-            status.as_u16(),
-            &text,
-            Some(&headers),
-        ));
-    }
+    let response = post(
+        http,
+        format!("{}api/chat", settings.endpoint),
+        body,
+        None,
+        Provider::Ollama,
+        &request.model,
+    )
+    .await?;
     let mut lines = Lines::new(response);
     let mut text = String::new();
     while let Some(line) = lines
         .next()
         .await
-        .map_err(|e| failed("the stream from ollama broke off", &e))?
+        .map_err(|e| broken("the stream from ollama broke off", &e))?
     {
         if line.is_empty() {
             continue;
@@ -187,13 +154,4 @@ pub(crate) async fn call(
     );
     e.retryable = true;
     Err(e)
-}
-
-fn failed(what: &str, e: &reqwest::Error) -> CallError {
-    let mut err = CallError::new(
-        ErrorKind::Model,
-        format!("{what}: {}", crate::errors::chain(e)),
-    );
-    err.retryable = true;
-    err
 }

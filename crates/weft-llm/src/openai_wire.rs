@@ -10,30 +10,20 @@ use serde::{Deserialize, Serialize};
 use weft_core::ErrorKind;
 use weft_core::ports::{DeltaSink, ModelRequest, ModelResponse};
 
-use crate::errors::{CallError, from_status};
+use crate::errors::CallError;
 use crate::providers::Provider;
 use crate::remote::RemoteSettings;
+use crate::wire::{Lines, TextMessage, broken, post, text_messages};
 
 /// Whether `request` is a plain chat this path sends itself.
 pub(crate) fn handles(request: &ModelRequest) -> bool {
-    request.tools.is_empty()
-        && request.provider_tools.is_empty()
-        && request.output_schema.is_none()
-        && request.reasoning_effort.is_none()
-        && request.tool_choice.is_none()
-        && request
-            .search
-            .as_ref()
-            .is_none_or(|s| matches!(s, serde_json::Value::Bool(false) | serde_json::Value::Null))
-        && request.messages.iter().all(|m| {
-            m.tool_calls.is_empty() && matches!(m.role.as_str(), "system" | "user" | "assistant")
-        })
+    crate::wire::is_plain_chat(request) && request.output_schema.is_none()
 }
 
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
-    messages: Vec<WireMessage<'a>>,
+    messages: Vec<TextMessage<'a>>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
@@ -43,12 +33,6 @@ struct Body<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
-}
-
-#[derive(Serialize)]
-struct WireMessage<'a> {
-    role: &'a str,
-    content: &'a str,
 }
 
 #[derive(Serialize)]
@@ -117,14 +101,7 @@ pub(crate) async fn call(
     let newer = completion_tokens_key(&request.model);
     let body = Body {
         model: &request.model,
-        messages: request
-            .messages
-            .iter()
-            .map(|m| WireMessage {
-                role: &m.role,
-                content: &m.content,
-            })
-            .collect(),
+        messages: text_messages(request),
         stream,
         stream_options: stream.then_some(StreamOptions {
             include_usage: true,
@@ -135,30 +112,22 @@ pub(crate) async fn call(
     };
     let body = serde_json::to_vec(&body)
         .map_err(|e| CallError::new(ErrorKind::Input, format!("cannot encode the request: {e}")))?;
-    let mut post = http
-        .post(format!("{}chat/completions", settings.endpoint))
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .body(body);
-    if let Some(key) = &settings.api_key {
-        post = post.bearer_auth(key);
-    }
-    let response = post.send().await.map_err(unreachable)?;
-    let status = response.status();
-    if !status.is_success() {
-        let headers = response.headers().clone();
-        let text = response.text().await.unwrap_or_default();
-        return Err(from_status(
-            Provider::OpenAi,
-            &request.model,
-            status.as_u16(),
-            &text,
-            Some(&headers),
-        ));
-    }
+    let response = post(
+        http,
+        format!("{}chat/completions", settings.endpoint),
+        body,
+        settings.api_key.as_deref(),
+        Provider::OpenAi,
+        &request.model,
+    )
+    .await?;
     if stream {
         read_stream(response, on_delta).await
     } else {
-        let bytes = response.bytes().await.map_err(unreachable)?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| broken("the answer from openai broke off", &e))?;
         let completion: Completion = serde_json::from_slice(&bytes)
             .map_err(|e| malformed(format!("its answer is not a chat completion: {e}")))?;
         let choice = completion.choices.into_iter().next();
@@ -187,12 +156,16 @@ async fn read_stream(
     response: reqwest::Response,
     on_delta: DeltaSink<'_>,
 ) -> Result<(ModelResponse, (u64, u64)), CallError> {
-    let mut lines = crate::wire_lines::Lines::new(response);
+    let mut lines = Lines::new(response);
     let mut text = String::new();
     let mut usage = None;
     let mut finish_reason = None;
     let mut done = false;
-    while let Some(line) = lines.next().await.map_err(broke_off)? {
+    while let Some(line) = lines
+        .next()
+        .await
+        .map_err(|e| broken("the stream from openai broke off", &e))?
+    {
         let Some(data) = line.strip_prefix(b"data:") else {
             continue;
         };
@@ -258,25 +231,4 @@ fn tokens(u: Option<WireUsage>) -> (u64, u64) {
 
 fn malformed(why: String) -> CallError {
     CallError::new(ErrorKind::MalformedResponse, format!("openai: {why}"))
-}
-
-fn unreachable(e: reqwest::Error) -> CallError {
-    let mut err = CallError::new(
-        ErrorKind::Model,
-        format!("cannot reach openai: {}", crate::errors::chain(&e)),
-    );
-    err.retryable = true;
-    err
-}
-
-fn broke_off(e: reqwest::Error) -> CallError {
-    let mut err = CallError::new(
-        ErrorKind::Model,
-        format!(
-            "the stream from openai broke off: {}",
-            crate::errors::chain(&e)
-        ),
-    );
-    err.retryable = true;
-    err
 }
