@@ -87,6 +87,14 @@ impl Default for Router {
     }
 }
 
+/// An HTTP client that cannot be built (no TLS roots, say).
+fn no_client(e: impl std::fmt::Display) -> BlockError {
+    BlockError::new(
+        ErrorKind::Config,
+        format!("cannot set up the HTTP client: {e}"),
+    )
+}
+
 impl Router {
     /// A router reading the process environment, with the shipped price table.
     pub fn new() -> Router {
@@ -159,16 +167,12 @@ impl Router {
                 genai::WebConfig::default().with_connect_timeout(Duration::from_secs(10)),
             )
             .build()
-            .map_err(|e| {
-                BlockError::new(
-                    ErrorKind::Config,
-                    format!("cannot set up the HTTP client: {e}"),
-                )
-            })?;
+            .map_err(no_client)?;
         Ok(self.client.get_or_init(|| built).clone())
     }
 
-    /// The plain HTTP client of the OpenAI hot path ([`openai_wire`]), also shared.
+    /// The plain HTTP client of Weft's own OpenAI and Ollama clients ([`openai_wire`],
+    /// [`ollama_wire`]), also shared.
     fn http(&self) -> Result<reqwest::Client, BlockError> {
         if let Some(c) = self.http.get() {
             return Ok(c.clone());
@@ -176,12 +180,7 @@ impl Router {
         let built = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .build()
-            .map_err(|e| {
-                BlockError::new(
-                    ErrorKind::Config,
-                    format!("cannot set up the HTTP client: {e}"),
-                )
-            })?;
+            .map_err(no_client)?;
         Ok(self.http.get_or_init(|| built).clone())
     }
 
