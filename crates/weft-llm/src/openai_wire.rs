@@ -15,9 +15,15 @@ use crate::providers::Provider;
 use crate::remote::RemoteSettings;
 use crate::wire::{Lines, TextMessage, broken, post, text_messages};
 
-/// Whether `request` is a plain chat this path sends itself.
+/// Whether `request` is a plain chat this path sends itself. A model name ending in a
+/// reasoning effort (`o3-mini-high`) is genai's convention for setting one, so it goes
+/// through genai, which reads it.
 pub(crate) fn handles(request: &ModelRequest) -> bool {
-    crate::wire::is_plain_chat(request) && request.output_schema.is_none()
+    crate::wire::is_plain_chat(request)
+        && request.output_schema.is_none()
+        && genai::chat::ReasoningEffort::from_model_name(&request.model)
+            .0
+            .is_none()
 }
 
 #[derive(Serialize)]

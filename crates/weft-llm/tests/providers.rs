@@ -469,4 +469,13 @@ async fn a_plain_openai_chat_goes_over_the_wire_as_chat_completions_expects() {
     assert_eq!(body["max_completion_tokens"], 50);
     assert!(body.get("max_tokens").is_none() && body.get("stream_options").is_none());
     assert_eq!(body["stream"], false);
+    // A name ending in a reasoning effort is genai's way of setting one: it still works.
+    let server = FakeServer::start(Wire::OpenAi, vec![Reply::text("Paris.")]).await;
+    let m = model(&router, "openai", &server, json!({"stream": false}));
+    let mut req = ask("Capital?");
+    req.model = "o3-mini-high".into();
+    m.complete(&req, &|_| {}).await.unwrap();
+    let body = &server.received()[0].body;
+    assert_eq!(body["model"], "o3-mini", "{body}");
+    assert_eq!(body["reasoning_effort"], "high", "{body}");
 }
