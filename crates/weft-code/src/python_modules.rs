@@ -249,6 +249,21 @@ impl<'a> Visitor<'a> for Imports {
             self.dynamic_import(call);
             return;
         }
+        // `print(..., file=sys.stderr)`: monty's `print` takes no `file`, and the sandbox
+        // discards what code prints wherever it is sent, so the argument goes.
+        if let Expr::Call(call) = expr
+            && matches!(call.func.as_ref(), Expr::Name(n) if n.id.as_str() == "print")
+        {
+            for keyword in &call.arguments.keywords {
+                if keyword
+                    .arg
+                    .as_ref()
+                    .is_some_and(|a| a.id.as_str() == "file")
+                {
+                    self.edit(keyword.range(), "**{}".to_owned());
+                }
+            }
+        }
         // monty's `datetime` has no `utcnow`; the sandbox's local time is UTC, so it is
         // `now()` (naive, as `utcnow()` is).
         if let Expr::Attribute(a) = expr
@@ -271,6 +286,7 @@ pub(crate) fn prepare(source: &str) -> Prepared {
     if !SHIMS.iter().any(|s| source.contains(s.module))
         && !source.contains("__import__")
         && !source.contains(".utcnow")
+        && !source.contains("file=")
     {
         return unchanged();
     }

@@ -641,6 +641,7 @@ def main(data):
         'b64': base64.b64encode(b'weft').decode(),
         'sqrt': math.sqrt(16),
         'year_ok': datetime.date.today().year >= 2025 and datetime.datetime.utcnow().year >= 2025,
+        'printed': print('to stderr', file=None) is None,
         'clock_ok': time.time() > 1.7e9 and time.monotonic() >= started,
     }
 "#;
@@ -666,6 +667,7 @@ def main(data):
             "b64": "d2VmdA==",
             "sqrt": 4.0,
             "year_ok": true,
+            "printed": true,
             "clock_ok": true,
         })
     );
