@@ -522,7 +522,8 @@ fn is_false(b: &bool) -> bool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LlmSpec {
-    /// `provider/model` or a flow model alias; else the run's default model.
+    /// `provider/model` or a flow model alias, or a template that renders to one when
+    /// the block runs (`{{ input.model }}`); else the run's default model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The system prompt.

@@ -187,6 +187,14 @@ fn block_sites<'a>(ptr: &str, b: &'a Block, out: &mut Vec<ExprSite<'a>>) {
     }
     match &b.kind {
         BlockKind::Llm(l) => {
+            // A model id with a template in it is chosen when the block runs.
+            if let Some(m) = l.model.as_ref().filter(|m| m.contains("{{")) {
+                out.push(ExprSite {
+                    pointer: format!("{ptr}/llm/model"),
+                    source: m,
+                    kind: SiteKind::Template,
+                });
+            }
             if let Some(s) = &l.system {
                 out.push(tmpl(format!("{ptr}/llm/system"), s));
             }

@@ -318,3 +318,32 @@ async fn a_model_that_will_not_call_a_required_tool_fails_the_block() {
         "{last}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_named_by_a_template_is_chosen_when_the_block_runs() {
+    let h = harness();
+    let yaml = |which: &str| {
+        format!(
+            r#"weft: 1
+name: pick
+input: {{which: "{which}"}}
+models:
+  fast: {{provider: scripted, rules: [{{reply: "from fast"}}]}}
+  careful: {{provider: scripted, rules: [{{reply: "from careful"}}]}}
+root:
+  llm:
+    model: "{{{{ input.which }}}}"
+    prompt: Say something.
+"#
+        )
+    };
+    let r = h.run(flow(&yaml("careful"))).await;
+    assert_eq!(r.output, Some(json!("from careful")), "{:?}", r.error);
+    let r = h.run(flow(&yaml("fast"))).await;
+    assert_eq!(r.output.unwrap(), json!("from fast"));
+    // A template that chooses nothing fails the block with a config error that says so.
+    let r = h.run(flow(&yaml(""))).await;
+    let e = r.error.expect("fails");
+    assert_eq!(e.kind, weft_core::ErrorKind::Config, "{}", e.message);
+    assert!(e.message.contains("chose no model"), "{}", e.message);
+}

@@ -9,7 +9,8 @@ use weft_core::validate::{child_pointer, walk_blocks};
 /// An error for each model whose provider is neither one of [`PROVIDERS`] nor one of
 /// `extra` (providers a front end adds, such as `local`): the aliases of `flow.models`
 /// by their `provider`, and the ids `llm` blocks name that are not aliases by their
-/// `provider/` prefix (an id without one is an OpenAI model).
+/// `provider/` prefix (an id without one is an OpenAI model). A template id is chosen, and
+/// checked, when its block runs.
 pub fn unknown_providers(flow: &Flow, extra: &[&str]) -> Vec<Diagnostic> {
     let known: Vec<&str> = PROVIDERS.iter().chain(extra).copied().collect();
     let mut out = Vec::new();
@@ -17,7 +18,8 @@ pub fn unknown_providers(flow: &Flow, extra: &[&str]) -> Vec<Diagnostic> {
     walk_blocks(flow, &mut |ptr, b| {
         let BlockKind::Llm(l) = &b.kind else { return };
         let Some(id) = &l.model else { return };
-        if is_alias(flow, id) {
+        // A template chooses the model when the block runs, and is checked then.
+        if is_alias(flow, id) || id.contains("{{") {
             return;
         }
         let (provider, _) = split_model_id(id);

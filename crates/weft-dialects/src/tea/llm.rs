@@ -429,6 +429,33 @@ impl Compiler<'_> {
         }))
     }
 
+    /// A model id that templates choose when the node runs: `provider/model` of the two
+    /// (each a constant or a template). An `api_base` needs a model known when the flow
+    /// loads (it becomes a flow model alias), so with one it is refused.
+    fn model_at_run_time(
+        &mut self,
+        model: &str,
+        with: &serde_json::Map<String, Value>,
+        wptr: &str,
+    ) -> Option<String> {
+        if with.get("api_base").is_some() {
+            self.diags.push(
+                Diagnostic::error(
+                    format!("{wptr}/model"),
+                    "a model chosen when the node runs cannot go to an `api_base`",
+                )
+                .hint("name the model, or drop `api_base` and pick a provider Weft knows (ollama, openai, ...)"),
+            );
+            return None;
+        }
+        let provider = with.get("provider").and_then(Value::as_str);
+        let provider = provider.map(|p| self.constant(p).unwrap_or_else(|| p.to_owned()));
+        Some(match provider {
+            Some(p) => format!("{p}/{model}"),
+            None => model.to_owned(),
+        })
+    }
+
     /// The model id for `with:`: `model` (a constant, or `{{ variables.NAME }}`), routed
     /// by `provider` and `api_base` through a flow model alias when they are given.
     fn model_of(
@@ -451,16 +478,9 @@ impl Compiler<'_> {
                     ));
                     None
                 }
-                None => {
-                    self.diags.push(
-                        Diagnostic::error(
-                            format!("{wptr}/model"),
-                            format!("the model `{m}` is a template Weft cannot resolve when the flow loads"),
-                        )
-                        .hint("name the model, or use `{{ variables.NAME }}` with NAME in `variables:`"),
-                    );
-                    return None;
-                }
+                // A template of the state or input: the engine chooses the model when
+                // the node runs.
+                None => return self.model_at_run_time(m, with, wptr),
             },
             Some(_) => {
                 self.diags.push(Diagnostic::error(
@@ -472,6 +492,12 @@ impl Compiler<'_> {
         };
         let provider = with.get("provider").and_then(Value::as_str);
         let api_base = with.get("api_base").and_then(Value::as_str);
+        if let Some(p) = provider.filter(|p| p.contains("{{"))
+            && self.constant(p).is_none()
+        {
+            let model = model.unwrap_or_default();
+            return self.model_at_run_time(&model, with, wptr);
+        }
         if provider.is_none() && api_base.is_none() {
             return model;
         }

@@ -321,3 +321,37 @@ async fn assert_fails_with(yaml: &str, input: serde_json::Value, parts: &[&str])
         assert!(e.message.contains(part), "{part}: {}", e.message);
     }
 }
+
+#[test]
+fn a_model_chosen_from_the_state_is_left_for_the_run_to_choose() {
+    // TEA's llm-prolog-family-reasoning-interview picks provider and model from the state.
+    let yaml = r#"
+nodes:
+  - name: ask
+    uses: llm.call
+    with:
+      provider: "{{ state.llm_provider | default('ollama') }}"
+      model: "{{ state.llm_model | default('gemma3n:e4b') }}"
+      prompt: Hello
+"#;
+    let loaded = weft_dialects::load_str(yaml, "flow.yaml", None, Some("tea")).unwrap();
+    let mut models = Vec::new();
+    weft_core::validate::walk_blocks(&loaded.flow, &mut |_, b| {
+        if let weft_core::ir::BlockKind::Llm(l) = &b.kind {
+            models.push(l.model.clone());
+        }
+    });
+    assert_eq!(
+        models,
+        [Some(
+            "{{ state.llm_provider | default('ollama') }}/{{ state.llm_model | default('gemma3n:e4b') }}"
+                .to_owned()
+        )]
+    );
+    let with_base = yaml.replace(
+        "prompt: Hello",
+        "prompt: Hello\n      api_base: http://127.0.0.1:1",
+    );
+    let err = super::support::load_error(&with_base, "tea");
+    assert!(err.contains("cannot go to an `api_base`"), "{err}");
+}

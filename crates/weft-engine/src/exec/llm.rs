@@ -131,14 +131,24 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
     }
 }
 
-/// The model a block calls: its own, else the engine's default, else its fallback (with
-/// a warning); and the name the provider knows it by.
+/// The model a block calls: its own (a template, such as `{{ input.model }}`, chosen now),
+/// else the engine's default, else its fallback (with a warning); and the name the
+/// provider knows it by.
 fn resolve_model(
     cx: &Cx<'_>,
     s: &LlmSpec,
 ) -> Result<(Arc<dyn weft_core::ports::Model>, String, String), Stop> {
     let engine = &cx.run.engine;
     let id = match (&s.model, &engine.default_model, &engine.fallback_model) {
+        (Some(id), _, _) if id.contains("{{") => {
+            let chosen = cx.render(id, &cx.scope())?.trim().to_owned();
+            if chosen.is_empty() {
+                return Err(config_error(format!(
+                    "the block's model `{id}` chose no model (it rendered empty)"
+                )));
+            }
+            chosen
+        }
         (Some(id), _, _) | (None, Some(id), _) => id.clone(),
         (None, None, Some((id, advice))) => {
             warn_fallback(cx, id, advice);
