@@ -128,8 +128,10 @@ impl TestHarness {
     }
 }
 
-/// Points every model id used in `flow` and its sub-flows at `def`.
+/// Points every model id used in `flow` and its sub-flows at `def`. A model chosen by a
+/// template when the block runs could name any model, so such a block gets the test model.
 fn script_models(flow: &mut ir::Flow, def: &ModelDef) {
+    fix_chosen_models(flow);
     let mut ids = vec![TEST_MODEL.to_owned()];
     weft_core::validate::walk_blocks(flow, &mut |_, b| {
         if let BlockKind::Llm(l) = &b.kind
@@ -140,6 +142,23 @@ fn script_models(flow: &mut ir::Flow, def: &ModelDef) {
         }
     });
     alias(flow, &ids, def);
+}
+
+fn fix_chosen_models(flow: &mut ir::Flow) {
+    fn visit(block: &mut ir::Block) {
+        if let BlockKind::Llm(l) = &mut block.kind
+            && l.model.as_ref().is_some_and(|m| m.contains("{{"))
+        {
+            l.model = Some(TEST_MODEL.to_owned());
+        }
+        for child in block.children_mut() {
+            visit(child);
+        }
+    }
+    visit(&mut flow.root);
+    for sub in flow.flows.values_mut() {
+        fix_chosen_models(sub);
+    }
 }
 
 fn alias(flow: &mut ir::Flow, ids: &[String], def: &ModelDef) {

@@ -281,3 +281,21 @@ async fn provider_tools_travel_with_the_generator() {
         .await;
     assert_eq!(run.output(), "ran");
 }
+
+#[tokio::test]
+async fn a_model_chosen_at_run_time_is_still_the_harness_s_in_a_test() {
+    // A template model could name any provider when the block runs; a test never calls
+    // a real one.
+    let agent: Block = generator("picker")
+        .model("{{ input.model }}")
+        .user("{{ input.question }}")
+        .into();
+    let run = TestHarness::new()
+        .reply("capital", "Paris")
+        .run(
+            agent,
+            json!({"model": "openai/gpt-4o", "question": "The capital of France?"}),
+        )
+        .await;
+    assert_eq!(run.output(), "Paris");
+}
