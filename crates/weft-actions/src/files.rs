@@ -78,3 +78,54 @@ impl Native for Write {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(config: serde_json::Value) -> NativeCall {
+        NativeCall {
+            input: Value::Null,
+            state: Arc::new(Value::Null),
+            config,
+            path: "root".into(),
+            run_id: Arc::from("run"),
+            idempotency_key: String::new(),
+            attempt: 1,
+            messages: None,
+            parent: None,
+            scoped: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn file_actions_write_and_read_inside_their_root_and_say_why_not_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Arc::new(FileRoot::new(dir.path().to_path_buf()));
+        let write = Write {
+            root: root.clone(),
+            append: false,
+        };
+        let wrote = write
+            .call(call(json!({"path": "notes/a.txt", "content": "hi"})))
+            .await
+            .unwrap();
+        assert_eq!(wrote.output, json!({"path": "notes/a.txt", "bytes": 2}));
+        let read = Read(root.clone());
+        let text = read
+            .call(call(json!({"path": "notes/a.txt"})))
+            .await
+            .unwrap();
+        assert_eq!(text.output, json!("hi"));
+        let e = read
+            .call(call(json!({"path": "../outside"})))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Action);
+        assert!(e.message.contains("refused"), "{}", e.message);
+        let gone = Read(Arc::new(FileRoot::new(dir.path().join("no-such-dir"))));
+        let e = gone.call(call(json!({"path": "a"}))).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Config, "{}", e.message);
+    }
+}
