@@ -103,7 +103,15 @@ pub(crate) async fn call(
         &request.model,
     )
     .await?;
-    let mut lines = Lines::new(response);
+    read_answer(Lines::new(response), settings.stream, on_delta).await
+}
+
+/// Reads Ollama's answer: one JSON object, or (streamed) one per line until `done`.
+async fn read_answer(
+    mut lines: Lines,
+    stream: bool,
+    on_delta: DeltaSink<'_>,
+) -> Result<(ModelResponse, (u64, u64)), CallError> {
     let mut text = String::new();
     while let Some(line) = lines
         .next()
@@ -118,7 +126,7 @@ pub(crate) async fn call(
                 ErrorKind::MalformedResponse,
                 format!("ollama sent something that is not its chat JSON: {e}"),
             );
-            e.retryable = settings.stream;
+            e.retryable = stream;
             e
         })?;
         if let Some(error) = chunk.error {
@@ -129,7 +137,7 @@ pub(crate) async fn call(
         if let Some(said) = &chunk.message
             && !said.content.is_empty()
         {
-            if settings.stream {
+            if stream {
                 on_delta(&said.content);
             }
             text.push_str(&said.content);
@@ -141,7 +149,7 @@ pub(crate) async fn call(
                     content: text,
                     tool_calls: Vec::new(),
                     usage: Default::default(),
-                    model: chunk.model.filter(|_| !settings.stream),
+                    model: chunk.model.filter(|_| !stream),
                     finish_reason: chunk.done_reason,
                 },
                 tokens,
