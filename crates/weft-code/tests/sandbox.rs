@@ -1291,3 +1291,23 @@ except yaml.YAMLError as e:
     assert_eq!(v["empty"], Value::Null);
     assert!(v["bad"].as_str().unwrap().starts_with("yaml: "), "{v}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_temporary_directory_is_made_filled_and_removed_in_the_private_tmp() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = Arc::new(sandboxes());
+    let s = shared.with_files(FileAccess::new(dir.path().to_path_buf(), true));
+    let code = r#"
+import tempfile, os
+with tempfile.TemporaryDirectory(prefix="x") as d:
+    os.makedirs(os.path.join(d, "a", "b"), exist_ok=True)
+    with open(os.path.join(d, "a", "b", "f.txt"), "w") as f:
+        f.write("1")
+    walked = [w[0] for w in os.walk(d)]
+{"under_tmp": d.startswith("/tmp/x"), "walked": len(walked), "gone": not os.path.exists(d)}
+"#;
+    let v = run(&s, "python", code, None, json!({})).await.unwrap();
+    assert_eq!(v, json!({"under_tmp": true, "walked": 3, "gone": true}));
+    // Nothing of it reached the files directory.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
