@@ -162,7 +162,7 @@ impl Pool {
                 };
                 match FromWorker::parse(&line).map_err(std::io::Error::other)? {
                     FromWorker::Done(resp) => return Ok::<Response, std::io::Error>(resp),
-                    FromWorker::File { file } => {
+                    FromWorker::File(file) => {
                         let answer = perform(files, file).await;
                         let mut line =
                             serde_json::to_string(&answer).map_err(std::io::Error::other)?;

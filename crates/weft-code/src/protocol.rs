@@ -113,17 +113,20 @@ pub struct Response {
     pub retiring: bool,
 }
 
-/// A line from a worker: while code runs, a file operation it asks the engine to perform
-/// (a worker may open no file itself: see [`crate::files`]); then the request's answer.
-/// Read with [`FromWorker::parse`].
+/// A file operation a worker asks the engine to perform while code runs (a worker may
+/// open no file itself: see [`crate::files`]); the engine answers with a [`FileAnswer`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(untagged)]
+pub struct FileCall {
+    /// The operation, as the interpreter describes it.
+    pub file: monty_types::OsFunctionCall,
+}
+
+/// A line from a worker, read with [`FromWorker::parse`]: a file operation, then the
+/// request's answer.
+#[derive(Debug, Clone)]
 pub enum FromWorker {
-    /// A file operation; the engine answers with a [`FileAnswer`] line.
-    File {
-        /// The operation, as the interpreter describes it.
-        file: monty_types::OsFunctionCall,
-    },
+    /// A file operation.
+    File(monty_types::OsFunctionCall),
     /// The answer to the request.
     Done(Response),
 }
@@ -141,12 +144,7 @@ impl FromWorker {
     /// whole value first.
     pub fn parse(line: &str) -> serde_json::Result<FromWorker> {
         if line.starts_with("{\"file\":") {
-            #[derive(Deserialize)]
-            struct File {
-                file: monty_types::OsFunctionCall,
-            }
-            let File { file } = serde_json::from_str(line)?;
-            Ok(FromWorker::File { file })
+            serde_json::from_str::<FileCall>(line).map(|c| FromWorker::File(c.file))
         } else {
             serde_json::from_str(line).map(FromWorker::Done)
         }
@@ -159,13 +157,13 @@ mod tests {
 
     #[test]
     fn a_worker_line_is_a_file_operation_or_an_answer() {
-        let asked = FromWorker::File {
+        let asked = FileCall {
             file: monty_types::OsFunctionCall::ReadText("notes.md".into()),
         };
         let line = serde_json::to_string(&asked).unwrap();
         assert!(matches!(
             FromWorker::parse(&line).unwrap(),
-            FromWorker::File { file: monty_types::OsFunctionCall::ReadText(p) } if p.as_str() == "notes.md"
+            FromWorker::File(monty_types::OsFunctionCall::ReadText(p)) if p.as_str() == "notes.md"
         ));
         let answered = Response {
             id: 7,

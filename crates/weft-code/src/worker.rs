@@ -4,7 +4,7 @@
 //! now plus the request's memory limit, so a huge allocation fails inside the worker.
 
 use crate::lines::{LineBuffer, WORKER_SPIN};
-use crate::protocol::{Failure, FailureKind, FileAnswer, FromWorker, Request, Response};
+use crate::protocol::{Failure, FailureKind, FileAnswer, FileCall, Request, Response};
 use crate::python::Compiled;
 use monty_types::{ExcType, ExtFunctionResult, MontyException, OsFunctionCall};
 use std::io::Write;
@@ -250,7 +250,7 @@ fn ask_engine(
             Some(format!("the engine did not answer a file operation: {why}")),
         ))
     };
-    let asked = serde_json::to_string(&FromWorker::File { file: call })
+    let asked = serde_json::to_string(&FileCall { file: call })
         .map_err(std::io::Error::other)
         .and_then(|text| writeln!(stdout, "{text}"))
         .and_then(|()| stdout.flush());
