@@ -167,6 +167,14 @@ pub struct Block {
 }
 
 impl Block {
+    /// Calls `f` on this block and then on every block inside it, to change in place.
+    pub fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Block)) {
+        f(self);
+        for child in self.children_mut() {
+            child.visit_mut(f);
+        }
+    }
+
     /// The blocks this one runs directly (its children and its rescue blocks), to
     /// change in place.
     pub fn children_mut(&mut self) -> Vec<&mut Block> {

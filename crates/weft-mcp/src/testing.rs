@@ -81,7 +81,7 @@ pub(crate) async fn test(mcp: &WeftMcp, a: TestFlow) -> Result<Value, Failure> {
 /// answer (when `answers` has its id) or at the local model.
 fn answer_models(flow: &mut Flow, answers: &Map<String, Value>, seen: &mut Answered) {
     let mut models = Vec::new();
-    visit(&mut flow.root, &mut |b: &mut Block| {
+    flow.root.visit_mut(&mut |b: &mut Block| {
         let (Some(id), BlockKind::Llm(llm)) = (b.id.clone(), &mut b.kind) else {
             if let BlockKind::Llm(llm) = &mut b.kind {
                 llm.model = Some(LOCAL_MODEL.to_owned());
@@ -104,13 +104,6 @@ fn answer_models(flow: &mut Flow, answers: &Map<String, Value>, seen: &mut Answe
     flow.models.extend(models);
     for sub in flow.flows.values_mut() {
         answer_models(sub, answers, seen);
-    }
-}
-
-fn visit(block: &mut Block, f: &mut dyn FnMut(&mut Block)) {
-    f(block);
-    for child in block.children_mut() {
-        visit(child, f);
     }
 }
 

@@ -145,17 +145,13 @@ fn script_models(flow: &mut ir::Flow, def: &ModelDef) {
 }
 
 fn fix_chosen_models(flow: &mut ir::Flow) {
-    fn visit(block: &mut ir::Block) {
+    flow.root.visit_mut(&mut |block| {
         if let BlockKind::Llm(l) = &mut block.kind
             && l.model.as_ref().is_some_and(|m| m.contains("{{"))
         {
             l.model = Some(TEST_MODEL.to_owned());
         }
-        for child in block.children_mut() {
-            visit(child);
-        }
-    }
-    visit(&mut flow.root);
+    });
     for sub in flow.flows.values_mut() {
         fix_chosen_models(sub);
     }
