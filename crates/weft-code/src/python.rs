@@ -238,12 +238,12 @@ impl Compiled {
             };
             progress = match progress {
                 RunProgress::Complete(value) => return from_monty(value),
-                RunProgress::OsCall(call) if clock(&call.function_call).is_some() => {
-                    let now = clock(&call.function_call).expect("checked by the guard");
-                    call.resume(now, PrintWriter::Disabled)
-                }
+                // The clock and the (empty) environment are answered here; file
+                // operations by the engine.
                 RunProgress::OsCall(call) => call.resume_with(PrintWriter::Disabled, |c| {
-                    environment(&c).map_or_else(|| files(c), ExtFunctionResult::from)
+                    clock(&c)
+                        .or_else(|| environment(&c))
+                        .map_or_else(|| files(c), ExtFunctionResult::from)
                 }),
                 RunProgress::FunctionCall(call)
                     if call.function_name == HOST_FUNCTION && call.object_id.is_none() =>
