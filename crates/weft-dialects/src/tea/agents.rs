@@ -20,6 +20,9 @@ const OPTIONS: &[&str] = &["agent", "task", "timeout", "max_retries"];
 /// The options `agent.parallel` reads.
 const PARALLEL_OPTIONS: &[&str] = &["agents", "task", "aggregation", "max_concurrent", "timeout"];
 
+/// How `agent.parallel` aggregates its agents' answers (TEA's `consensus` is not run).
+const AGGREGATIONS: [&str; 3] = ["collect", "vote", "first"];
+
 /// TEA's `vote`: the most common answer (the first seen wins a tie), with the counts.
 const VOTE: &str = r#"
 local counts, order = {}, {}
@@ -163,14 +166,14 @@ impl Compiler<'_> {
             .get("aggregation")
             .and_then(Value::as_str)
             .unwrap_or("collect");
-        if !["collect", "vote", "first"].contains(&aggregation) {
+        if !AGGREGATIONS.contains(&aggregation) {
             let d = Diagnostic::error(
                 format!("{wptr}/aggregation"),
                 format!("agent.parallel cannot aggregate by `{aggregation}`"),
             );
             self.diags.push(d.hint_closest(
                 aggregation,
-                ["collect", "vote", "first"],
+                AGGREGATIONS,
                 "Weft aggregates by collect, vote or first; TEA's consensus (asking every agent again until enough agree) it does not run",
             ));
             return None;
