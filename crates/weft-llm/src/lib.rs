@@ -87,12 +87,22 @@ impl Default for Router {
     }
 }
 
-/// An HTTP client that cannot be built (no TLS roots, say).
-fn no_client(e: impl std::fmt::Display) -> BlockError {
-    BlockError::new(
-        ErrorKind::Config,
-        format!("cannot set up the HTTP client: {e}"),
-    )
+/// The HTTP client in `cell`, built by `build` the first time; one that cannot be built
+/// (no TLS roots, say) is a config error.
+fn built_once<T: Clone, E: std::fmt::Display>(
+    cell: &OnceLock<T>,
+    build: impl FnOnce() -> Result<T, E>,
+) -> Result<T, BlockError> {
+    if let Some(c) = cell.get() {
+        return Ok(c.clone());
+    }
+    let built = build().map_err(|e| {
+        BlockError::new(
+            ErrorKind::Config,
+            format!("cannot set up the HTTP client: {e}"),
+        )
+    })?;
+    Ok(cell.get_or_init(|| built).clone())
 }
 
 impl Router {
@@ -159,29 +169,23 @@ impl Router {
 
     /// The HTTP client every remote model shares (one connection pool).
     fn client(&self) -> Result<genai::Client, BlockError> {
-        if let Some(c) = self.client.get() {
-            return Ok(c.clone());
-        }
-        let built = genai::Client::builder()
-            .with_web_config(
-                genai::WebConfig::default().with_connect_timeout(Duration::from_secs(10)),
-            )
-            .build()
-            .map_err(no_client)?;
-        Ok(self.client.get_or_init(|| built).clone())
+        built_once(&self.client, || {
+            genai::Client::builder()
+                .with_web_config(
+                    genai::WebConfig::default().with_connect_timeout(Duration::from_secs(10)),
+                )
+                .build()
+        })
     }
 
     /// The plain HTTP client of Weft's own OpenAI and Ollama clients ([`openai_wire`],
     /// [`ollama_wire`]), also shared.
     fn http(&self) -> Result<reqwest::Client, BlockError> {
-        if let Some(c) = self.http.get() {
-            return Ok(c.clone());
-        }
-        let built = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(no_client)?;
-        Ok(self.http.get_or_init(|| built).clone())
+        built_once(&self.http, || {
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .build()
+        })
     }
 
     fn limiter(&self, key: String, def: Option<&ModelDef>) -> Result<Arc<Limiter>, BlockError> {
