@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 mod support;
 
 use support::{Env, Served};
+use weft_core::ports::{RunRecord, RunStatus, Store};
+use weft_store::{Durability, SqliteStore};
 
 /// How long the page may take to show what a step did.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -85,6 +87,33 @@ impl Drop for Driver {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The run's record is written a moment after its pause event: a page loaded between the
+/// two has the journal's pause and the record from before it. Made here by holding the
+/// paused run's record back by hand in the server's own SQLite file, then letting it go.
+async fn a_page_that_reads_the_record_before_it_follows_the_journal(
+    page: &Page,
+    env: &Env,
+    base: &str,
+    run_id: &str,
+) {
+    let store = SqliteStore::open(env.path("runs.db"), Durability::Process).unwrap();
+    let paused = store.get_run(run_id).await.unwrap().unwrap();
+    let lagging = RunRecord {
+        status: RunStatus::Running,
+        waiting: None,
+        ..paused.clone()
+    };
+    store.update_run(&lagging).await.unwrap();
+    page.open(&format!("{base}/runs/{run_id}")).await;
+    assert_eq!(page.text(".run-head .badge").await, "running");
+    store.update_run(&paused).await.unwrap();
+    page.wait_for(
+        "the approval's question once the record caught up",
+        "const p = document.querySelector('section.approval .prompt'); return p && p.innerText;",
+    )
+    .await;
 }
 
 fn chromium() -> String {
@@ -279,6 +308,7 @@ async fn a_person_starts_watches_approves_and_retries_runs_in_a_browser() {
     let prompt = prompt.as_str().unwrap();
     assert!(prompt.contains("Publish these notes?"), "{prompt}");
     page.screenshot("run-waiting.png").await;
+    a_page_that_reads_the_record_before_it_follows_the_journal(&page, &env, &base, &run_id).await;
 
     // Approve from the page, with the keyboard, giving a note and a name.
     page.type_into("section.approval textarea[name=note]", "Looks right.")

@@ -67,6 +67,11 @@ pub struct RunDetail {
     /// What the run warned of (a loop stopped at its bound, ...), once per step and
     /// kind of warning, in the order first raised.
     pub warnings: Vec<RunWarning>,
+    /// The status the run's last run-level event announced (`running` after a start or
+    /// resume, `paused`, `completed`, ...). The record is written a moment after its
+    /// event, so a reader that sees the event may still read the older record: a page
+    /// that shows both can tell the record is about to change.
+    pub announced: Option<&'static str>,
 }
 
 /// A `warning` event of a run.
@@ -196,6 +201,7 @@ pub async fn run_detail(store: &dyn Store, id: &str) -> Result<Option<RunDetail>
 fn detail(r: RunRecord, steps: Steps, journal: Vec<Value>, last_event: Option<u64>) -> RunDetail {
     RunDetail {
         last_event,
+        announced: steps.announced,
         answered: steps.answered,
         warnings: steps.warnings,
         status: r.status.as_str(),
@@ -230,6 +236,7 @@ struct Steps {
     restarted: HashMap<usize, u64>,
     answered: Vec<AnsweredApproval>,
     warnings: Vec<RunWarning>,
+    announced: Option<&'static str>,
 }
 
 impl Steps {
@@ -325,6 +332,13 @@ impl Steps {
                 code,
                 message,
             } => self.warned(e.at_ms, path, code, message),
+            EventKind::RunStarted { .. } | EventKind::RunResumed { .. } => {
+                self.announced = Some("running")
+            }
+            EventKind::RunPaused { .. } => self.announced = Some("paused"),
+            EventKind::RunCompleted { .. } => self.announced = Some("completed"),
+            EventKind::RunFailed { .. } => self.announced = Some("failed"),
+            EventKind::RunCancelled => self.announced = Some("cancelled"),
             _ => {}
         }
     }

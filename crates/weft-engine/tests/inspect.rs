@@ -45,6 +45,7 @@ async fn steps_show_attempts_input_output_and_an_approval_that_waits() {
         .unwrap()
         .unwrap();
     assert_eq!(d.status, "paused");
+    assert_eq!(d.announced, Some("paused"), "the journal's last run event");
     let paths: Vec<&str> = d.steps.iter().map(|s| s.path.as_str()).collect();
     assert_eq!(paths, ["root", "root/flaky", "root/review"]);
     let flaky = &d.steps[1];
@@ -91,6 +92,11 @@ async fn steps_show_attempts_input_output_and_an_approval_that_waits() {
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert_eq!(d.steps[3].output, Some(json!("approve")));
     assert_eq!(d.journal.len(), 2, "{:?}", d.journal);
+    assert_eq!(
+        d.announced,
+        Some("completed"),
+        "the resume's end, not its start"
+    );
 }
 
 #[tokio::test]
@@ -106,6 +112,7 @@ async fn a_failed_step_shows_its_error_and_an_unknown_run_is_none() {
         .unwrap()
         .unwrap();
     assert_eq!(d.steps.len(), 1);
+    assert_eq!(d.announced, Some("failed"));
     assert_eq!(d.steps[0].status, StepStatus::Failed);
     assert_eq!(d.steps[0].error.as_ref().unwrap().message, "no good");
     assert!(run_detail(store.as_ref(), "nope").await.unwrap().is_none());

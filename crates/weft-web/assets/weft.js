@@ -74,8 +74,23 @@ class RunView {
     this.selected = new URL(location.href).searchParams.get("step");
     this.expected = null; // the status an event announced, until a redraw shows it
     this.recheck = 0;
+    this.awaited = null; // the last announced status awaited that way
     this.requests = 0; // redraws asked for so far
     if (!ENDED.has(root.dataset.status)) this.follow();
+    this.expectAnnounced(root.dataset.status);
+    if (this.expected) this.redrawSoon();
+  }
+
+  // The page may have read the journal's pause or end and the record from just before
+  // it: the announced status is then awaited as if its event had just arrived (once per
+  // announcement, so a record that never follows is not read again forever).
+  expectAnnounced(status) {
+    const announced = this.root.querySelector(".run-head")?.dataset.announced;
+    if (!this.expected && announced && announced !== status && announced !== this.awaited) {
+      this.awaited = announced;
+      this.expected = announced;
+      this.recheck = RECHECKS;
+    }
   }
 
   follow() {
@@ -151,6 +166,7 @@ class RunView {
     this.fillStreams();
     const status = this.root.querySelector(".run-head .badge")?.textContent;
     if (status) this.root.dataset.status = status;
+    this.expectAnnounced(status);
     if (this.expected && status !== this.expected && this.recheck-- > 0) {
       setTimeout(() => this.redraw(), RECHECK_MS);
     } else {

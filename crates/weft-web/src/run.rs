@@ -101,7 +101,8 @@ fn header(run: &RunDetail, now: u64) -> Markup {
     let ended = matches!(run.status, "completed" | "failed" | "cancelled");
     let took = if ended { run.updated_ms } else { now as i64 } - run.created_ms;
     html! {
-        div.run-head {
+        // The script compares the two: a record older than the journal is read again.
+        div.run-head data-announced=[run.announced] {
             h1 {
                 (run.flow) " " (badge(run.status))
             }
