@@ -24,9 +24,113 @@ const INFERENCES_PER_MS: u64 = 20_000;
 /// A scryer machine, started once per worker.
 pub struct Prolog {
     machine: Machine,
-    /// A program failed to load; scryer must not be queried again (it panics).
+    /// A program failed to load (after which scryer panics on the next query) or
+    /// redefined a helper: the machine must not be used again.
     broken: bool,
+    /// Whether [`PROGRAM_HELPERS`] are loaded.
+    helpers_loaded: bool,
 }
+
+/// A block's own program, consulted on its own after the helpers.
+struct BlockProgram {
+    text: String,
+    /// Whether it defines a predicate the helpers define.
+    redefines_helpers: bool,
+}
+
+/// The block's arguments as facts, its definitions, `weft_main` (its goal, or its terms
+/// in order) and `weft_clear`, which forgets everything the block defined (a later block
+/// on this machine, of any run, must not see a predicate it did not define itself).
+fn block_program(req: &Request) -> BlockProgram {
+    let mut program = String::from(
+        ":- use_module(library(lists)).\n:- use_module(library(between)).\n:- use_module(library(iso_ext)).\n:- dynamic('$weft_return'/2).\n",
+    );
+    let mut defined = Vec::new();
+    if let Value::Object(args) = &req.args {
+        for (name, value) in args.iter().filter(|(n, _)| is_plain_atom(n)) {
+            let arity = if value.is_object() { 2 } else { 1 };
+            defined.push(format!("{name}/{arity}"));
+            match value {
+                Value::Object(m) => {
+                    for (k, v) in m {
+                        program.push_str(&format!(
+                            "{name}({}, {}).\n",
+                            quote_atom(k),
+                            term_text(v)
+                        ));
+                    }
+                }
+                other => program.push_str(&format!("{name}({}).\n", term_text(other))),
+            }
+        }
+    }
+    program.push_str("return(K, V) :- assertz('$weft_return'(K, V)).\n");
+    let mut source = prolog_program::swi_syntax(&req.source);
+    if uses_clpfd(&source) {
+        program.push_str(":- use_module(library(clpz)).\n");
+        source = source.replace("library(clpfd)", "library(clpz)");
+    }
+    let parsed = prolog_program::program(&source);
+    let mut redefines_helpers = false;
+    let main = if parsed.definitions.is_empty() && parsed.terms.len() <= 1 {
+        // One goal: run as written.
+        let goal = source.trim().trim_end_matches('.').trim();
+        format!("weft_main :- (\n{goal}\n).\n")
+    } else {
+        // A program: its definitions, then its terms in order, each asserted as a
+        // fact or called as a goal.
+        let rules = prolog_program::defined_predicates(&parsed.definitions);
+        redefines_helpers = rules.iter().any(|r| HELPER_PREDICATES.contains(r));
+        defined.extend(rules);
+        let mut text = String::new();
+        for d in &parsed.definitions {
+            text.push_str(&format!("{d}.\n"));
+        }
+        let terms: Vec<String> = parsed.terms.iter().map(|t| format!("(\n{t}\n)")).collect();
+        text.push_str(&format!(
+            "weft_main :- weft_terms([{}]).\n",
+            terms.join(", ")
+        ));
+        text
+    };
+    // Declared dynamic: a lookup in an empty state fails instead of raising, TEA's
+    // programs change their rules with `assertz`/`retract`, and `weft_clear` forgets them.
+    program.push_str(&prolog_program::dynamic_declarations(&defined));
+    program.push_str(&main);
+    let clears: Vec<String> = defined.iter().filter_map(|d| retract_all(d)).collect();
+    let clears = if clears.is_empty() {
+        "true".to_owned()
+    } else {
+        clears.join(", ")
+    };
+    // The load marker last: present only if everything before it loaded.
+    program.push_str(&format!("weft_clear :- {clears}.\nweft_loaded.\n"));
+    BlockProgram {
+        text: program,
+        redefines_helpers,
+    }
+}
+
+/// `retractall(name(_, ...))` for `name/arity`.
+fn retract_all(indicator: &str) -> Option<String> {
+    let (name, arity) = indicator.rsplit_once('/')?;
+    let arity: usize = arity.parse().ok()?;
+    Some(if arity == 0 {
+        format!("retractall({name})")
+    } else {
+        format!("retractall({name}({}))", vec!["_"; arity].join(", "))
+    })
+}
+
+/// `name/arity` of every predicate [`PROGRAM_HELPERS`] define.
+static HELPER_PREDICATES: std::sync::LazyLock<std::collections::HashSet<String>> =
+    std::sync::LazyLock::new(|| {
+        prolog_program::clauses(&PROGRAM_HELPERS)
+            .iter()
+            .filter(|c| !c.starts_with(":-"))
+            .filter_map(|c| prolog_program::head_indicator(c))
+            .collect()
+    });
 
 /// `s` between `quote`s, with the backslash, the quote and newlines escaped.
 fn quoted(s: &str, quote: char) -> String {
@@ -197,6 +301,7 @@ impl Prolog {
                 .with_streams(StreamConfig::in_memory())
                 .build(),
             broken: false,
+            helpers_loaded: false,
         }
     }
 
@@ -208,60 +313,24 @@ impl Prolog {
 
     /// Runs the request's goal with its arguments as facts.
     pub fn run(&mut self, req: &Request) -> Result<Value, Failure> {
-        let mut program = String::from(
-            ":- use_module(library(lists)).\n:- use_module(library(between)).\n:- use_module(library(iso_ext)).\n:- dynamic('$weft_return'/2).\n",
-        );
-        if let Value::Object(args) = &req.args {
-            for (name, value) in args.iter().filter(|(n, _)| is_plain_atom(n)) {
-                // Declared, so a lookup in an empty state fails instead of raising.
-                let arity = if value.is_object() { 2 } else { 1 };
-                program.push_str(&format!(":- dynamic({name}/{arity}).\n"));
-                match value {
-                    Value::Object(m) => {
-                        for (k, v) in m {
-                            program.push_str(&format!(
-                                "{name}({}, {}).\n",
-                                quote_atom(k),
-                                term_text(v)
-                            ));
-                        }
-                    }
-                    other => program.push_str(&format!("{name}({}).\n", term_text(other))),
-                }
-            }
+        if !self.helpers_loaded {
+            // Once per machine: the helpers and the SWI-Prolog compatibility layer stay
+            // loaded (they are most of the text a block would otherwise consult).
+            self.machine
+                .consult_module_string("weft_helpers", PROGRAM_HELPERS.as_str());
+            self.helpers_loaded = true;
         }
-        program.push_str("return(K, V) :- assertz('$weft_return'(K, V)).\n");
-        program.push_str(&PROGRAM_HELPERS);
-        let mut source = prolog_program::swi_syntax(&req.source);
-        if uses_clpfd(&source) {
-            program.push_str(":- use_module(library(clpz)).\n");
-            source = source.replace("library(clpfd)", "library(clpz)");
-        }
-        let parsed = prolog_program::program(&source);
-        if parsed.definitions.is_empty() && parsed.terms.len() <= 1 {
-            // One goal: run as written.
-            let goal = source.trim().trim_end_matches('.').trim();
-            program.push_str(&format!("weft_main :- (\n{goal}\n).\n"));
-        } else {
-            // A program: its definitions, then its terms in order, each asserted as a
-            // fact or called as a goal.
-            program.push_str(&prolog_program::dynamic_declarations(&parsed.definitions));
-            for d in &parsed.definitions {
-                program.push_str(&format!("{d}.\n"));
-            }
-            let terms: Vec<String> = parsed.terms.iter().map(|t| format!("(\n{t}\n)")).collect();
-            program.push_str(&format!(
-                "weft_main :- weft_terms([{}]).\n",
-                terms.join(", ")
-            ));
-        }
-        // Last: present only if everything before it loaded.
-        program.push_str("weft_loaded.\n");
+        let block = block_program(req);
         // Empty the module first, so a program that fails to load never leaves the
         // previous block's code in place to run.
         self.machine
             .consult_module_string("weft_block", ":- dynamic(weft_loaded/0).\n");
-        self.machine.consult_module_string("weft_block", program);
+        self.machine.consult_module_string("weft_block", block.text);
+        // A block that redefines a helper replaced it for every later block: this
+        // machine is not used again.
+        if block.redefines_helpers {
+            self.broken = true;
+        }
         let loaded = matches!(
             self.machine.run_query("weft_loaded.").next(),
             Some(Ok(LeafAnswer::True | LeafAnswer::LeafAnswer { .. }))
@@ -278,7 +347,7 @@ impl Prolog {
         // some escape `call_with_inference_limit/3` badly (an unknown procedure spun
         // until the deadline; a type error came back as `[]`).
         let query = format!(
-            "retractall('$weft_return'(_, _)), catch(call_with_inference_limit(weft_main, {steps}, WeftLimit), WeftError, true), findall(K-V, '$weft_return'(K, V), WeftResults), weft_forget."
+            "retractall('$weft_return'(_, _)), catch(call_with_inference_limit(weft_main, {steps}, WeftLimit), WeftError, true), findall(K-V, '$weft_return'(K, V), WeftResults), weft_forget, weft_clear."
         );
         let first = self.machine.run_query(query).next();
         if let Some(Ok(LeafAnswer::LeafAnswer { bindings, .. })) = &first

@@ -158,18 +158,23 @@ pub(crate) fn head_indicator(rule: &str) -> Option<String> {
     Some(format!("{name}/{arity}"))
 }
 
-/// `:- dynamic(Name/Arity).` for each predicate the rules among `definitions` define:
-/// TEA asserts a program's rules, so a program may change them with `assertz` and
-/// `retract` as it runs.
-pub(crate) fn dynamic_declarations(definitions: &[String]) -> String {
-    let mut declared = std::collections::HashSet::new();
-    let mut out = String::new();
-    for indicator in definitions.iter().filter_map(|d| head_indicator(d)) {
-        if declared.insert(indicator.clone()) {
-            out.push_str(&format!(":- dynamic({indicator}).\n"));
-        }
-    }
-    out
+/// `name/arity` of each predicate the rules among `definitions` define, once each.
+pub(crate) fn defined_predicates(definitions: &[String]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    definitions
+        .iter()
+        .filter_map(|d| head_indicator(d))
+        .filter(|i| seen.insert(i.clone()))
+        .collect()
+}
+
+/// `:- dynamic(Name/Arity).` for each of `predicates`: TEA asserts a program's rules,
+/// so a program may change them with `assertz` and `retract` as it runs.
+pub(crate) fn dynamic_declarations(predicates: &[String]) -> String {
+    predicates
+        .iter()
+        .map(|p| format!(":- dynamic({p}).\n"))
+        .collect()
 }
 
 /// Reads `source` as a program.
@@ -208,7 +213,10 @@ enum Open {
 /// is `[a-(1), b-([c-(x)])]`), and a line break inside a quoted item is written `\n`
 /// (SWI reads multi-line strings; ISO Prolog does not). Comments are copied as they are.
 pub(crate) fn swi_syntax(source: &str) -> String {
-    if !source.contains("_{") && !source.contains('\n') {
+    if !source.contains("_{")
+        && !source.contains('\n')
+        && !SWI_TEXT_BUILTINS.iter().any(|b| source.contains(b))
+    {
         return source.to_owned();
     }
     let chars: Vec<char> = source.chars().collect();
@@ -264,6 +272,18 @@ pub(crate) fn swi_syntax(source: &str) -> String {
                     i += 1;
                 }
             }
+            c if c.is_ascii_lowercase() && !word_before => {
+                let end = (i..chars.len())
+                    .find(|&k| !(chars[k].is_alphanumeric() || chars[k] == '_'))
+                    .unwrap_or(chars.len());
+                let word: String = chars[i..end].iter().collect();
+                if chars.get(end) == Some(&'(') && SWI_TEXT_BUILTINS.contains(&word.as_str()) {
+                    out.push_str("weft_");
+                }
+                out.push_str(&word);
+                i = end;
+                continue;
+            }
             '_' if chars.get(i + 1) == Some(&'{') && !word_before => {
                 stack.push(Open::Dict { value_open: false });
                 out.push('[');
@@ -298,6 +318,11 @@ pub(crate) fn swi_syntax(source: &str) -> String {
     }
     out
 }
+
+/// Builtins that SWI-Prolog extends (text arguments that may be strings, `format/3`
+/// writing to `atom(A)`): their calls are renamed to `weft_NAME`, defined in
+/// prolog_compat.pl (scryer does not let a program redefine a builtin).
+const SWI_TEXT_BUILTINS: &[&str] = &["sub_atom", "atom_length", "atom_concat", "format"];
 
 /// The functors whose terms are goals to call, never facts to assert: control
 /// constructs, the block's own predicates and the builtins TEA's programs use.
@@ -378,6 +403,29 @@ pub(crate) const GOAL_FUNCTORS: &[&str] = &[
     "atom_length",
     "atom_concat",
     "sub_atom",
+    "weft_sub_atom",
+    "weft_atom_length",
+    "weft_atom_concat",
+    "weft_format",
+    "sub_string",
+    "string_concat",
+    "string_chars",
+    "string_codes",
+    "string_to_atom",
+    "string_length",
+    "string_lower",
+    "string_upper",
+    "split_string",
+    "number_string",
+    "term_string",
+    "aggregate_all",
+    "partition",
+    "subtract",
+    "delete",
+    "nb_setval",
+    "nb_getval",
+    "b_setval",
+    "b_getval",
     "atom_number",
     "number_codes",
     "atomic_list_concat",
@@ -457,6 +505,17 @@ mod tests {
             "return(d, [a-( 1 + 2), b-( [c-( 'x: y')]), l-( [[], f(p, q)])]). % _{x: 1}"
         );
         assert_eq!(swi_syntax("X = my_{a: 1}"), "X = my_{a: 1}");
+    }
+
+    #[test]
+    fn swi_text_builtins_are_renamed_outside_quotes_and_comments() {
+        assert_eq!(
+            swi_syntax(
+                "sub_atom(Q, _, _, _, S), my_sub_atom(x), 'sub_atom(', atom_length(S, L). % atom_concat(a)"
+            ),
+            "weft_sub_atom(Q, _, _, _, S), my_sub_atom(x), 'sub_atom(', weft_atom_length(S, L). % atom_concat(a)"
+        );
+        assert_eq!(swi_syntax("X = sub_atom"), "X = sub_atom", "not a call");
     }
 
     #[test]

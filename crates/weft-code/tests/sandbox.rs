@@ -939,6 +939,76 @@ return(older, Older), return(lower, Lower), return(length, N)."#;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prolog_has_swi_s_text_list_and_lambda_builtins() {
+    // TEA runs SWI-Prolog, whose text predicates take strings where ISO's take atoms
+    // (TEA's `simple-qa-prolog` matches `sub_atom(Question, _, _, _, CountryString)`),
+    // and whose libraries load on first use. Each goal must hold.
+    let s = sandboxes();
+    let goals = [
+        r#"atom_string(france, S), sub_atom('the capital of france', _, _, _, S)"#,
+        r#"atom_length("abc", 3), atom_concat("ab", c, abc), upcase_atom("ab", 'AB')"#,
+        r#"string_concat("a", "b", "ab"), string_length("abc", 3), string_lower("AB", "ab")"#,
+        r#"sub_string("hello", 0, 2, _, "he"), string_chars(S, [a]), S == "a""#,
+        r#"split_string("a, b", ",", " ", ["a", "b"]), number_string(42, " 42")"#,
+        r#"atomic_list_concat([a, b, c], '-', 'a-b-c'), atomic_list_concat(L, '-', 'a-b'), L == [a, b]"#,
+        r#"term_to_atom(f(x), 'f(x)'), term_string(T, "g(1)"), T == g(1), atom_number('12', 12)"#,
+        "last([1, 2], 2), max_list([1, 3], 3), min_list([1, 3], 1), max_member(3, [1, 3])",
+        "include([X]>>(X > 1), [1, 2], [2]), exclude([X]>>(X > 1), [1, 2], [1])",
+        "partition([X]>>(X > 1), [1, 2], [2], [1]), subtract([1, 2], [1], [2]), delete([a, b, a], a, [b])",
+        "maplist([X, Y]>>(Y is X + 1), [1, 2], [2, 3]), foldl([X, A0, A]>>(A is A0 + X), [1, 2], 0, 3)",
+        "N = 10, maplist(N/[X, Y]>>(Y is X * N), [1, 2], [10, 20])",
+        "predsort([O, A, B]>>compare(O, A, B), [b, a, b], [a, b]), plus(1, X, 3), X == 2",
+        "aggregate_all(count, member(_, [a, b]), 2), aggregate_all(sum(X), member(X, [1, 2]), 3)",
+        "aggregate_all(max(X), member(X, [1, 2]), 2), aggregate_all(set(X), member(X, [b, a, b]), [a, b])",
+        "list_to_assoc([a-1], A), get_assoc(a, A, 1), pairs_keys_values(P, [a], [1]), P == [a-1]",
+        "nb_setval(k, 1), nb_getval(k, 1), ignore(fail), atom_to_term('f(X, Y)', _, B), length(B, 2)",
+        r#"format(atom(A), 'Found ~w ~a.', [2, x]), A == 'Found 2 x.', format(string(S), "~d", [7]), S == "7""#,
+        r#"format("~w~n", [x]), format(codes(C), "ab", []), C == [97, 98]"#,
+    ];
+    for goal in goals {
+        let v = run(
+            &s,
+            "prolog",
+            &format!("{goal},\nreturn(ok, true)."),
+            None,
+            json!({"state": {}}),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{goal}: {}", e.message));
+        assert_eq!(v, json!({"ok": true}), "{goal}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prolog_block_sees_only_what_it_defines_itself() {
+    // Workers are reused across blocks and runs: a block's rules, its secrets and a
+    // helper it redefines must be gone for the next block.
+    let s = sandboxes();
+    let first = run(
+        &s,
+        "prolog",
+        "helper(X) :- X = 1.\nlast(_, mine) :- true.\nhelper(X), secrets(k, K), last([1, 2], L),\nreturn(x, X), return(k, K), return(l, L).",
+        None,
+        json!({"state": {}, "secrets": {"k": "v"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(first, json!({"x": 1, "k": "v", "l": "mine"}));
+    for _ in 0..3 {
+        let next = run(
+            &s,
+            "prolog",
+            "( catch(helper(_), _, fail) -> H = true ; H = false ),\n( catch(secrets(k, _), _, fail) -> S = true ; S = false ),\nlast([1, 2], L), return(helper, H), return(secret, S), return(l, L).",
+            None,
+            json!({"state": {}}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(next, json!({"helper": false, "secret": false, "l": 2}));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prolog_reads_swi_dicts_and_solves_clp_fd_constraints() {
     // TEA's parity examples: `_{key: Value}` dicts come back as objects, and CLP(FD)
     // (which SWI loads on first use; scryer's clpz here) solves without a use_module.
