@@ -31,8 +31,8 @@ use indexmap::IndexMap;
 use serde_json::{Value, json};
 use std::path::Path;
 use weft_core::ir::{
-    Block, BlockKind, Expr, Flow, GraphSpec, LoopSpec, MapSpec, ModelDef, OnError, SubFlowSpec,
-    TransformSpec, ValueTemplate,
+    Block, BlockKind, Expr, Flow, GraphSpec, LoopSpec, MapSpec, ModelDef, OnError, Rescue,
+    SubFlowSpec, TransformSpec, ValueTemplate,
 };
 use weft_core::{Diagnostic, Loc};
 
@@ -727,21 +727,46 @@ impl Compiler<'_> {
             index_var.clone(),
             ValueTemplate(Value::from(format!("{{{{ {index_var} }}}}"))),
         );
+        let index = format!("{{{{ {index_var} }}}}");
         let result = Block::new(BlockKind::Transform(TransformSpec {
             output: ValueTemplate(json!({
                 "state": "{{ state }}",
                 "source_node": name,
-                "index": format!("{{{{ {index_var} }}}}"),
+                "index": index,
+                "success": true,
+                "error": null,
             })),
             exit: None,
         }));
         let fail_fast = n.fail_fast.unwrap_or(false);
+        let mut body = Block::new(BlockKind::Sequence(vec![enter, work, result]));
+        if !fail_fast {
+            // TEA keeps a failed branch as a result whose state holds its item and
+            // index and whose error is the message (tea-notes: "kept in the results
+            // with its error"); the error itself stays in the run's events.
+            body.policy.rescue.push(Rescue {
+                when: Vec::new(),
+                then: Block::new(BlockKind::Transform(TransformSpec {
+                    output: ValueTemplate(json!({
+                        "state": {
+                            item_var.clone(): format!("{{{{ {item_var} }}}}"),
+                            index_var.clone(): index,
+                        },
+                        "source_node": name,
+                        "index": index,
+                        "success": false,
+                        "error": "{{ input.error.message }}",
+                    })),
+                    exit: None,
+                })),
+            });
+        }
         let mut map = Block::new(BlockKind::Map(MapSpec {
             items: ValueTemplate(items),
             item_var,
             index_var,
             item_input: None,
-            body: Box::new(Block::new(BlockKind::Sequence(vec![enter, work, result]))),
+            body: Box::new(body),
             max_concurrency: n.max_concurrency.map(|c| c as u32),
             fail_fast,
             on_error: if fail_fast {

@@ -362,11 +362,21 @@ nodes:
     let results = ran.output()["parallel_results"].as_array().unwrap().clone();
     assert_eq!(results.len(), 3);
     assert_eq!(results[0]["state"]["inv"], json!(1.0));
+    assert_eq!(results[0]["success"], json!(true));
+    // As TEA's ParallelFlowResult of a failed branch: its item and index as its state,
+    // the message as its error, and the node's fields read as attributes in Python.
+    let failed = &results[1];
+    assert_eq!(failed["state"], json!({"item": 0, "index": 1}));
+    assert_eq!(
+        (&failed["success"], &failed["index"]),
+        (&json!(false), &json!(1))
+    );
     assert!(
-        results[1]["error"]["message"]
+        failed["error"]
             .as_str()
             .unwrap()
-            .contains("ZeroDivisionError")
+            .contains("ZeroDivisionError"),
+        "{failed}"
     );
     assert_eq!(results[2]["state"]["inv"], json!(0.5));
     let ran = run(&yaml(true), json!({"xs": [1, 0, 2]})).await;
