@@ -10,8 +10,10 @@ use std::fmt;
 use weft_core::validate::child_pointer;
 use weft_core::{Diagnostic, Loc};
 
+mod json;
+
 /// Pointer -> position, for values and for the keys that name them.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct SourceMap {
     values: HashMap<String, Loc>,
     keys: HashMap<String, Loc>,
@@ -322,6 +324,12 @@ fn parse_within(text: &str, max_nodes: usize) -> Result<(Value, SourceMap), Diag
         return Err(Diagnostic::error("", "the file is empty")
             .hint("a flow starts with `weft: 1` and `name:`"));
     }
+    if let Some((value, map)) = json::parse(text) {
+        if count_nodes(&value) > max_nodes {
+            return Err(too_many_nodes(max_nodes));
+        }
+        return Ok((value, map));
+    }
     // YAML 1.2 booleans only: under YAML 1.1 a key such as `n`, `y`, `on` or `no` would
     // silently become a boolean (the "Norway problem").
     let mut options = serde_saphyr::Options::default();
@@ -338,8 +346,10 @@ fn parse_within(text: &str, max_nodes: usize) -> Result<(Value, SourceMap), Diag
         }
         Err(e) => {
             // JSON that YAML rejects (a key longer than its 1024-character lookahead, for
-            // one) still deserves JSON's own verdict.
-            if text.trim_start().starts_with(['{', '[']) {
+            // one) still deserves JSON's own verdict; but not a repeated key, which
+            // serde_json would let the last value win silently.
+            let repeated_key = e.to_string().contains("duplicate mapping key");
+            if text.trim_start().starts_with(['{', '[']) && !repeated_key {
                 match serde_json::from_str::<Value>(text) {
                     Ok(v) if count_nodes(&v) > max_nodes => {
                         return Err(too_many_nodes(max_nodes));
@@ -374,6 +384,78 @@ fn parse_within(text: &str, max_nodes: usize) -> Result<(Value, SourceMap), Diag
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The YAML path's value and map of `text`, which the JSON path must equal.
+    fn through_yaml(text: &str) -> (Value, SourceMap) {
+        let mut options = serde_saphyr::Options::default();
+        options.strict_booleans = true;
+        let root = serde_saphyr::from_str_with_options::<Spanned<Node>>(text, options).unwrap();
+        let mut map = SourceMap::default();
+        let value = build(root, String::new(), &mut map, &Lines::new(text));
+        (value, map)
+    }
+
+    #[test]
+    fn json_is_located_as_the_yaml_path_locates_it() {
+        let docs = [
+            "{\"weft\": 1, \"name\": \"x\", \"root\": {\"sequence\": [{\"id\": \"a\", \"transform\": {\"output\": 1.5}}, {\"passthrough\": {}}]}}",
+            "{\n  \"é/ñ~k\": \"día ☃ \\\"q\\\" x\",  \"n\": [1, -2, 3e5, true, false, null, [], {}],\n  \"s\": \"a\\nb\",\n\t\"k\\u00e9y\": {\"deep\": [[\"x\"], {\"y\": \"z\"}]}\n}\n",
+            "[\n {\"run\": \"return 1\"},\n \"☃☃\", {\"a\": {\"b\": [ 1 , 2 ] } }\n]",
+        ];
+        for doc in docs {
+            let (value, map) = json::parse(doc).expect("JSON");
+            let (yaml_value, yaml_map) = through_yaml(doc);
+            assert_eq!(value, yaml_value, "{doc}");
+            assert_eq!(map, yaml_map, "{doc}");
+        }
+    }
+
+    #[test]
+    fn json_that_is_cut_or_garbled_anywhere_never_panics_and_matches_the_yaml_path() {
+        let doc = "{\"a\": [1, {\"é\": \"x\\\"y\"}, \"☃\"], \"a2\": {\"a\": null}, \"b\": \"t\"}";
+        let chars: Vec<char> = doc.chars().collect();
+        for i in 0..chars.len() {
+            for with in [
+                None,
+                Some('{'),
+                Some('}'),
+                Some('['),
+                Some('"'),
+                Some(','),
+                Some(':'),
+                Some('\\'),
+                Some('é'),
+                Some('a'),
+            ] {
+                let mut c = chars.clone();
+                match with {
+                    None => {
+                        c.remove(i);
+                    }
+                    Some(w) => c[i] = w,
+                }
+                let text: String = c.into_iter().collect();
+                if let Some((value, map)) = json::parse(&text) {
+                    let (yaml_value, yaml_map) = through_yaml(&text);
+                    assert_eq!((&value, &map), (&yaml_value, &yaml_map), "{text}");
+                }
+                let _ = parse(&text);
+            }
+        }
+    }
+
+    #[test]
+    fn json_with_a_repeated_key_goes_to_the_yaml_path_and_its_error() {
+        let doc = "{\"a\": {\"b\": 1}, \"a\": 2}";
+        assert!(json::parse(doc).is_none());
+        let e = parse(doc).unwrap_err();
+        assert!(
+            e.message.contains("duplicate mapping key: a"),
+            "{}",
+            e.message
+        );
+        assert_eq!(e.loc.map(|l| l.line), Some(1));
+    }
 
     #[test]
     fn block_scalars_start_their_text_on_the_next_line() {
