@@ -347,9 +347,16 @@ impl Prolog {
         // some escape `call_with_inference_limit/3` badly (an unknown procedure spun
         // until the deadline; a type error came back as `[]`).
         let query = format!(
-            "retractall('$weft_return'(_, _)), catch(call_with_inference_limit(weft_main, {steps}, WeftLimit), WeftError, true), findall(K-V, '$weft_return'(K, V), WeftResults), weft_forget, weft_clear."
+            "retractall('$weft_return'(_, _)), ( catch(call_with_inference_limit(weft_main, {steps}, WeftLimit), WeftError, true) -> WeftHeld = true ; WeftHeld = false ), findall(K-V, '$weft_return'(K, V), WeftResults), weft_forget, weft_clear."
         );
+        // The goal's failure is a binding, not the query's: what the block asserted and
+        // defined is forgotten whether its goal held or not.
         let first = self.machine.run_query(query).next();
+        if let Some(Ok(LeafAnswer::LeafAnswer { bindings, .. })) = &first
+            && matches!(bindings.get("WeftHeld"), Some(Term::Atom(a)) if a == "false")
+        {
+            return Err(Failure::new(FailureKind::Code, "the Prolog goal failed"));
+        }
         if let Some(Ok(LeafAnswer::LeafAnswer { bindings, .. })) = &first
             && let Some(error) = bindings
                 .get("WeftError")

@@ -994,17 +994,31 @@ async fn a_prolog_block_sees_only_what_it_defines_itself() {
     .await
     .unwrap();
     assert_eq!(first, json!({"x": 1, "k": "v", "l": "mine"}));
+    // A block whose goal fails forgets as much: its rule and its asserted fact.
+    let e = run(
+        &s,
+        "prolog",
+        "helper(X) :- X = 2.\nflag(on).\nhelper(X), X > 5.",
+        None,
+        json!({"state": {}}),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.message.contains("goal failed"), "{}", e.message);
     for _ in 0..3 {
         let next = run(
             &s,
             "prolog",
-            "( catch(helper(_), _, fail) -> H = true ; H = false ),\n( catch(secrets(k, _), _, fail) -> S = true ; S = false ),\nlast([1, 2], L), return(helper, H), return(secret, S), return(l, L).",
+            "( catch(helper(_), _, fail) -> H = true ; H = false ),\n( catch(secrets(k, _), _, fail) -> S = true ; S = false ),\n( catch(flag(_), _, fail) -> F = true ; F = false ),\nlast([1, 2], L), return(helper, H), return(secret, S), return(flag, F), return(l, L).",
             None,
             json!({"state": {}}),
         )
         .await
         .unwrap();
-        assert_eq!(next, json!({"helper": false, "secret": false, "l": 2}));
+        assert_eq!(
+            next,
+            json!({"helper": false, "secret": false, "flag": false, "l": 2})
+        );
     }
 }
 
