@@ -108,6 +108,13 @@ impl Provider {
         if self == Provider::Anthropic && !url.ends_with("/v1") {
             url.push_str("/v1");
         }
+        // `http://host:11434/v1` is Ollama's OpenAI-compatible address, which other tools
+        // (The Edge Agent among them) are given; Weft speaks Ollama's own API, at the root.
+        if self == Provider::Ollama
+            && let Some(root) = url.strip_suffix("/v1")
+        {
+            url = root.to_owned();
+        }
         url.push('/');
         Ok(url)
     }
@@ -135,6 +142,13 @@ mod tests {
         assert_eq!(
             Provider::Ollama.endpoint(None, &env).unwrap(),
             "http://10.0.0.5:11434/"
+        );
+        assert_eq!(
+            Provider::Ollama
+                .endpoint(Some("http://gpu-box:11434/v1/"), &none)
+                .unwrap(),
+            "http://gpu-box:11434/",
+            "the OpenAI-compatible address names the same server"
         );
         let env =
             |k: &str| (k == "OPENAI_BASE_URL").then(|| "http://127.0.0.1:8080/v1/".to_owned());
