@@ -323,11 +323,36 @@ fn single_expression(source: &str) -> Option<&str> {
     let inner = t.strip_prefix("{{")?.strip_suffix("}}")?;
     let inner = inner.strip_prefix('-').unwrap_or(inner);
     let inner = inner.strip_suffix('-').unwrap_or(inner);
-    if inner.contains("{{") || inner.contains("}}") || inner.contains("{%") || inner.contains("{#")
-    {
+    if has_delimiter_outside_strings(inner) {
         return None;
     }
     Some(inner.trim())
+}
+
+/// Whether `{{`, `}}`, `{%` or `{#` occurs in `expr` outside its string literals, so
+/// that `{{ '{{' ~ name ~ '}}' }}` is still one expression but `{{ a }} and {{ b }}` is
+/// a text template.
+fn has_delimiter_outside_strings(expr: &str) -> bool {
+    let bytes = expr.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(_) if b == b'\\' => i += 1,
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if b == b'\'' || b == b'"' => quote = Some(b),
+            None => {
+                let pair = &bytes[i..(i + 2).min(bytes.len())];
+                if matches!(pair, b"{{" | b"}}" | b"{%" | b"{#") {
+                    return true;
+                }
+            }
+        }
+        i += 1;
+    }
+    false
 }
 
 fn to_json(v: &MjValue) -> Result<Value, minijinja::Error> {

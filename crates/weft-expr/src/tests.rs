@@ -52,6 +52,22 @@ fn single_expression_templates_keep_their_type() {
 }
 
 #[test]
+fn braces_inside_string_literals_keep_a_single_expression_typed() {
+    let typed = "{{ input.items | length if '}}' != '{{' else 0 }}";
+    let quoted = r#"{{ "{{" ~ input.name ~ "}}" }}"#;
+    let two = "{{ input.name }} and {{ input.name }}";
+    let e = compiled(&[(typed, false), (quoted, false), (two, false)]);
+    let s = scope(json!({}));
+    assert_eq!(
+        e.value(typed, &s).unwrap(),
+        json!(3),
+        "a number, not the text 3"
+    );
+    assert_eq!(e.value(quoted, &s).unwrap(), json!("{{Ada}}"));
+    assert_eq!(e.value(two, &s).unwrap(), json!("Ada and Ada"));
+}
+
+#[test]
 fn text_templates_render() {
     let t = "Hello {{ input.name }}, you have {{ state.n }} items";
     let e = compiled(&[(t, false)]);
