@@ -94,7 +94,8 @@ weft_atom_length(T, L) :- weft_text_chars(T, Cs), length(Cs, L).
 weft_atom_concat(A, B, C) :-
     weft_text_atom(A, A1), weft_text_atom(B, B1), weft_text_atom(C, C1),
     atom_concat(A1, B1, C1).
-% format/2 as it is; format/3 also to SWI's sinks atom(A), string(S), chars(Cs), codes(Cs).
+% format/1 (SWI's, no arguments) and format/2 as they are; format/3 also to SWI's sinks atom(A), string(S), chars(Cs), codes(Cs).
+weft_format(F) :- format(F, []).
 weft_format(F, Args) :- format(F, Args).
 weft_format(Sink, F, Args) :-
     (   nonvar(Sink), weft_sink(Sink, Cs, Out)

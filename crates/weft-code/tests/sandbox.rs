@@ -963,7 +963,7 @@ async fn prolog_has_swi_s_text_list_and_lambda_builtins() {
         "list_to_assoc([a-1], A), get_assoc(a, A, 1), pairs_keys_values(P, [a], [1]), P == [a-1]",
         "nb_setval(k, 1), nb_getval(k, 1), ignore(fail), atom_to_term('f(X, Y)', _, B), length(B, 2)",
         r#"format(atom(A), 'Found ~w ~a.', [2, x]), A == 'Found 2 x.', format(string(S), "~d", [7]), S == "7""#,
-        r#"format("~w~n", [x]), format(codes(C), "ab", []), C == [97, 98]"#,
+        r#"format("~w~n", [x]), format("done~n"), format(codes(C), "ab", []), C == [97, 98]"#,
     ];
     for goal in goals {
         let v = run(
