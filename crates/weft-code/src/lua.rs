@@ -150,16 +150,12 @@ impl LuaPool {
         args: &Value,
         limits: &CodeLimits,
     ) -> Result<Value, Failure> {
-        let taken = self.idle.lock().expect("lua pool lock").pop();
-        let mut state = match taken {
-            Some(s) => s,
-            None => new_state().map_err(|e| failure(&e))?,
-        };
+        let mut state = self.take()?;
         let result = call(&mut state, source, entry, args, limits);
         // A state whose call failed may hold a half-built environment; it is cheap to replace.
         if result.is_ok() {
             let _ = state.lua.set_memory_limit(0);
-            self.idle.lock().expect("lua pool lock").push(state);
+            self.give_back(state);
         }
         result
     }
@@ -168,11 +164,7 @@ impl LuaPool {
     /// state (its libraries, the prelude, the hook) cost 30 times the compile, and a
     /// flow's validation checks every Lua block.
     pub fn check(&self, source: &str) -> Result<(), Failure> {
-        let taken = self.idle.lock().expect("lua pool lock").pop();
-        let state = match taken {
-            Some(s) => s,
-            None => new_state().map_err(|e| failure(&e))?,
-        };
+        let state = self.take()?;
         let result = state
             .lua
             .load(source)
@@ -180,8 +172,22 @@ impl LuaPool {
             .into_function()
             .map(|_| ())
             .map_err(|e| failure(&e));
-        self.idle.lock().expect("lua pool lock").push(state);
+        self.give_back(state);
         result
+    }
+
+    /// An idle state, or a new one when none is idle.
+    fn take(&self) -> Result<State, Failure> {
+        let idle = self.idle.lock().expect("lua pool lock").pop();
+        match idle {
+            Some(s) => Ok(s),
+            None => new_state().map_err(|e| failure(&e)),
+        }
+    }
+
+    /// Returns a state, healthy, to the idle ones.
+    fn give_back(&self, state: State) {
+        self.idle.lock().expect("lua pool lock").push(state);
     }
 }
 
