@@ -7,7 +7,9 @@ use std::time::Duration;
 use weft_core::event::{Event, EventKind};
 use weft_core::ports::EventSink;
 
-const WORK: &[&str] = &["llm", "code", "handler", "action", "approval", "subflow"];
+const WORK: &[&str] = &[
+    "llm", "embed", "code", "handler", "action", "approval", "subflow",
+];
 
 pub struct Progress {
     spinner: Option<ProgressBar>,

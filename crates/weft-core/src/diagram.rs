@@ -185,6 +185,11 @@ impl Diagram {
             BlockKind::Llm(l) => {
                 self.leaf(b, path, format!("llm {}", l.model.as_deref().unwrap_or("")))
             }
+            BlockKind::Embed(e) => self.leaf(
+                b,
+                path,
+                format!("embed {}", e.model.as_deref().unwrap_or("")),
+            ),
             BlockKind::Code(c) => self.leaf(b, path, format!("code ({})", c.language)),
             BlockKind::Handler(h) => self.leaf(b, path, format!("handler {}", h.name)),
             BlockKind::Action(a) => self.leaf(b, path, format!("action {}", a.uses)),

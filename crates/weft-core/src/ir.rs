@@ -260,6 +260,8 @@ pub fn step_segment(steps: &[Block], index: usize) -> String {
 pub enum BlockKind {
     /// Call a language model.
     Llm(LlmSpec),
+    /// Turn text into vectors with an embedding model.
+    Embed(EmbedSpec),
     /// Run sandboxed code.
     Code(CodeSpec),
     /// Call a native function the host program registered.
@@ -292,6 +294,7 @@ impl BlockKind {
     /// Every kind name as written in files, in documentation order.
     pub const NAMES: &'static [&'static str] = &[
         "llm",
+        "embed",
         "code",
         "handler",
         "action",
@@ -311,6 +314,7 @@ impl BlockKind {
     pub fn name(&self) -> &'static str {
         match self {
             BlockKind::Llm(_) => "llm",
+            BlockKind::Embed(_) => "embed",
             BlockKind::Code(_) => "code",
             BlockKind::Handler(_) => "handler",
             BlockKind::Action(_) => "action",
@@ -337,6 +341,7 @@ impl BlockKind {
         matches!(
             self,
             BlockKind::Llm(_)
+                | BlockKind::Embed(_)
                 | BlockKind::Code(_)
                 | BlockKind::Handler(_)
                 | BlockKind::Action(_)
@@ -768,6 +773,23 @@ pub struct HandlerSpec {
     /// Configuration passed to the handler.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub config: Value,
+}
+
+/// A call of an embedding model. Its output is `{embedding, dimensions, model, usage}`
+/// when `input` renders to a text, `{embeddings, dimensions, model, usage}` (one vector
+/// per text, in order) when it renders to a list of texts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedSpec {
+    /// `provider/model` or a flow model alias, or a template that renders to one when
+    /// the block runs; else the run's default model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The text to embed, or a list of texts (templates).
+    pub input: ValueTemplate,
+    /// Ask for vectors of this many dimensions (models that can shorten theirs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dimensions: Option<u32>,
 }
 
 /// A built-in action.

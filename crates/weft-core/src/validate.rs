@@ -205,6 +205,16 @@ fn block_sites<'a>(ptr: &str, b: &'a Block, out: &mut Vec<ExprSite<'a>>) {
                 out.push(tmpl(format!("{ptr}/llm/messages/{i}/content"), &m.content));
             }
         }
+        BlockKind::Embed(e) => {
+            if let Some(m) = e.model.as_ref().filter(|m| m.contains("{{")) {
+                out.push(ExprSite {
+                    pointer: format!("{ptr}/embed/model"),
+                    source: m,
+                    kind: SiteKind::Template,
+                });
+            }
+            push_value_sites(format!("{ptr}/embed/input"), &e.input.0, out);
+        }
         BlockKind::Code(c) => {
             if let Some(a) = &c.args {
                 push_value_sites(format!("{ptr}/code/args"), &a.0, out);
@@ -519,6 +529,28 @@ fn check_block(b: &Block, ptr: &str, subflows: &[&str], diags: &mut Vec<Diagnost
                 diags.push(Diagnostic::error(
                     format!("{ptr}/llm/output_schema"),
                     "output_schema must be a JSON Schema object",
+                ));
+            }
+        }
+        BlockKind::Embed(e) => {
+            let texts = match &e.input.0 {
+                Value::String(_) => true,
+                Value::Array(items) => !items.is_empty() && items.iter().all(Value::is_string),
+                _ => false,
+            };
+            if !texts {
+                diags.push(
+                    Diagnostic::error(
+                        format!("{ptr}/embed/input"),
+                        "an embed block's `input` is a text or a non-empty list of texts",
+                    )
+                    .hint("input: \"{{ state.question }}\" (a template may also render to a list of texts)"),
+                );
+            }
+            if e.dimensions == Some(0) {
+                diags.push(Diagnostic::error(
+                    format!("{ptr}/embed/dimensions"),
+                    "dimensions must be at least 1",
                 ));
             }
         }
@@ -875,6 +907,24 @@ mod tests {
         assert!(validate(&f).iter().any(|d| d.pointer == "/root/map/items"));
         let f = flow(json!({"map": {"items": "{{ input }}", "body": {"passthrough": {}}}}));
         assert!(validate(&f).is_empty());
+    }
+
+    #[test]
+    fn an_embed_input_is_a_text_or_texts() {
+        for bad in [json!(3), json!([]), json!(["a", 2]), json!({"text": "a"})] {
+            let f = flow(json!({"embed": {"input": bad}}));
+            assert!(
+                validate(&f).iter().any(|d| d.pointer == "/root/embed/input"),
+                "{bad}"
+            );
+        }
+        for good in [json!("{{ input }}"), json!(["a", "{{ input.b }}"])] {
+            assert!(validate(&flow(json!({"embed": {"input": good}}))).is_empty());
+        }
+        let f = flow(json!({"embed": {"input": "{{ input }}", "dimensions": 0}}));
+        let d = validate(&f);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].pointer, "/root/embed/dimensions");
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub(super) struct BlockDoc {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     llm: Option<LlmSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    embed: Option<EmbedSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     code: Option<CodeSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     handler: Option<HandlerSpec>,
@@ -81,6 +83,9 @@ impl TryFrom<BlockDoc> for Block {
         let mut kinds: Vec<BlockKind> = Vec::with_capacity(1);
         if let Some(s) = d.llm {
             kinds.push(BlockKind::Llm(s));
+        }
+        if let Some(s) = d.embed {
+            kinds.push(BlockKind::Embed(s));
         }
         if let Some(s) = d.code {
             kinds.push(BlockKind::Code(s));
@@ -182,6 +187,7 @@ impl Serialize for Block {
         let key = self.kind.name();
         match &self.kind {
             BlockKind::Llm(v) => m.serialize_entry(key, v)?,
+            BlockKind::Embed(v) => m.serialize_entry(key, v)?,
             BlockKind::Code(v) => m.serialize_entry(key, v)?,
             BlockKind::Handler(v) => m.serialize_entry(key, v)?,
             BlockKind::Action(v) => m.serialize_entry(key, v)?,
@@ -275,6 +281,7 @@ mod tests {
         };
         match &b.kind {
             BlockKind::Llm(s) => d.llm = Some(s.clone()),
+            BlockKind::Embed(s) => d.embed = Some(s.clone()),
             BlockKind::Code(s) => d.code = Some(s.clone()),
             BlockKind::Handler(s) => d.handler = Some(s.clone()),
             BlockKind::Action(s) => d.action = Some(s.clone()),

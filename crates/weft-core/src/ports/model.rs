@@ -121,6 +121,31 @@ pub struct ModelResponse {
     pub finish_reason: Option<String>,
 }
 
+/// A request for embeddings: one vector per input text.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmbedRequest {
+    /// The provider's model name (without the provider prefix).
+    pub model: String,
+    /// The texts, each embedded on its own.
+    pub inputs: Vec<String>,
+    /// Vectors of this many dimensions, for models that can shorten theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dimensions: Option<u32>,
+}
+
+/// A model's embeddings, in the order of the request's inputs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmbedResponse {
+    /// One vector per input.
+    pub vectors: Vec<Vec<f32>>,
+    /// What it cost (embedding models count input tokens only).
+    #[serde(default)]
+    pub usage: Usage,
+    /// The model that answered, as the provider names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
 /// Receives streamed text as the model produces it.
 pub type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
@@ -133,6 +158,22 @@ pub trait Model: Send + Sync {
         request: &ModelRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelResponse, BlockError>;
+
+    /// Embeds `request`'s texts. A provider without embedding models keeps this
+    /// default, which fails with a configuration error naming it.
+    async fn embed(&self, request: &EmbedRequest) -> Result<EmbedResponse, BlockError> {
+        let who = match self.provider() {
+            "" => "this model's provider".to_owned(),
+            name => format!("`{name}`"),
+        };
+        Err(BlockError::new(
+            crate::error::ErrorKind::Config,
+            format!(
+                "{who} offers no embedding models, so `{}` cannot embed text: name an embedding model of a provider that has them (openai/text-embedding-3-small, ollama/nomic-embed-text, gemini/text-embedding-004, local/<model>)",
+                request.model
+            ),
+        ))
+    }
 
     /// Who serves the model (`openai`, `anthropic`, `local`, ...), for traces.
     fn provider(&self) -> &str {

@@ -104,7 +104,7 @@ fn next_required(s: &LlmSpec, calls: &[Value]) -> Option<ToolChoice> {
 }
 
 pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
-    let (model, id, model_name) = resolve_model(cx, s)?;
+    let (model, id, model_name) = resolve_model(cx, s.model.as_deref())?;
     let (messages, prompt) = build_messages(cx, s)?;
     let mut call = Call {
         req: request(s, model_name, messages),
@@ -131,15 +131,15 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
     }
 }
 
-/// The model a block calls: its own (a template, such as `{{ input.model }}`, chosen now),
-/// else the engine's default, else its fallback (with a warning); and the name the
-/// provider knows it by.
-fn resolve_model(
+/// The model a block calls: its own `model` (a template, such as `{{ input.model }}`,
+/// chosen now), else the engine's default, else its fallback (with a warning); and the
+/// name the provider knows it by.
+pub(super) fn resolve_model(
     cx: &Cx<'_>,
-    s: &LlmSpec,
+    model: Option<&str>,
 ) -> Result<(Arc<dyn weft_core::ports::Model>, String, String), Stop> {
     let engine = &cx.run.engine;
-    let id = match (&s.model, &engine.default_model, &engine.fallback_model) {
+    let id = match (model, &engine.default_model, &engine.fallback_model) {
         (Some(id), _, _) if id.contains("{{") => {
             let chosen = cx.render(id, &cx.scope())?.trim().to_owned();
             if chosen.is_empty() {
@@ -149,14 +149,15 @@ fn resolve_model(
             }
             chosen
         }
-        (Some(id), _, _) | (None, Some(id), _) => id.clone(),
+        (Some(id), _, _) => id.to_owned(),
+        (None, Some(id), _) => id.clone(),
         (None, None, Some((id, advice))) => {
             warn_fallback(cx, id, advice);
             id.clone()
         }
         (None, None, None) => {
             return Err(config_error(
-                "the llm block names no model and no default model is set (give the block a `model`, or run with --model / WEFT_MODEL)",
+                "the block names no model and no default model is set (give the block a `model`, or run with --model / WEFT_MODEL)",
             ));
         }
     };
@@ -169,7 +170,7 @@ fn resolve_model(
 }
 
 /// `text` cut to at most `max` characters (on a character boundary), marked when cut.
-fn truncated(mut text: String, max: usize) -> String {
+pub(super) fn truncated(mut text: String, max: usize) -> String {
     if let Some((at, _)) = text.char_indices().nth(max) {
         text.truncate(at);
         text.push('…');

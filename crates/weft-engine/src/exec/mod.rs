@@ -2,6 +2,7 @@
 //! rescue, assertions), dispatches on its kind, and writes its output into the state.
 
 mod composite;
+mod embed;
 mod graph;
 mod leaf;
 mod llm;
@@ -354,6 +355,7 @@ async fn dispatch(cx: &Cx<'_>, block: &Block) -> Exec {
         BlockKind::Transform(t) => leaf::transform(cx, t),
         BlockKind::Approval(a) => leaf::approval(cx, a),
         BlockKind::Llm(s) => leaf::journaled(ecx, Reach::Outside, llm::run(ecx, s)).await,
+        BlockKind::Embed(s) => leaf::journaled(ecx, Reach::Outside, embed::run(ecx, s)).await,
         BlockKind::Code(s) => leaf::journaled(ecx, Reach::Inputs, leaf::code(ecx, s)).await,
         BlockKind::Handler(s) => leaf::journaled(ecx, Reach::Outside, leaf::handler(ecx, s)).await,
         BlockKind::Action(s) => leaf::journaled(ecx, Reach::Outside, leaf::action(ecx, s)).await,

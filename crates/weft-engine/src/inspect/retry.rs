@@ -72,7 +72,7 @@ pub enum Effect {
 impl Effect {
     fn of_kind(kind: &str) -> Option<Effect> {
         Some(match kind {
-            "llm" => Effect::Model,
+            "llm" | "embed" => Effect::Model,
             "action" => Effect::Action,
             "handler" => Effect::Handler,
             "code" => Effect::Code,
