@@ -347,3 +347,76 @@ root:
     assert_eq!(e.kind, weft_core::ErrorKind::Config, "{}", e.message);
     assert!(e.message.contains("chose no model"), "{}", e.message);
 }
+
+fn embed_flow(server: &FakeServer, input: &str) -> Arc<weft_engine::Prepared> {
+    flow(&format!(
+        r#"weft: 1
+name: e
+models:
+  m: {{provider: openai, model: text-embedding-test, base_url: "{}"}}
+input: {{texts: [a cat, a dog], one: a cat, number: 3}}
+root:
+  embed:
+    model: m
+    input: {input}
+    dimensions: 2
+"#,
+        server.base_url()
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embed_block_gets_vectors_from_a_real_server_and_counts_them() {
+    let server = FakeServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::Embeddings(vec![vec![0.5, -0.5]]),
+            Reply::Embeddings(vec![vec![1.0, 0.0], vec![0.0, 1.0]]),
+        ],
+    )
+    .await;
+    let h = harness();
+    let one = h.run(embed_flow(&server, r#""{{ input.one }}""#)).await;
+    let out = one.output.expect("completed");
+    assert_eq!(out["embedding"], json!([0.5, -0.5]));
+    assert_eq!(out["dimensions"], 2);
+    assert_eq!(out["model"], "m");
+    assert!(out["usage"]["prompt_tokens"].as_u64().unwrap() > 0, "{out}");
+    assert_eq!(
+        one.usage.input_tokens,
+        out["usage"]["prompt_tokens"].as_u64().unwrap()
+    );
+    let many = h.run(embed_flow(&server, r#""{{ input.texts }}""#)).await;
+    let out = many.output.expect("completed");
+    assert_eq!(out["embeddings"], json!([[1.0, 0.0], [0.0, 1.0]]));
+    assert!(out.get("embedding").is_none());
+    let sent = server.received();
+    assert_eq!(sent[0].path, "/v1/embeddings");
+    assert_eq!(sent[1].body["input"], json!(["a cat", "a dog"]));
+    assert_eq!(sent[1].body["dimensions"], 2);
+    let calls = h
+        .events
+        .events()
+        .into_iter()
+        .filter(|e| matches!(e.kind, EventKind::LlmCall { .. }))
+        .count();
+    assert_eq!(calls, 2, "each embedding call is reported like a chat");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embed_block_refuses_what_is_not_text_and_a_short_answer() {
+    let server = FakeServer::start(Wire::OpenAi, vec![Reply::Embeddings(vec![vec![1.0]])]).await;
+    let h = harness();
+    let r = h.run(embed_flow(&server, r#""{{ input.number }}""#)).await;
+    let e = r.error.expect("failed");
+    assert_eq!(e.kind, weft_core::ErrorKind::Input);
+    assert!(
+        e.message.contains("text or a list of texts, not a number"),
+        "{e:?}"
+    );
+    assert!(server.received().is_empty(), "nothing is sent");
+    // Two texts, one vector: the vectors cannot be matched to the texts.
+    let r = h.run(embed_flow(&server, r#""{{ input.texts }}""#)).await;
+    let e = r.error.expect("failed");
+    assert!(e.message.contains("1 vectors for 2 texts"), "{e:?}");
+}

@@ -2,7 +2,7 @@
 //!
 //! Real HTTP servers on 127.0.0.1 that speak the wire formats of OpenAI Chat
 //! Completions, Anthropic Messages, Gemini `generateContent` and Ollama `/api/chat`,
-//! streaming (SSE, NDJSON) and not, so that Weft's providers are tested over real
+//! streaming (SSE, NDJSON) and not, and their embedding endpoints, so that Weft's providers are tested over real
 //! sockets with nothing mocked but the far end. A test scripts the replies (text, tool
 //! calls, an HTTP error with `Retry-After`, a connection dropped mid-stream) and reads
 //! back the requests the server received.
@@ -56,6 +56,9 @@ pub enum Reply {
         /// The pause between frames.
         gap: Duration,
     },
+    /// Embedding vectors, in the provider's embedding answer (OpenAI `/embeddings`,
+    /// Ollama `/api/embed`, Gemini `batchEmbedContents`).
+    Embeddings(Vec<Vec<f32>>),
     /// Streams the first `chunks` words of the text, then drops the connection.
     DropAfter {
         /// The answer that is cut off.

@@ -50,6 +50,8 @@ fn prompt_tokens(r: &Received) -> u64 {
         .body
         .get("messages")
         .or_else(|| r.body.get("contents"))
+        .or_else(|| r.body.get("input"))
+        .or_else(|| r.body.get("requests"))
         .map(Value::to_string)
         .unwrap_or_default();
     (prompt.len() as u64).div_ceil(4).max(1)
@@ -112,6 +114,9 @@ pub(crate) async fn respond(wire: Wire, r: &Received, reply: Reply) -> Response 
     {
         return json_response(*status, error_body(wire, *status, message), *retry_after);
     }
+    if let Reply::Embeddings(vectors) = &reply {
+        return json_response(200, embeddings(wire, r, vectors), None);
+    }
     let stream = streaming(wire, r);
     let mut gap = Duration::ZERO;
     let (text, calls, drop) = match reply {
@@ -122,7 +127,7 @@ pub(crate) async fn respond(wire: Wire, r: &Received, reply: Reply) -> Response 
             gap = g;
             (text, Vec::new(), None)
         }
-        Reply::Error { .. } => unreachable!("answered above"),
+        Reply::Error { .. } | Reply::Embeddings(_) => unreachable!("answered above"),
     };
     let usage = (prompt_tokens(r), words(&text).len().max(1) as u64);
     if !stream {
@@ -139,6 +144,27 @@ pub(crate) async fn respond(wire: Wire, r: &Received, reply: Reply) -> Response 
         _ => "text/event-stream",
     };
     stream_response(content_type, frames, drop.is_some(), gap)
+}
+
+/// An embedding answer in `wire`'s format (Anthropic has none: it gets OpenAI's).
+fn embeddings(wire: Wire, r: &Received, vectors: &[Vec<f32>]) -> Value {
+    let tokens = prompt_tokens(r);
+    match wire {
+        Wire::Ollama => json!({
+            "model": model(r), "embeddings": vectors, "prompt_eval_count": tokens
+        }),
+        Wire::Gemini => json!({
+            "embeddings": vectors.iter().map(|v| json!({"values": v})).collect::<Vec<_>>()
+        }),
+        Wire::OpenAi | Wire::Anthropic => json!({
+            "object": "list",
+            "model": model(r),
+            "data": vectors.iter().enumerate().map(|(i, v)| json!({
+                "object": "embedding", "index": i, "embedding": v
+            })).collect::<Vec<_>>(),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }),
+    }
 }
 
 fn error_body(wire: Wire, status: u16, message: &str) -> Value {

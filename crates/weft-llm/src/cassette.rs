@@ -13,7 +13,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use weft_core::hash::content_hash;
-use weft_core::ports::{DeltaSink, Model, ModelRequest, ModelResponse};
+use weft_core::ports::{
+    DeltaSink, EmbedRequest, EmbedResponse, Model, ModelRequest, ModelResponse,
+};
 use weft_core::{BlockError, ErrorKind};
 
 /// Whether calls go out and are written down, or are answered from the file.
@@ -42,7 +44,8 @@ impl CassetteMode {
 struct Interaction {
     key: String,
     model: String,
-    request: ModelRequest,
+    /// A chat's `ModelRequest` or an embedding's `EmbedRequest`, as sent.
+    request: serde_json::Value,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     deltas: Vec<String>,
     #[serde(flatten)]
@@ -53,7 +56,20 @@ struct Interaction {
 #[serde(rename_all = "snake_case")]
 enum Outcome {
     Response(ModelResponse),
+    Vectors(EmbedResponse),
     Error { kind: String, message: String },
+}
+
+impl Outcome {
+    fn of<T: Clone>(result: &Result<T, BlockError>, answer: fn(T) -> Outcome) -> Outcome {
+        match result {
+            Ok(r) => answer(r.clone()),
+            Err(e) => Outcome::Error {
+                kind: e.kind.as_str().to_owned(),
+                message: e.message.clone(),
+            },
+        }
+    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -105,7 +121,7 @@ impl Cassette {
         self.mode
     }
 
-    fn key(model: &str, request: &ModelRequest) -> String {
+    fn key(model: &str, request: &impl Serialize) -> String {
         let text = serde_json::to_string(&(model, request)).unwrap_or_default();
         content_hash(text.as_bytes())[..32].to_owned()
     }
@@ -160,16 +176,7 @@ impl Model for Taped {
         let key = Cassette::key(&self.id, request);
         match (self.cassette.mode, &self.inner) {
             (CassetteMode::Replay, _) => {
-                let found = self.cassette.replay(&key).ok_or_else(|| {
-                    BlockError::new(
-                        ErrorKind::Config,
-                        format!(
-                            "the cassette {} holds no answer for this call to `{}` (record it with WEFT_CASSETTE_MODE=record)",
-                            self.cassette.path.display(),
-                            self.id
-                        ),
-                    )
-                })?;
+                let found = self.replay(&key)?;
                 for d in &found.deltas {
                     on_delta(d);
                 }
@@ -178,12 +185,10 @@ impl Model for Taped {
                     Outcome::Error { kind, message } => {
                         Err(BlockError::new(ErrorKind::parse(&kind), message))
                     }
+                    Outcome::Vectors(_) => Err(self.mismatch("embedding", "chat")),
                 }
             }
-            (CassetteMode::Record, None) => Err(BlockError::new(
-                ErrorKind::Config,
-                format!("no model `{}` to record", self.id),
-            )),
+            (CassetteMode::Record, None) => Err(self.nothing_to_record()),
             (CassetteMode::Record, Some(inner)) => {
                 let deltas = Mutex::new(Vec::new());
                 let capture = |d: &str| {
@@ -191,24 +196,87 @@ impl Model for Taped {
                     on_delta(d);
                 };
                 let result = inner.complete(request, &capture).await;
-                let outcome = match &result {
-                    Ok(r) => Outcome::Response(r.clone()),
-                    Err(e) => Outcome::Error {
-                        kind: e.kind.as_str().to_owned(),
-                        message: e.message.clone(),
-                    },
-                };
-                self.cassette
-                    .record(Interaction {
-                        key,
-                        model: self.id.clone(),
-                        request: request.clone(),
-                        deltas: deltas.into_inner().expect("delta lock"),
-                        outcome,
-                    })
-                    .map_err(|e| BlockError::new(ErrorKind::Store, e))?;
+                let outcome = Outcome::of(&result, Outcome::Response);
+                let deltas = deltas.into_inner().expect("delta lock");
+                self.record(key, request, deltas, outcome)?;
                 result
             }
         }
+    }
+
+    async fn embed(&self, request: &EmbedRequest) -> Result<EmbedResponse, BlockError> {
+        let key = Cassette::key(&self.id, request);
+        match (self.cassette.mode, &self.inner) {
+            (CassetteMode::Replay, _) => match self.replay(&key)?.outcome {
+                Outcome::Vectors(r) => Ok(r),
+                Outcome::Error { kind, message } => {
+                    Err(BlockError::new(ErrorKind::parse(&kind), message))
+                }
+                Outcome::Response(_) => Err(self.mismatch("chat", "embedding")),
+            },
+            (CassetteMode::Record, None) => Err(self.nothing_to_record()),
+            (CassetteMode::Record, Some(inner)) => {
+                let result = inner.embed(request).await;
+                let outcome = Outcome::of(&result, Outcome::Vectors);
+                self.record(key, request, Vec::new(), outcome)?;
+                result
+            }
+        }
+    }
+}
+
+impl Taped {
+    /// The recorded answer to the call `key`, or the error that none is recorded.
+    fn replay(&self, key: &str) -> Result<Interaction, BlockError> {
+        self.cassette.replay(key).ok_or_else(|| {
+            BlockError::new(
+                ErrorKind::Config,
+                format!(
+                    "the cassette {} holds no answer for this call to `{}` (record it with WEFT_CASSETTE_MODE=record)",
+                    self.cassette.path.display(),
+                    self.id
+                ),
+            )
+        })
+    }
+
+    fn record(
+        &self,
+        key: String,
+        request: &impl Serialize,
+        deltas: Vec<String>,
+        outcome: Outcome,
+    ) -> Result<(), BlockError> {
+        let request = serde_json::to_value(request)
+            .map_err(|e| BlockError::new(ErrorKind::Store, e.to_string()))?;
+        self.cassette
+            .record(Interaction {
+                key,
+                model: self.id.clone(),
+                request,
+                deltas,
+                outcome,
+            })
+            .map_err(|e| BlockError::new(ErrorKind::Store, e))
+    }
+
+    fn nothing_to_record(&self) -> BlockError {
+        BlockError::new(
+            ErrorKind::Config,
+            format!("no model `{}` to record", self.id),
+        )
+    }
+
+    /// A recorded answer of the other sort than the call (the same request hash for a
+    /// chat and an embedding: a corrupted or hand-edited file).
+    fn mismatch(&self, recorded: &str, asked: &str) -> BlockError {
+        BlockError::new(
+            ErrorKind::Config,
+            format!(
+                "the cassette {} holds an answer of a {recorded} call where this {asked} call to `{}` was expected (record it again)",
+                self.cassette.path.display(),
+                self.id
+            ),
+        )
     }
 }

@@ -12,12 +12,16 @@ use genai::chat::{
     ChatMessage, ChatOptions, ChatRequest, ChatResponseFormat, ChatStreamEvent, ContentPart,
     JsonSpec, MessageContent, ReasoningEffort, Tool, ToolResponse, WebSearchConfig,
 };
+use genai::embed::EmbedOptions;
 use genai::resolver::{AuthData, Endpoint};
 use genai::{ModelIden, ServiceTarget};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use weft_core::ports::{DeltaSink, Message, Model, ModelRequest, ModelResponse, ToolCall, Usage};
+use weft_core::ports::{
+    DeltaSink, EmbedRequest, EmbedResponse, Message, Model, ModelRequest, ModelResponse, ToolCall,
+    Usage,
+};
 use weft_core::{BlockError, ErrorKind};
 
 use crate::errors::{CallError, from_genai};
@@ -205,15 +209,28 @@ impl Model for Remote {
         request: &ModelRequest,
         on_delta: DeltaSink<'_>,
     ) -> Result<ModelResponse, BlockError> {
+        self.patiently(|| self.attempt(request, on_delta)).await
+    }
+
+    async fn embed(&self, request: &EmbedRequest) -> Result<EmbedResponse, BlockError> {
+        self.patiently(|| self.embed_once(request)).await
+    }
+}
+
+impl Remote {
+    /// Runs `attempt` within the call's timeout and the shared limits, again after a
+    /// backoff while it fails in a way worth retrying, up to `max_retries` times.
+    async fn patiently<T, F>(&self, attempt: impl Fn() -> F) -> Result<T, BlockError>
+    where
+        F: std::future::Future<Output = Result<T, CallError>>,
+    {
         let mut backoff = Backoff::new();
         let mut attempts = 0;
         loop {
             attempts += 1;
             let result = {
                 let _permit = self.limiter.acquire().await;
-                match tokio::time::timeout(self.settings.timeout, self.attempt(request, on_delta))
-                    .await
-                {
+                match tokio::time::timeout(self.settings.timeout, attempt()).await {
                     Ok(r) => r,
                     Err(_) => Err(CallError::new(
                         ErrorKind::Timeout,
@@ -238,6 +255,43 @@ impl Model for Remote {
                 Err(e) => return Err(e.into_block_error(attempts)),
             }
         }
+    }
+
+    /// One embedding request, through genai (which speaks OpenAI's `/embeddings`,
+    /// Ollama's `/api/embed` and Gemini's `batchEmbedContents`).
+    async fn embed_once(&self, request: &EmbedRequest) -> Result<EmbedResponse, CallError> {
+        let provider = self.settings.provider;
+        if provider == Provider::Anthropic {
+            return Err(CallError::new(
+                ErrorKind::Config,
+                format!(
+                    "Anthropic offers no embedding models, so `anthropic/{}` cannot embed text: name one of another provider (openai/text-embedding-3-small, ollama/nomic-embed-text, gemini/text-embedding-004) or local/<model>",
+                    request.model
+                ),
+            ));
+        }
+        let mut options = EmbedOptions::default().with_capture_usage(true);
+        if let Some(n) = request.dimensions {
+            options = options.with_dimensions(n as usize);
+        }
+        let response = self
+            .client
+            .exec_embed(
+                self.target(&request.model),
+                genai::embed::EmbedRequest::new_batch(request.inputs.clone()),
+                Some(&options),
+            )
+            .await
+            .map_err(|e| from_genai(provider, &request.model, e))?;
+        let input = response.usage.prompt_tokens.unwrap_or(0).max(0) as u64;
+        let model = response.provider_model_iden.model_name.to_string();
+        let mut embeddings = response.embeddings;
+        embeddings.sort_by_key(|e| e.index);
+        Ok(EmbedResponse {
+            vectors: embeddings.into_iter().map(|e| e.vector).collect(),
+            usage: self.priced(input, 0),
+            model: Some(model),
+        })
     }
 }
 

@@ -13,14 +13,21 @@
 //!       - regex: "(?i)weather in (\\w+)"
 //!         tool_calls: [{name: weather, arguments: {city: "Oslo"}}]
 //!       - reply: "I don't know."      # no matcher: always matches
+//!       - when: "cat"                 # an embed block's text
+//!         embedding: [0.1, 0.9]
 //! ```
+//!
+//! A rule with `embedding` answers only embedding calls (each text is matched on its
+//! own); the others answer only chats, except `error`, which answers both.
 
 use async_trait::async_trait;
 use regex::Regex;
 use serde::Deserialize;
 use std::time::Duration;
 use weft_core::ir::ModelDef;
-use weft_core::ports::{DeltaSink, Model, ModelRequest, ModelResponse, ToolCall, Usage};
+use weft_core::ports::{
+    DeltaSink, EmbedRequest, EmbedResponse, Model, ModelRequest, ModelResponse, ToolCall, Usage,
+};
 use weft_core::{BlockError, ErrorKind, Value};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -38,6 +45,8 @@ struct RuleDef {
     json: Option<Value>,
     #[serde(default)]
     tool_calls: Vec<ToolCallDef>,
+    #[serde(default)]
+    embedding: Option<Vec<f32>>,
     #[serde(default)]
     error: Option<ErrorDef>,
     #[serde(default)]
@@ -116,10 +125,11 @@ impl Scripted {
                 let answers = usize::from(def.reply.is_some())
                     + usize::from(def.json.is_some())
                     + usize::from(!def.tool_calls.is_empty())
+                    + usize::from(def.embedding.is_some())
                     + usize::from(def.error.is_some());
                 if answers != 1 {
                     return Err(config(format!(
-                        "scripted rule {i} must say exactly one of reply, json, tool_calls, error"
+                        "scripted rule {i} must say exactly one of reply, json, tool_calls, embedding, error"
                     )));
                 }
                 Ok(Rule { def, regex })
@@ -127,6 +137,39 @@ impl Scripted {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Scripted { rules })
     }
+
+    /// The first rule for a chat (`embedding: false`) or an embedding call whose
+    /// matchers all hold for the last message (`role`, `text`).
+    fn rule(&self, embedding: bool, role: &str, text: &str) -> Result<&RuleDef, BlockError> {
+        self.rules
+            .iter()
+            .find(|r| {
+                (r.def.error.is_some() || r.def.embedding.is_some() == embedding)
+                    && r.def.role.as_deref().is_none_or(|want| want == role)
+                    && r.def.when.as_deref().is_none_or(|w| text.contains(w))
+                    && r.regex.as_ref().is_none_or(|re| re.is_match(text))
+            })
+            .map(|r| &r.def)
+            .ok_or_else(|| {
+                BlockError::new(
+                    ErrorKind::Model,
+                    format!(
+                        "no scripted rule matches the {} {:?}",
+                        if embedding { "text" } else { "message" },
+                        text.chars().take(80).collect::<String>()
+                    ),
+                )
+            })
+    }
+}
+
+/// The error a rule's `error` says.
+fn scripted_error(e: &ErrorDef) -> BlockError {
+    let mut err = BlockError::new(ErrorKind::parse(&e.kind), e.message.clone());
+    if let Some(ms) = e.retry_after_ms {
+        err = err.with_detail(serde_json::json!({"retry_after_ms": ms}));
+    }
+    err
 }
 
 fn estimate(text: &str) -> u64 {
@@ -149,33 +192,12 @@ impl Model for Scripted {
             .last()
             .map(|m| (m.role.as_str(), m.content.as_str()))
             .unwrap_or(("user", ""));
-        let rule = self
-            .rules
-            .iter()
-            .find(|r| {
-                r.def.role.as_deref().is_none_or(|role| role == last.0)
-                    && r.def.when.as_deref().is_none_or(|w| last.1.contains(w))
-                    && r.regex.as_ref().is_none_or(|re| re.is_match(last.1))
-            })
-            .ok_or_else(|| {
-                BlockError::new(
-                    ErrorKind::Model,
-                    format!(
-                        "no scripted rule matches the message {:?}",
-                        last.1.chars().take(80).collect::<String>()
-                    ),
-                )
-            })?;
-        let def = &rule.def;
+        let def = self.rule(false, last.0, last.1)?;
         if def.delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(def.delay_ms)).await;
         }
         if let Some(e) = &def.error {
-            let mut err = BlockError::new(ErrorKind::parse(&e.kind), e.message.clone());
-            if let Some(ms) = e.retry_after_ms {
-                err = err.with_detail(serde_json::json!({"retry_after_ms": ms}));
-            }
-            return Err(err);
+            return Err(scripted_error(e));
         }
         let content = match (&def.reply, &def.json) {
             (Some(r), _) => r.replace("{last}", last.1),
@@ -221,6 +243,31 @@ impl Model for Scripted {
             finish_reason: Some(finish_reason.to_owned()),
         })
     }
+
+    async fn embed(&self, req: &EmbedRequest) -> Result<EmbedResponse, BlockError> {
+        let mut vectors = Vec::with_capacity(req.inputs.len());
+        for text in &req.inputs {
+            let def = self.rule(true, "user", text)?;
+            if def.delay_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(def.delay_ms)).await;
+            }
+            match (&def.error, &def.embedding) {
+                (Some(e), _) => return Err(scripted_error(e)),
+                (None, Some(v)) => vectors.push(v.clone()),
+                (None, None) => unreachable!("an embedding rule has an embedding or an error"),
+            }
+        }
+        let usage = Usage {
+            input_tokens: req.inputs.iter().map(|t| estimate(t)).sum(),
+            output_tokens: 0,
+            cost_usd: 0.0,
+        };
+        Ok(EmbedResponse {
+            vectors,
+            usage,
+            model: Some(req.model.clone()),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -261,6 +308,41 @@ mod tests {
         let e = m.complete(&req("hi"), &|_: &str| {}).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::RateLimit);
         assert_eq!(e.detail_field("retry_after_ms"), Some(&json!(20)));
+    }
+
+    #[tokio::test]
+    async fn embedding_rules_answer_each_text_and_only_embedding_calls() {
+        let m = Scripted::from_rules(&json!([
+            {"when": "cat", "embedding": [1.0, 0.0]},
+            {"embedding": [0.0, 1.0]},
+            {"reply": "chat"}
+        ]))
+        .unwrap();
+        let r = m
+            .embed(&EmbedRequest {
+                model: "e".into(),
+                inputs: vec!["a cat".into(), "a dog".into()],
+                dimensions: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(r.vectors, vec![vec![1.0, 0.0], vec![0.0, 1.0]]);
+        assert_eq!(r.usage.input_tokens, 4);
+        let chat = m.complete(&req("a cat"), &|_: &str| {}).await.unwrap();
+        assert_eq!(chat.content, "chat");
+        let only_chat = Scripted::from_rules(&json!([{"reply": "chat"}])).unwrap();
+        let e = only_chat
+            .embed(&EmbedRequest {
+                model: "e".into(),
+                inputs: vec!["x".into()],
+                dimensions: None,
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            e.message.contains("no scripted rule matches the text"),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use weft_core::ErrorKind;
 use weft_core::ir::ModelDef;
-use weft_core::ports::{Message, Model, ModelRequest, ModelResolver, ToolCall, ToolDef};
+use weft_core::ports::{
+    EmbedRequest, Message, Model, ModelRequest, ModelResolver, ToolCall, ToolDef,
+};
 use weft_fakes::{FakeServer, Reply, Wire};
 use weft_llm::Router;
 
@@ -478,4 +480,91 @@ async fn a_plain_openai_chat_goes_over_the_wire_as_chat_completions_expects() {
     let body = &server.received()[0].body;
     assert_eq!(body["model"], "o3-mini", "{body}");
     assert_eq!(body["reasoning_effort"], "high", "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_provider_with_embedding_models_embeds_texts_in_order() {
+    let vectors = vec![vec![0.25, -0.5, 1.0], vec![0.0, 0.75, -1.0]];
+    for (wire, provider, path) in [
+        (Wire::OpenAi, "openai", "/v1/embeddings"),
+        (Wire::Ollama, "ollama", "/api/embed"),
+        (
+            Wire::Gemini,
+            "gemini",
+            "/v1beta/models/test-model:batchEmbedContents",
+        ),
+    ] {
+        let server = FakeServer::start(wire, vec![Reply::Embeddings(vectors.clone())]).await;
+        let router = router();
+        let request = EmbedRequest {
+            model: "test-model".into(),
+            inputs: vec!["a cat".into(), "a dog".into()],
+            dimensions: Some(3),
+        };
+        let r = model(&router, provider, &server, json!({}))
+            .embed(&request)
+            .await
+            .unwrap_or_else(|e| panic!("{provider}: {e:?}"));
+        assert_eq!(r.vectors, vectors, "{provider}");
+        let sent = server.received();
+        assert_eq!(sent.len(), 1, "{provider}");
+        assert_eq!(sent[0].path, path, "{provider}");
+        let body = sent[0].body.to_string();
+        assert!(
+            body.contains("a cat") && body.contains("a dog"),
+            "{provider}: {body}"
+        );
+        if provider != "gemini" {
+            assert_eq!(sent[0].body["model"], "test-model", "{provider}");
+            assert_eq!(sent[0].body["dimensions"], 3, "{provider}");
+            assert!(r.usage.input_tokens > 0, "{provider}: {:?}", r.usage);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_without_embedding_models_says_so_and_sends_nothing() {
+    let server = FakeServer::start(Wire::Anthropic, vec![Reply::Embeddings(vec![])]).await;
+    let router = router();
+    let e = model(&router, "anthropic", &server, json!({}))
+        .embed(&EmbedRequest {
+            model: "test-model".into(),
+            inputs: vec!["x".into()],
+            dimensions: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Config);
+    assert!(
+        e.message.contains("Anthropic offers no embedding models"),
+        "{e:?}"
+    );
+    assert!(server.received().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_embedding_call_is_retried() {
+    let server = FakeServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::Error {
+                status: 429,
+                message: "slow down".into(),
+                retry_after: Some(1),
+            },
+            Reply::Embeddings(vec![vec![1.0]]),
+        ],
+    )
+    .await;
+    let router = router();
+    let r = model(&router, "openai", &server, json!({}))
+        .embed(&EmbedRequest {
+            model: "test-model".into(),
+            inputs: vec!["x".into()],
+            dimensions: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(r.vectors, vec![vec![1.0]]);
+    assert_eq!(server.received().len(), 2);
 }
