@@ -2,7 +2,7 @@
 //! it one generation at a time, turns its deltas into the engine's, and replaces it if
 //! it dies.
 
-use crate::protocol::{Done, Request, Turn, WorkerLine};
+use crate::protocol::{EmbedJob, Job, Request, Turn, WorkerLine};
 use crate::tools;
 use async_trait::async_trait;
 use std::path::{Path, PathBuf};
@@ -11,7 +11,9 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex;
-use weft_core::ports::{DeltaSink, Model, ModelRequest, ModelResponse, Usage};
+use weft_core::ports::{
+    DeltaSink, EmbedRequest, EmbedResponse, Model, ModelRequest, ModelResponse, Usage,
+};
 use weft_core::{BlockError, ErrorKind};
 
 /// How to start a model worker: the program and the arguments before the model's path
@@ -119,12 +121,55 @@ impl LocalModel {
         }
     }
 
+    /// Sends `job` to the worker (started if none runs) and returns its last line, a
+    /// `done` or `vectors`; deltas on the way go to `on_delta`. A worker that dies or
+    /// overruns the timeout is replaced by the next job.
+    async fn run(&self, job: &Job, on_delta: DeltaSink<'_>) -> Result<WorkerLine, BlockError> {
+        // One job at a time: the worker uses every core it is given.
+        let mut slot = self.worker.lock().await;
+        if slot.is_none() {
+            *slot = Some(self.spawn().await?);
+        }
+        let worker = slot.as_mut().expect("set above");
+        match tokio::time::timeout(self.timeout, Self::exchange(worker, job, on_delta)).await {
+            Ok(Ok(Ok(last))) => Ok(last),
+            Ok(Ok(Err(message))) => {
+                let kind = if message.contains("context window") {
+                    ErrorKind::ContextOverflow
+                } else {
+                    ErrorKind::Model
+                };
+                Err(BlockError::new(
+                    kind,
+                    format!("the local model failed: {message}"),
+                ))
+            }
+            Ok(Err(_)) => {
+                let worker = slot.take().expect("present");
+                Err(died(worker, "while answering").await)
+            }
+            Err(_) => {
+                // The worker is mid-job; it cannot be reused.
+                if let Some(mut w) = slot.take() {
+                    let _ = w.child.kill().await;
+                }
+                Err(BlockError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "the local model did not answer within {} ms",
+                        self.timeout.as_millis()
+                    ),
+                ))
+            }
+        }
+    }
+
     async fn exchange(
         worker: &mut Worker,
-        request: &Request,
+        job: &Job,
         on_delta: DeltaSink<'_>,
-    ) -> std::io::Result<Result<Done, String>> {
-        let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
+    ) -> std::io::Result<Result<WorkerLine, String>> {
+        let mut line = serde_json::to_string(job).map_err(std::io::Error::other)?;
         line.push('\n');
         worker.stdin.write_all(line.as_bytes()).await?;
         worker.stdin.flush().await?;
@@ -135,11 +180,19 @@ impl LocalModel {
             }
             match serde_json::from_str::<WorkerLine>(&answer).map_err(std::io::Error::other)? {
                 WorkerLine::Delta(d) => on_delta(&d),
-                WorkerLine::Done(done) => return Ok(Ok(done)),
                 WorkerLine::Error(e) => return Ok(Err(e)),
+                last => return Ok(Ok(last)),
             }
         }
     }
+}
+
+/// A worker's last line that is not the one the job asked for: a broken worker.
+fn unexpected(line: &WorkerLine) -> BlockError {
+    fail(format!(
+        "the local model worker answered out of turn: {}",
+        serde_json::to_string(line).unwrap_or_default()
+    ))
 }
 
 /// Why a worker stopped, from the last thing it printed.
@@ -224,73 +277,70 @@ impl Model for LocalModel {
         // passed on whole once it is known.
         let quiet = |_: &str| {};
         let stream_to: DeltaSink<'_> = if offers_tools { &quiet } else { on_delta };
-        // One generation at a time: the worker uses every core it is given.
-        let mut slot = self.worker.lock().await;
-        if slot.is_none() {
-            *slot = Some(self.spawn().await?);
-        }
-        let worker = slot.as_mut().expect("set above");
-        let outcome =
-            tokio::time::timeout(self.timeout, Self::exchange(worker, &req, stream_to)).await;
-        match outcome {
-            Ok(Ok(Ok(done))) => {
-                let usage = Usage {
-                    input_tokens: done.input_tokens,
-                    output_tokens: done.output_tokens,
-                    cost_usd: 0.0,
-                };
-                let (content, tool_calls) = if offers_tools {
-                    let (content, calls) = tools::read(&done.content, request).map_err(|m| {
-                        BlockError::new(ErrorKind::Model, format!("the local model: {m}"))
-                    })?;
-                    if !content.is_empty() {
-                        on_delta(&content);
-                    }
-                    (content, calls)
-                } else {
-                    (done.content, Vec::new())
-                };
-                let finish_reason = if tool_calls.is_empty() {
-                    "stop"
-                } else {
-                    "tool_calls"
-                };
-                Ok(ModelResponse {
-                    content,
-                    tool_calls,
-                    usage,
-                    model: Some(request.model.clone()),
-                    finish_reason: Some(finish_reason.to_owned()),
-                })
+        let done = match self.run(&Job::Generate(req), stream_to).await? {
+            WorkerLine::Done(done) => done,
+            other => return Err(unexpected(&other)),
+        };
+        let usage = Usage {
+            input_tokens: done.input_tokens,
+            output_tokens: done.output_tokens,
+            cost_usd: 0.0,
+        };
+        let (content, tool_calls) = if offers_tools {
+            let (content, calls) = tools::read(&done.content, request)
+                .map_err(|m| BlockError::new(ErrorKind::Model, format!("the local model: {m}")))?;
+            if !content.is_empty() {
+                on_delta(&content);
             }
-            Ok(Ok(Err(message))) => {
-                let kind = if message.contains("context window") {
-                    ErrorKind::ContextOverflow
-                } else {
-                    ErrorKind::Model
-                };
-                Err(BlockError::new(
-                    kind,
-                    format!("the local model failed: {message}"),
-                ))
-            }
-            Ok(Err(_)) => {
-                let worker = slot.take().expect("present");
-                Err(died(worker, "while answering").await)
-            }
-            Err(_) => {
-                // The worker is mid-generation; it cannot be reused.
-                if let Some(mut w) = slot.take() {
-                    let _ = w.child.kill().await;
-                }
-                Err(BlockError::new(
-                    ErrorKind::Timeout,
+            (content, calls)
+        } else {
+            (done.content, Vec::new())
+        };
+        let finish_reason = if tool_calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
+        Ok(ModelResponse {
+            content,
+            tool_calls,
+            usage,
+            model: Some(request.model.clone()),
+            finish_reason: Some(finish_reason.to_owned()),
+        })
+    }
+
+    async fn embed(&self, request: &EmbedRequest) -> Result<EmbedResponse, BlockError> {
+        let job = Job::Embed(EmbedJob {
+            embed: request.inputs.clone(),
+        });
+        let embedded = match self.run(&job, &|_: &str| {}).await? {
+            WorkerLine::Vectors(v) => v,
+            other => return Err(unexpected(&other)),
+        };
+        let vectors = embedded.vectors;
+        if let Some(n) = request.dimensions {
+            // A mean-pooled vector cannot be shortened meaningfully; say so rather than
+            // cut it.
+            let have = vectors.first().map_or(0, Vec::len);
+            if have != n as usize {
+                return Err(BlockError::new(
+                    ErrorKind::Config,
                     format!(
-                        "the local model did not answer within {} ms",
-                        self.timeout.as_millis()
+                        "the local model `{}` makes vectors of {have} dimensions, not {n}: remove `dimensions`",
+                        request.model
                     ),
-                ))
+                ));
             }
         }
+        Ok(EmbedResponse {
+            vectors,
+            usage: Usage {
+                input_tokens: embedded.input_tokens,
+                output_tokens: 0,
+                cost_usd: 0.0,
+            },
+            model: Some(request.model.clone()),
+        })
     }
 }

@@ -30,6 +30,33 @@ pub struct Request {
     pub schema: Option<Value>,
 }
 
+/// An embedding of texts, each on its own.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedJob {
+    /// The texts.
+    pub embed: Vec<String>,
+}
+
+/// A line the engine writes: an embedding or a generation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Job {
+    /// Embed texts.
+    Embed(EmbedJob),
+    /// Generate an answer.
+    Generate(Request),
+}
+
+/// The vectors of an embedding, one per text, each of unit length.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Embedded {
+    /// One vector per text, in order.
+    pub vectors: Vec<Vec<f32>>,
+    /// Tokens read.
+    pub input_tokens: u64,
+}
+
 /// The end of a successful generation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Done {
@@ -49,6 +76,8 @@ pub enum WorkerLine {
     Delta(String),
     /// The answer is complete.
     Done(Done),
+    /// The embedding is complete.
+    Vectors(Embedded),
     /// The generation failed.
     Error(String),
 }

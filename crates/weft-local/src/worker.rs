@@ -5,8 +5,8 @@
 //! Inference runs here and not in Weft's own process because llama.cpp aborts the
 //! whole process on some internal errors (a grammar it cannot continue, for one).
 
-use crate::protocol::{Done, Request, WorkerLine};
-use llama_cpp_2::context::params::LlamaContextParams;
+use crate::protocol::{Done, Embedded, Job, Request, WorkerLine};
+use llama_cpp_2::context::params::{LlamaContextParams, LlamaPoolingType};
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
@@ -61,16 +61,15 @@ pub fn worker_main(path: &str) -> i32 {
     }
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { return 1 };
-        let reply = match serde_json::from_str::<Request>(&line) {
-            Ok(req) => generate(&loaded, &req, &mut |delta| {
+        let reply = match serde_json::from_str::<Job>(&line) {
+            Ok(Job::Generate(req)) => generate(&loaded, &req, &mut |delta| {
                 write_line(&mut out, &WorkerLine::Delta(delta.to_owned()))
-            }),
+            })
+            .map(WorkerLine::Done),
+            Ok(Job::Embed(job)) => embed(&loaded, &job.embed).map(WorkerLine::Vectors),
             Err(e) => Err(format!("unreadable request: {e}")),
         };
-        let last = match reply {
-            Ok(done) => WorkerLine::Done(done),
-            Err(message) => WorkerLine::Error(message),
-        };
+        let last = reply.unwrap_or_else(WorkerLine::Error);
         if !write_line(&mut out, &last) {
             return 1;
         }
@@ -91,6 +90,60 @@ fn chat(req: &Request) -> Result<Vec<LlamaChatMessage>, String> {
             LlamaChatMessage::new(role, content).map_err(|e| e.to_string())
         })
         .collect()
+}
+
+/// Embeds each text on its own: the mean of its tokens' hidden states, scaled to unit
+/// length (so a dot product is the cosine similarity), in one context sized for the
+/// longest text.
+fn embed(loaded: &Loaded, texts: &[String]) -> Result<Embedded, String> {
+    let model = &loaded.model;
+    // Special tokens (BOS) added, none read from the text itself.
+    let token_lists: Vec<_> = texts
+        .iter()
+        .map(|t| model.vocab().tokenize(t.as_bytes(), true, false))
+        .collect();
+    let longest = token_lists.iter().map(Vec::len).max().unwrap_or(0).max(1);
+    if longest > model.n_ctx_train() as usize {
+        return Err(format!(
+            "a text ({longest} tokens) does not fit the model's context window ({} tokens)",
+            model.n_ctx_train()
+        ));
+    }
+    // A text is pooled whole, so it must fit one physical batch.
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(longest as u32 + 8))
+        .with_n_batch(longest as u32)
+        .with_n_ubatch(longest as u32)
+        .with_n_threads(threads())
+        .with_n_threads_batch(threads())
+        .with_embeddings(true)
+        .with_pooling_type(LlamaPoolingType::Mean);
+    let mut ctx = model
+        .new_context(&loaded.backend, params)
+        .map_err(|e| format!("cannot create a context: {e}"))?;
+    let mut batch = LlamaBatch::new(longest, 1);
+    let mut vectors = Vec::with_capacity(texts.len());
+    for tokens in &token_lists {
+        ctx.clear_kv_cache();
+        batch.clear();
+        for (i, t) in tokens.iter().enumerate() {
+            batch
+                .add(*t, i as i32, &[0], true)
+                .map_err(|e| e.to_string())?;
+        }
+        ctx.decode(&mut batch)
+            .map_err(|e| format!("cannot read the text: {e}"))?;
+        let pooled = ctx
+            .embeddings_seq_ith(0)
+            .map_err(|e| format!("the model gave no embedding: {e}"))?;
+        let norm = pooled.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let scale = if norm > 0.0 { 1.0 / norm } else { 1.0 };
+        vectors.push(pooled.iter().map(|x| x * scale).collect());
+    }
+    Ok(Embedded {
+        vectors,
+        input_tokens: token_lists.iter().map(|t| t.len() as u64).sum(),
+    })
 }
 
 fn generate(

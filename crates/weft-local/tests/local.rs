@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use std::sync::Mutex;
 use std::time::Duration;
-use weft_core::ports::{Message, Model, ModelRequest, ToolDef};
+use weft_core::ports::{EmbedRequest, Message, Model, ModelRequest, ToolDef};
 use weft_local::{LocalModel, ModelCommand, model_path};
 
 fn ask(system: &str, user: &str) -> ModelRequest {
@@ -132,5 +132,46 @@ fn the_local_model_answers_streams_and_follows_a_schema() {
             "{r:?}"
         );
         assert!(!r.content.is_empty() || !r.tool_calls.is_empty(), "{r:?}");
+
+        // Embeddings: one unit vector per text, in order, the same for the same text,
+        // and closer for related texts than for unrelated ones.
+        let texts = [
+            "The cat sat on the mat.",
+            "A kitten was sitting on the rug.",
+            "Quarterly revenue rose by four percent.",
+            "The cat sat on the mat.",
+        ];
+        let r = model
+            .embed(&EmbedRequest {
+                model: "smollm2".into(),
+                inputs: texts.iter().map(|t| (*t).to_owned()).collect(),
+                dimensions: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(r.vectors.len(), 4);
+        let dims = r.vectors[0].len();
+        assert!(
+            dims >= 64 && r.vectors.iter().all(|v| v.len() == dims),
+            "{dims}"
+        );
+        let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+        for v in &r.vectors {
+            assert!((dot(v, v) - 1.0).abs() < 1e-3, "not unit length");
+        }
+        assert_eq!(r.vectors[0], r.vectors[3]);
+        let related = dot(&r.vectors[0], &r.vectors[1]);
+        let unrelated = dot(&r.vectors[0], &r.vectors[2]);
+        assert!(related > unrelated, "{related} <= {unrelated}");
+        assert!(r.usage.input_tokens > 20, "{:?}", r.usage);
+        let e = model
+            .embed(&EmbedRequest {
+                model: "smollm2".into(),
+                inputs: vec!["x".into()],
+                dimensions: Some(3),
+            })
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("remove `dimensions`"), "{e:?}");
     });
 }
