@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use weft_core::Diagnostic;
 use weft_core::ir::{ActionSpec, Block, BlockKind, TransformSpec, ValueTemplate};
 
+use super::embed::EMBED;
 use super::llm::MODEL;
 /// A model call whose answer Weft checked against a schema, giving its `content` as the
 /// JSON text TEA's `llm.call` returns (tea-notes: `{"content": TEXT, "usage": ...}`), so
@@ -45,6 +46,7 @@ impl Compiler<'_> {
             "agent.dispatch" => return self.agent_dispatch(with, ptr, node),
             "agent.parallel" => return self.agent_parallel(with, ptr, node),
             "return" => return Some(returned(with)),
+            u if EMBED.contains(&u) => return self.llm_embed(u, with, ptr, node),
             _ => {}
         }
         if BUILTIN.contains(&uses) {
@@ -53,7 +55,14 @@ impl Compiler<'_> {
                 params: with.cloned().map(ValueTemplate),
             })));
         }
-        let known = || BUILTIN.iter().chain(MODEL).chain(PATTERNS).copied();
+        let known = || {
+            BUILTIN
+                .iter()
+                .chain(MODEL)
+                .chain(PATTERNS)
+                .chain(EMBED)
+                .copied()
+        };
         if let Some(need) = super::foreign::needs(uses) {
             let hint = "docs/dialects/tea.md lists TEA's actions and what Weft offers instead";
             return Some(self.unavailable(super::foreign::message(uses, need), hint, ptr, node));
@@ -165,7 +174,7 @@ fn returned(with: Option<&Value>) -> Block {
 }
 
 /// TEA's actions that Weft compiles to its own blocks (`reflection.rs`, `reasoning.rs`,
-/// `agents.rs`; `return` here).
+/// `agents.rs`; `return` here; `llm.embed` and its other names are `embed::EMBED`).
 const PATTERNS: &[&str] = &[
     "reflection.loop",
     "reason.cot",

@@ -128,7 +128,7 @@ fn llm_defaults(doc: &Value) -> Vec<(String, Value)> {
     let Some(llm) = doc.pointer("/settings/llm").and_then(Value::as_object) else {
         return Vec::new();
     };
-    ["model", "provider", "api_base"]
+    ["model", "provider", "api_base", "embedding_model"]
         .iter()
         .filter_map(|k| {
             let v = llm.get(*k)?.as_str()?;
@@ -137,18 +137,27 @@ fn llm_defaults(doc: &Value) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// Gives a model action node the defaults it lacks.
+/// Gives a model action node the defaults it lacks: `llm.embed` takes its model from
+/// `embedding_model` (TEA's setting for it), the other model actions from `model`.
 fn with_llm_defaults(obj: &mut serde_json::Map<String, Value>, defaults: &[(String, Value)]) {
-    let is_model_call = obj
-        .get("uses")
-        .and_then(Value::as_str)
-        .is_some_and(|u| u.starts_with("llm."));
-    if is_model_call && let Some(with) = obj.get_mut("with").and_then(Value::as_object_mut) {
+    let Some(uses) = obj.get("uses").and_then(Value::as_str) else {
+        return;
+    };
+    if !uses.starts_with("llm.") {
+        return;
+    }
+    let embeds = uses == "llm.embed";
+    if let Some(with) = obj.get_mut("with").and_then(Value::as_object_mut) {
         settings_references(with, defaults);
         let shell = with.contains_key("shell_provider");
         for (k, v) in defaults {
-            if !shell && !with.contains_key(k) {
-                with.insert(k.clone(), v.clone());
+            let key = match (k.as_str(), embeds) {
+                ("embedding_model", true) => "model",
+                ("model", true) | ("embedding_model", false) => continue,
+                (other, _) => other,
+            };
+            if !shell && !with.contains_key(key) {
+                with.insert(key.to_owned(), v.clone());
             }
         }
     }
@@ -266,6 +275,26 @@ mod tests {
         assert_eq!(out["nodes"][1]["with"]["model"], "other");
         assert_eq!(out["nodes"][2]["steps"][0]["with"]["model"], "gpt-4o-mini");
         assert!(out["nodes"][3]["with"].get("model").is_none());
+    }
+
+    #[test]
+    fn an_embedding_takes_the_embedding_model_not_the_chat_model() {
+        let doc = json!({
+            "settings": {"llm": {"model": "gpt-4o-mini", "embedding_model": "text-embedding-3-small", "provider": "openai"}},
+            "nodes": [
+                {"name": "a", "uses": "llm.embed", "with": {"text": "hi"}},
+                {"name": "b", "uses": "llm.call", "with": {"prompt": "hi"}},
+            ],
+        });
+        let out = normalize(doc);
+        assert_eq!(
+            out["nodes"][0]["with"],
+            json!({"text": "hi", "model": "text-embedding-3-small", "provider": "openai"})
+        );
+        assert_eq!(
+            out["nodes"][1]["with"],
+            json!({"prompt": "hi", "model": "gpt-4o-mini", "provider": "openai"})
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ("data.", "TEA's tabular data store"),
     (
         "embedding.",
-        "a text-embedding model and TEA's vector store",
+        "TEA's vector store (Weft's `llm.embed` gives the vectors)",
     ),
     (
         "error.",
@@ -50,20 +50,12 @@ const FAMILIES: &[(&str, &str)] = &[
     ("textgrad.", "the TextGrad library"),
     ("llamaextract.", "LlamaIndex's LlamaExtract cloud service"),
     (
-        "llm.embed",
-        "a text-embedding model, which Weft's model providers do not offer",
-    ),
-    (
-        "llm.local.embed",
-        "a text-embedding model, which Weft's model providers do not offer",
-    ),
-    (
         "llm.retry",
         "TEA's model retry wrapper (Weft retries a block by its `retry` policy)",
     ),
     (
         "llm.similarity",
-        "a text-embedding model, which Weft's model providers do not offer",
+        "TEA's similarity search over embeddings (Weft's `llm.embed` gives the vectors)",
     ),
     ("markdown.", "TEA's Markdown parser"),
     ("memory.mem0.", "the Mem0 memory service"),
@@ -128,7 +120,7 @@ const FAMILIES: &[(&str, &str)] = &[
         "validate.",
         "TEA's extraction validation (Prolog constraints over `extraction_schema`)",
     ),
-    ("vector.", "a text-embedding model and TEA's vector store"),
+    ("vector.", "TEA's vector store (Weft's `llm.embed` gives the vectors)"),
     (
         "web.",
         "web scraping and search services (Firecrawl, ScrapeGraphAI, Perplexity)",
@@ -181,7 +173,6 @@ mod tests {
                 .unwrap()
                 .contains("agent-to-agent")
         );
-        assert!(needs("llm.embed").is_some());
         assert!(needs("notify").is_some());
     }
 

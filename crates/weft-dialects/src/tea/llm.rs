@@ -139,18 +139,25 @@ impl Compiler<'_> {
             self.tools(with, &wptr, node, &mut spec);
         }
         let mut block = Block::new(BlockKind::Llm(spec));
-        match with.get("timeout") {
-            None => {}
-            Some(t) if t.as_f64().is_some_and(|s| s > 0.0 && s <= 86_400.0) => {
-                // TEA's per-call timeout, in seconds.
-                block.policy.timeout_ms = t.as_f64().map(|s| (s * 1000.0) as u64);
-            }
-            Some(_) => self.diags.push(Diagnostic::error(
-                format!("{wptr}/timeout"),
-                "timeout is a number of seconds, above 0 and at most 86400",
-            )),
-        }
+        block.policy.timeout_ms = self.timeout_seconds(with.get("timeout"), &wptr);
         Some(block)
+    }
+
+    /// TEA's per-call `timeout`, in seconds, as milliseconds.
+    pub(super) fn timeout_seconds(&mut self, t: Option<&Value>, wptr: &str) -> Option<u64> {
+        match t {
+            None => None,
+            Some(t) if t.as_f64().is_some_and(|s| s > 0.0 && s <= 86_400.0) => {
+                t.as_f64().map(|s| (s * 1000.0) as u64)
+            }
+            Some(_) => {
+                self.diags.push(Diagnostic::error(
+                    format!("{wptr}/timeout"),
+                    "timeout is a number of seconds, above 0 and at most 86400",
+                ));
+                None
+            }
+        }
     }
 
     /// `messages: [{role, content}]` and/or `prompt: TEXT` (a last user message).
@@ -458,7 +465,7 @@ impl Compiler<'_> {
 
     /// The model id for `with:`: `model` (a constant, or `{{ variables.NAME }}`), routed
     /// by `provider` and `api_base` through a flow model alias when they are given.
-    fn model_of(
+    pub(super) fn model_of(
         &mut self,
         with: &serde_json::Map<String, Value>,
         wptr: &str,

@@ -10,6 +10,7 @@ mod agents;
 mod aliases;
 mod code;
 mod doc;
+mod embed;
 mod end_node;
 mod events;
 mod foreign;

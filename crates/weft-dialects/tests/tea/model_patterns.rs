@@ -283,3 +283,56 @@ nodes:
     let err = super::support::load_error(&twice, "tea");
     assert!(err.contains("named twice"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_embed_gives_tea_s_vector_model_and_dimensions() {
+    // TEA's ollama-embed example: `provider: ollama` with its embedding model, the
+    // result read by a later node as TEA gives it.
+    use weft_fakes::{FakeServer, Reply, Wire};
+    let server = FakeServer::start(
+        Wire::Ollama,
+        vec![Reply::Embeddings(vec![vec![0.5, 0.25, -1.0]])],
+    )
+    .await;
+    let yaml = format!(
+        r#"
+settings:
+  llm: {{model: gpt-4o-mini, api_base: "{base}", provider: ollama}}
+nodes:
+  - name: generate_embedding
+    uses: llm.embed
+    with:
+      backend: api
+      text: "{{{{ state.text | default('The Edge Agent') }}}}"
+    output: result
+  - name: show
+    run: |
+      return {{"first": state["result"]["embedding"][0], "n": state["result"]["dimensions"]}}
+"#,
+        base = server.base_url()
+    );
+    let ran = run(&yaml, json!({})).await;
+    let out = ran.output();
+    assert_eq!(
+        out["result"],
+        json!({"embedding": [0.5, 0.25, -1.0], "model": "nomic-embed-text", "dimensions": 3, "tokens_used": out["result"]["tokens_used"]})
+    );
+    assert!(out["result"]["tokens_used"].as_u64().unwrap() > 0);
+    assert_eq!(
+        (out["first"].clone(), out["n"].clone()),
+        (json!(0.5), json!(3))
+    );
+    let sent = server.received();
+    assert_eq!(sent[0].path, "/api/embed");
+    assert_eq!(
+        sent[0].body["model"], "nomic-embed-text",
+        "TEA's default, not the chat model"
+    );
+    assert_eq!(sent[0].body["input"], json!(["The Edge Agent"]));
+    let typo = yaml.replace("text:", "txt:");
+    let err = super::support::load_error(&typo, "tea");
+    assert!(
+        err.contains("no option `txt`") && err.contains("text"),
+        "{err}"
+    );
+}

@@ -1,0 +1,102 @@
+//! TEA's `llm.embed` (and its other names, `llm.local.embed` and `memory.embed`): the
+//! vector of a text, from an `embed` block, with TEA's result
+//! `{embedding, model, dimensions, tokens_used}`. The model is routed like a model
+//! action's (`model`, `provider`, `api_base`; `settings.llm.embedding_model` is its
+//! default); `provider` without `model` means TEA's default, `nomic-embed-text`.
+
+use super::Compiler;
+use serde_json::{Map, Value, json};
+use weft_core::Diagnostic;
+use weft_core::ir::{Block, BlockKind, EmbedSpec, TransformSpec, ValueTemplate};
+
+/// TEA's names of the action.
+pub(super) const EMBED: &[&str] = &["llm.embed", "llm.local.embed", "memory.embed"];
+
+/// The options Weft reads.
+const OPTIONS: &[&str] = &["text", "model", "provider", "api_base", "timeout"];
+
+/// Options of TEA's local runtime, read and not used, with why.
+const TEA_ONLY: &[(&str, &str)] = &[
+    (
+        "backend",
+        "TEA picks a model runtime by it; Weft routes by the model id (`local/...` runs offline)",
+    ),
+    (
+        "model_path",
+        "Weft finds local models by name (`local/NAME`, in WEFT_MODELS)",
+    ),
+    ("n_ctx", "Weft sizes the local model's context to the text"),
+    ("n_threads", "Weft's local model uses the machine's cores"),
+    ("n_gpu_layers", "Weft's local model runs on the CPU"),
+];
+
+/// TEA's model for an embedding `provider` given without one.
+const DEFAULT_MODEL: &str = "nomic-embed-text";
+
+impl Compiler<'_> {
+    /// The block of `uses: llm.embed` with `with`, at node pointer `ptr`.
+    pub(super) fn llm_embed(
+        &mut self,
+        uses: &str,
+        with: Option<&Value>,
+        ptr: &str,
+        node: &str,
+    ) -> Option<Block> {
+        let wptr = format!("{ptr}/with");
+        let with = self.with_mapping(
+            uses,
+            with,
+            &wptr,
+            "its `text`",
+            "with: {text: \"{{ state.query }}\", model: nomic-embed-text, provider: ollama}",
+        )?;
+        self.embed_options(uses, with, &wptr);
+        let Some(text) = with.get("text").and_then(Value::as_str) else {
+            self.diags.push(
+                Diagnostic::error(&wptr, format!("{uses} needs `text`, a string (a template)"))
+                    .hint("text: \"{{ state.query }}\""),
+            );
+            return None;
+        };
+        let mut routed = with.clone();
+        if routed.contains_key("provider") && !routed.contains_key("model") {
+            routed.insert("model".into(), Value::from(DEFAULT_MODEL));
+        }
+        let model = self.model_of(&routed, &wptr, node);
+        let named = routed
+            .get("model")
+            .and_then(Value::as_str)
+            .and_then(|m| self.constant(m));
+        let mut embed = Block::new(BlockKind::Embed(EmbedSpec {
+            model,
+            input: ValueTemplate(Value::from(text)),
+            dimensions: None,
+        }));
+        embed.policy.timeout_ms = self.timeout_seconds(with.get("timeout"), &wptr);
+        let result = Block::new(BlockKind::Transform(TransformSpec {
+            output: ValueTemplate(json!({
+                "embedding": "{{ input.embedding }}",
+                "model": named.map_or_else(|| Value::from("{{ input.model }}"), Value::from),
+                "dimensions": "{{ input.dimensions }}",
+                "tokens_used": "{{ input.usage.prompt_tokens }}",
+            })),
+            exit: None,
+        }));
+        Some(Block::new(BlockKind::Sequence(vec![embed, result])))
+    }
+
+    /// Warns of TEA's local-runtime options and refuses unknown ones.
+    fn embed_options(&mut self, uses: &str, with: &Map<String, Value>, wptr: &str) {
+        for key in with.keys() {
+            if let Some((_, why)) = TEA_ONLY.iter().find(|(k, _)| k == key) {
+                self.diags.push(Diagnostic::warning(
+                    weft_core::validate::child_pointer(wptr, key),
+                    format!("`{key}` is read, not used: {why}"),
+                ));
+            } else if !OPTIONS.contains(&key.as_str()) {
+                let hint = format!("its options: {}", OPTIONS.join(", "));
+                self.unknown_option(uses, key, wptr, OPTIONS, hint);
+            }
+        }
+    }
+}
