@@ -20,12 +20,21 @@ fn every_example_runs_offline() {
         ("code-blocks.yaml", 0),
         ("prolog-rules.yaml", 0),
         ("local-model.yaml", 0),
+        ("semantic-search.yaml", 0),
         ("release-approval.yaml", 3),
     ] {
         let o = env.weft(&["run", &example(file), "--json", "-q"]);
         assert_eq!(code(&o), expected_code, "{file}: {}", stderr(&o));
         let v = stdout_json(&o);
         assert!(v["run_id"].is_string());
+        if file == "semantic-search.yaml" {
+            // The local model's vectors put the note about the cat first.
+            assert_eq!(
+                v["output"]["best"],
+                "The cat slept on the warm windowsill all afternoon.",
+                "{v}"
+            );
+        }
     }
 }
 
