@@ -30,8 +30,7 @@ fn every_example_runs_offline() {
         if file == "semantic-search.yaml" {
             // The local model's vectors put the note about the cat first.
             assert_eq!(
-                v["output"]["best"],
-                "The cat slept on the warm windowsill all afternoon.",
+                v["output"]["best"], "The cat slept on the warm windowsill all afternoon.",
                 "{v}"
             );
         }

@@ -914,7 +914,9 @@ mod tests {
         for bad in [json!(3), json!([]), json!(["a", 2]), json!({"text": "a"})] {
             let f = flow(json!({"embed": {"input": bad}}));
             assert!(
-                validate(&f).iter().any(|d| d.pointer == "/root/embed/input"),
+                validate(&f)
+                    .iter()
+                    .any(|d| d.pointer == "/root/embed/input"),
                 "{bad}"
             );
         }

@@ -35,6 +35,16 @@ impl Compiler<'_> {
         node: &str,
     ) -> Option<Block> {
         if MODEL.contains(&uses) {
+            if with.is_none() {
+                // TEA loads such a node and fails when it runs (or, in its Python
+                // runtime, passes over an `action:` node); its options are often under
+                // a key neither reads, such as `config:`.
+                let message = format!(
+                    "`{uses}` has no options (TEA reads them from `with:` or `params:`), so it has no model or messages to send"
+                );
+                let hint = "give the node `with: {model: ..., messages: [...]}`";
+                return Some(self.unavailable(message, hint, ptr, node));
+            }
             let call = self.llm_call(uses, with, ptr, node)?;
             let structured = with.is_some_and(|w| w.get("response_format").is_some());
             return Some(if structured { as_text(call) } else { call });

@@ -120,7 +120,10 @@ const FAMILIES: &[(&str, &str)] = &[
         "validate.",
         "TEA's extraction validation (Prolog constraints over `extraction_schema`)",
     ),
-    ("vector.", "TEA's vector store (Weft's `llm.embed` gives the vectors)"),
+    (
+        "vector.",
+        "TEA's vector store (Weft's `llm.embed` gives the vectors)",
+    ),
     (
         "web.",
         "web scraping and search services (Firecrawl, ScrapeGraphAI, Perplexity)",

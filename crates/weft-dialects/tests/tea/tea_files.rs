@@ -78,6 +78,22 @@ async fn settings_and_config_load_with_warnings_and_shell_providers_fail_when_re
         ],
     );
     assert_fails_with(yaml, json!({}), &["does not run shell commands"]).await;
+    // TEA's pinball-learn gives an llm.call's options under `config:`, which neither
+    // TEA nor Weft reads: the file loads, the node fails when reached.
+    let yaml = "nodes:\n  - name: improve\n    action: llm.call\n    config: {model: m, messages: [{role: user, content: hi}]}\n";
+    assert_warns(
+        yaml,
+        &[
+            "`config` is not a key of a node",
+            "`llm.call` has no options",
+        ],
+    );
+    assert_fails_with(
+        yaml,
+        json!({}),
+        &["TEA reads them from `with:` or `params:`"],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
