@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use weft_core::Diagnostic;
 use weft_core::ir::{ActionSpec, Block, BlockKind, TransformSpec, ValueTemplate};
 
+use super::code_execute::CODE_EXECUTE;
 use super::embed::EMBED;
 use super::llm::MODEL;
 /// A model call whose answer Weft checked against a schema, giving its `content` as the
@@ -57,6 +58,7 @@ impl Compiler<'_> {
             "agent.parallel" => return self.agent_parallel(with, ptr, node),
             "return" => return Some(returned(with)),
             u if EMBED.contains(&u) => return self.llm_embed(u, with, ptr, node),
+            u if CODE_EXECUTE.contains(&u) => return self.code_execute(u, with, ptr, node),
             _ => {}
         }
         if BUILTIN.contains(&uses) {
@@ -71,6 +73,7 @@ impl Compiler<'_> {
                 .chain(MODEL)
                 .chain(PATTERNS)
                 .chain(EMBED)
+                .chain(CODE_EXECUTE)
                 .copied()
         };
         if let Some(need) = super::foreign::needs(uses) {
@@ -158,7 +161,13 @@ impl Compiler<'_> {
 
     /// A node whose action Weft cannot run: a warning now, and a block that fails with
     /// `message` when a run reaches it.
-    fn unavailable(&mut self, message: String, hint: &str, ptr: &str, node: &str) -> Block {
+    pub(super) fn unavailable(
+        &mut self,
+        message: String,
+        hint: &str,
+        ptr: &str,
+        node: &str,
+    ) -> Block {
         self.diags.push(
             Diagnostic::warning(
                 format!("{ptr}/uses"),
@@ -184,7 +193,8 @@ fn returned(with: Option<&Value>) -> Block {
 }
 
 /// TEA's actions that Weft compiles to its own blocks (`reflection.rs`, `reasoning.rs`,
-/// `agents.rs`; `return` here; `llm.embed` and its other names are `embed::EMBED`).
+/// `agents.rs`; `return` here; `llm.embed` and `code.execute` with their other names are
+/// `embed::EMBED` and `code_execute::CODE_EXECUTE`).
 const PATTERNS: &[&str] = &[
     "reflection.loop",
     "reason.cot",

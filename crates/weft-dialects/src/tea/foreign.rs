@@ -28,6 +28,10 @@ const FAMILIES: &[(&str, &str)] = &[
         "checkpoint.",
         "TEA's checkpoint files (Weft journals every step; `weft runs resume` continues a run)",
     ),
+    (
+        "code.sandbox",
+        "TEA's persistent RestrictedPython sessions (Weft runs each `code.execute` on its own)",
+    ),
     ("context.", "TEA's long-term-memory context assembly"),
     ("data.", "TEA's tabular data store"),
     (

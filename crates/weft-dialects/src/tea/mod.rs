@@ -9,6 +9,7 @@ mod actions;
 mod agents;
 mod aliases;
 mod code;
+mod code_execute;
 mod doc;
 mod embed;
 mod end_node;

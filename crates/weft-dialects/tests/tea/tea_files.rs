@@ -371,3 +371,57 @@ nodes:
     let err = super::support::load_error(&with_base, "tea");
     assert!(err.contains("cannot go to an `api_base`"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_execute_runs_python_without_the_state_and_reports_failures_as_tea_does() {
+    let yaml = r#"
+nodes:
+  - name: ok
+    uses: code.execute
+    with:
+      language: python
+      code: |
+        x = 1 + 2
+        print("x is", x)
+        result = x * 10
+  - name: reads_state
+    uses: code.execute
+    with:
+      code: |
+        y = state["result"]
+    output: failed
+  - name: chatty
+    uses: code.execute
+    with:
+      code: |
+        for i in range(10):
+            print("line", i)
+      max_output_bytes: 20
+    output: cut
+"#;
+    let ran = run(yaml, json!({})).await;
+    let out = ran.output();
+    // The first node's output (no `output:`) spreads into the state, as TEA's does.
+    assert_eq!(out["success"], true);
+    assert_eq!(out["stdout"], "x is 3\n");
+    assert_eq!(out["return_value"], 30);
+    assert!(out["execution_time_ms"].as_f64().unwrap() >= 0.0);
+    let failed = &out["failed"];
+    assert_eq!(failed["success"], false);
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("name 'state' is not defined"),
+        "{failed}"
+    );
+    assert_eq!(
+        out["cut"]["stdout"],
+        "line 0\nline 1\nline 2\n... [output truncated]"
+    );
+    let lua = yaml.replace("language: python", "language: lua");
+    let err = super::support::load_error(&lua, "tea");
+    assert!(err.contains("runs Python, not \"lua\""), "{err}");
+    let templated = "nodes:\n  - name: a\n    uses: code.execute\n    with: {code: \"result = {{ state.x }}\"}\n";
+    assert_fails_with(templated, json!({"x": 1}), &["holds a template"]).await;
+}
