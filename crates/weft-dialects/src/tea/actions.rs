@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use weft_core::Diagnostic;
 use weft_core::ir::{ActionSpec, Block, BlockKind, TransformSpec, ValueTemplate};
 
+use super::browser::BROWSER;
 use super::code_execute::CODE_EXECUTE;
 use super::embed::EMBED;
 use super::llm::MODEL;
@@ -59,6 +60,7 @@ impl Compiler<'_> {
             "return" => return Some(returned(with)),
             u if EMBED.contains(&u) => return self.llm_embed(u, with, ptr, node),
             u if CODE_EXECUTE.contains(&u) => return self.code_execute(u, with, ptr, node),
+            u if BROWSER.contains(&u) => return self.browser_code(u, with, ptr, node),
             _ => {}
         }
         if BUILTIN.contains(&uses) {
@@ -74,6 +76,7 @@ impl Compiler<'_> {
                 .chain(PATTERNS)
                 .chain(EMBED)
                 .chain(CODE_EXECUTE)
+                .chain(BROWSER)
                 .copied()
         };
         if let Some(need) = super::foreign::needs(uses) {
@@ -193,8 +196,9 @@ fn returned(with: Option<&Value>) -> Block {
 }
 
 /// TEA's actions that Weft compiles to its own blocks (`reflection.rs`, `reasoning.rs`,
-/// `agents.rs`; `return` here; `llm.embed` and `code.execute` with their other names are
-/// `embed::EMBED` and `code_execute::CODE_EXECUTE`).
+/// `agents.rs`; `return` here; `llm.embed`, `code.execute` and the browser runtime's
+/// `lua.eval` and `prolog.query` are `embed::EMBED`, `code_execute::CODE_EXECUTE` and
+/// `browser::BROWSER`).
 const PATTERNS: &[&str] = &[
     "reflection.loop",
     "reason.cot",

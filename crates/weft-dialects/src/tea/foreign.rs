@@ -97,14 +97,6 @@ const FAMILIES: &[(&str, &str)] = &[
         "TEA's JSON Schema loader (schemas from files, URLs and Git references, deep-merged)",
     ),
     (
-        "lua.eval",
-        "TEA's browser (WebAssembly) runtime, which runs Lua in a JavaScript callback (in Weft, a `run:` node with `language: lua`)",
-    ),
-    (
-        "prolog.query",
-        "TEA's browser (WebAssembly) runtime, which runs Prolog in a JavaScript callback (in Weft, a `run:` node with `language: prolog`)",
-    ),
-    (
         "retry.loop",
         "TEA's extraction validation (`validate.extraction`) and its correction loop",
     ),

@@ -8,6 +8,7 @@
 mod actions;
 mod agents;
 mod aliases;
+mod browser;
 mod code;
 mod code_execute;
 mod doc;

@@ -425,3 +425,65 @@ nodes:
     let templated = "nodes:\n  - name: a\n    uses: code.execute\n    with: {code: \"result = {{ state.x }}\"}\n";
     assert_fails_with(templated, json!({"x": 1}), &["holds a template"]).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_browser_runtime_s_lua_eval_and_prolog_query_run_in_weft_s_sandboxes() {
+    // TEA's qa-neurosymbolic-wasm: a program and a `?- Goal.`, a template rendered into
+    // the program as TEA renders it, every answer's bindings; Lua reading the state.
+    let yaml = r#"
+nodes:
+  - name: kids
+    action: prolog.query
+    with:
+      code: |
+        parent(tom, bob). parent(tom, liz). parent(bob, ann).
+        ?- parent(tom, Child).
+    output: kids
+  - name: classify
+    action: prolog.query
+    with:
+      code: |
+        classify(Q, geography) :- sub_string(Q, _, _, _, "capital"), !.
+        classify(_, general).
+        ?- classify("{{ state.question }}", Category).
+    output: category
+  - name: none
+    action: prolog.query
+    with:
+      code: "?- member(X, [])."
+    output: nothing
+  - name: count
+    action: lua.eval
+    with:
+      code: |
+        return { n = #state.kids.bindings, first = state.kids.bindings[1].Child }
+    output: lua
+"#;
+    let ran = run(yaml, json!({"question": "What is the capital of France?"})).await;
+    let out = ran.output();
+    assert_eq!(
+        out["kids"],
+        json!({"bindings": [{"Child": "bob"}, {"Child": "liz"}], "success": true})
+    );
+    assert_eq!(
+        out["category"],
+        json!({"bindings": [{"Category": "geography"}], "success": true})
+    );
+    assert_eq!(out["nothing"], json!({"bindings": [], "success": false}));
+    assert_eq!(out["lua"], json!({"n": 2, "first": "bob"}));
+    // The facts of one query are not there for the next: asking for them is an error,
+    // as in TEA.
+    let again = yaml.replace(
+        "parent(tom, bob). parent(tom, liz). parent(bob, ann).\n",
+        "",
+    );
+    assert_fails_with(
+        &again,
+        json!({"question": "x"}),
+        &["existence_error", "parent"],
+    )
+    .await;
+    let templated =
+        "nodes:\n  - name: a\n    action: lua.eval\n    with: {code: \"return {{ state.x }}\"}\n";
+    assert_fails_with(templated, json!({"x": 1}), &["holds a template"]).await;
+}
