@@ -51,7 +51,8 @@ struct Append {
     awaited: bool,
 }
 
-/// Events waiting for their commit: `(run_id, seq, body)` each.
+/// Events waiting for their commit: `(run_id, seq, body)` each, the body being the
+/// event without its run and position, which are the row's key ([`EventBody`]).
 struct EventBatch {
     rows: Vec<(String, u64, String)>,
     durable: Reply<()>,
@@ -653,19 +654,45 @@ fn read_events(
     let after = after.map_or(-1, |a| a as i64);
     let mut stmt = conn
         .prepare_cached(
-            "SELECT body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            "SELECT seq, body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
         )
         .map_err(|e| err("events", e))?;
     let rows = stmt
         .query_map(params![run_id, after, limit as i64], |r| {
-            r.get::<_, String>(0)
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
         })
         .map_err(|e| err("events", e))?;
-    rows.map(|body| {
-        let body = body.map_err(|e| err("events", e))?;
-        serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(format!("a stored event: {e}")))
+    let run: std::sync::Arc<str> = run_id.into();
+    rows.map(|row| {
+        let (seq, body) = row.map_err(|e| err("events", e))?;
+        let body: StoredEvent = serde_json::from_str(&body)
+            .map_err(|e| StoreError::Corrupt(format!("a stored event: {e}")))?;
+        Ok(Event {
+            run_id: run.clone(),
+            seq: seq as u64,
+            at_ms: body.at_ms,
+            kind: body.kind,
+        })
     })
     .collect()
+}
+
+/// What a row's body holds of an event: its time and kind. The run and the position are
+/// the row's key, not repeated in the body (a third of a small event's bytes); a body
+/// written with them (before 2026-11-26) reads the same, the two fields ignored.
+#[derive(serde::Serialize)]
+struct EventBody<'a> {
+    at_ms: u64,
+    #[serde(flatten)]
+    kind: &'a weft_core::event::EventKind,
+}
+
+/// [`EventBody`], read back.
+#[derive(serde::Deserialize)]
+struct StoredEvent {
+    at_ms: u64,
+    #[serde(flatten)]
+    kind: weft_core::event::EventKind,
 }
 
 fn scoped(conn: &Connection, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
@@ -916,7 +943,11 @@ impl Store for SqliteStore {
         let rows = events
             .iter()
             .map(|e| {
-                let body = serde_json::to_string(e).map_err(|x| err("events", x))?;
+                let body = serde_json::to_string(&EventBody {
+                    at_ms: e.at_ms,
+                    kind: &e.kind,
+                })
+                .map_err(|x| err("events", x))?;
                 Ok((e.run_id.to_string(), e.seq, body))
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
@@ -1257,6 +1288,62 @@ mod tests {
         assert_eq!(seqs(s.events("r", Some(2), 2).await.unwrap()), [3, 4]);
         assert_eq!(s.next_event_seq("r").await.unwrap(), 6);
         assert_eq!(s.events("r", None, 1).await.unwrap()[0], event("r", 0));
+    }
+
+    #[tokio::test]
+    async fn a_stored_event_keeps_its_run_and_position_in_the_row_only() {
+        use weft_core::event::{Event, EventKind};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.db");
+        let step = EventKind::StepStarted {
+            path: "root/a".into(),
+            kind: "code".into(),
+            input: Some(std::sync::Arc::new(json!({"x": 1}))),
+        };
+        {
+            let s = SqliteStore::open(&path, Durability::Process).unwrap();
+            let e = Event {
+                run_id: "r".into(),
+                seq: 0,
+                at_ms: 7,
+                kind: step.clone(),
+            };
+            s.append_events(&[e]).await.unwrap();
+        }
+        let conn = Connection::open(&path).unwrap();
+        let body: String = conn
+            .query_row("SELECT body FROM events WHERE run_id = 'r'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert!(
+            !body.contains("run_id") && !body.contains("\"seq\""),
+            "{body}"
+        );
+        // A body written with the run and position in it (before they left it) reads the
+        // same.
+        let old = json!({"run_id": "r", "seq": 1, "at_ms": 8, "type": "run_cancelled"});
+        conn.execute(
+            "INSERT INTO events (run_id, seq, body) VALUES ('r', 1, ?1)",
+            params![old.to_string()],
+        )
+        .unwrap();
+        drop(conn);
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        let read = s.events("r", None, 10).await.unwrap();
+        let expected = |seq, at_ms, kind| Event {
+            run_id: "r".into(),
+            seq,
+            at_ms,
+            kind,
+        };
+        assert_eq!(
+            read,
+            [
+                expected(0, 7, step),
+                expected(1, 8, EventKind::RunCancelled)
+            ]
+        );
     }
 
     /// 8 openers of one new file at once, 50 times: every one succeeds.
