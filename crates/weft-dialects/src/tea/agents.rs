@@ -81,7 +81,7 @@ impl Compiler<'_> {
 
     /// One agent's answer to `task` (a template): the model call with the agent's
     /// settings, then TEA's result of it. `aptr` points at where the file names it.
-    fn agent_call(
+    pub(super) fn agent_call(
         &mut self,
         name: &str,
         task: &str,

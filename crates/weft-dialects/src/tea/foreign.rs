@@ -18,7 +18,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ),
     (
         "agent.",
-        "TEA's multi-agent runtime (sequential and coordinated agents, CrewAI; Weft runs `agent.dispatch` and `agent.parallel`)",
+        "TEA's multi-agent runtime (coordinated agents, CrewAI; Weft runs `agent.dispatch`, `agent.parallel` and `agent.sequential`)",
     ),
     ("auth.", "TEA's authentication providers (Firebase, JWT)"),
     ("bmad.", "TEA's BMad story parser"),

@@ -6,6 +6,7 @@
 //! its output. Choices the spec leaves open are written in `docs/dialects/tea.md`.
 
 mod actions;
+mod agent_chain;
 mod agents;
 mod aliases;
 mod browser;

@@ -336,3 +336,93 @@ nodes:
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_sequential_feeds_each_answer_to_the_next_agent() {
+    use weft_fakes::{FakeServer, Reply, Wire};
+    let server = FakeServer::start(
+        Wire::OpenAi,
+        vec![
+            Reply::text("entities: tea"),
+            Reply::text("enriched: tea, a drink"),
+            Reply::text("summary: tea is a drink"),
+        ],
+    )
+    .await;
+    let yaml = format!(
+        r#"
+settings:
+  llm: {{model: gpt-4o-mini, api_base: "{base}"}}
+  agents:
+    extractor: {{system_prompt: "Extract."}}
+    enricher: {{system_prompt: "Enrich."}}
+    summarizer: {{system_prompt: "Summarize.", temperature: 0.1}}
+nodes:
+  - name: pipeline
+    action: agent.sequential
+    params:
+      agents: [extractor, enricher, summarizer]
+      tasks:
+        - "Process: {{{{ state.raw }}}}"
+        - "Step {{{{ chain_index }}}} of {{{{ chain_length }}}}: {{{{ previous_response }}}}"
+        - "Sum up: {{{{ previous_response }}}}"
+      transform: "[{{{{ current_response }}}}]"
+      output_key: summary
+    output: result
+"#,
+        base = server.base_url()
+    );
+    let ran = run(&yaml, json!({"raw": "tea leaves"})).await;
+    let r = &ran.output()["result"];
+    assert_eq!(r["result"], "[summary: tea is a drink]");
+    assert_eq!(r["summary"], r["result"]);
+    assert_eq!(r["success"], true);
+    assert_eq!(
+        r["agents_called"],
+        json!(["extractor", "enricher", "summarizer"])
+    );
+    assert_eq!(
+        r["chain"],
+        json!([
+            {"agent": "extractor", "response": "entities: tea", "success": true},
+            {"agent": "enricher", "response": "enriched: tea, a drink", "success": true},
+            {"agent": "summarizer", "response": "summary: tea is a drink", "success": true},
+        ])
+    );
+    let sent: Vec<String> = server
+        .received()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    assert!(
+        sent[0].contains("Process: tea leaves") && sent[0].contains("Extract."),
+        "{}",
+        sent[0]
+    );
+    assert!(
+        sent[1].contains("Step 1 of 3: [entities: tea]"),
+        "{}",
+        sent[1]
+    );
+    assert!(
+        sent[2].contains("Sum up: [enriched: tea, a drink]"),
+        "{}",
+        sent[2]
+    );
+    // TEA hands options it does not read on to the model calls, which refuse them: the
+    // file loads and the node fails when reached; a typo is refused at once.
+    let passed = yaml.replace("output_key: summary", "thread_state: true");
+    let ran = run(&passed, json!({"raw": "x"})).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+    let message = ran.result.error.unwrap().message;
+    assert!(
+        message.contains("passes `thread_state` on to each model call"),
+        "{message}"
+    );
+    let typo = yaml.replace("output_key:", "output_kye:");
+    let err = super::support::load_error(&typo, "tea");
+    assert!(
+        err.contains("no option `output_kye`") && err.contains("output_key"),
+        "{err}"
+    );
+}
