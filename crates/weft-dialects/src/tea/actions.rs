@@ -58,6 +58,7 @@ impl Compiler<'_> {
             "agent.dispatch" => return self.agent_dispatch(with, ptr, node),
             "agent.parallel" => return self.agent_parallel(with, ptr, node),
             "agent.sequential" => return self.agent_sequential(with, ptr, node),
+            "agent.coordinate" => return self.agent_coordinate(with, ptr, node),
             "return" => return Some(returned(with)),
             u if EMBED.contains(&u) => return self.llm_embed(u, with, ptr, node),
             u if CODE_EXECUTE.contains(&u) => return self.code_execute(u, with, ptr, node),
@@ -197,7 +198,7 @@ fn returned(with: Option<&Value>) -> Block {
 }
 
 /// TEA's actions that Weft compiles to its own blocks (`reflection.rs`, `reasoning.rs`,
-/// `agents.rs`, `agent_chain.rs`; `return` here; `llm.embed`, `code.execute` and the browser runtime's
+/// `agents.rs`, `agent_chain.rs`, `coordinate.rs`; `return` here; `llm.embed`, `code.execute` and the browser runtime's
 /// `lua.eval` and `prolog.query` are `embed::EMBED`, `code_execute::CODE_EXECUTE` and
 /// `browser::BROWSER`).
 const PATTERNS: &[&str] = &[
@@ -206,6 +207,7 @@ const PATTERNS: &[&str] = &[
     "agent.dispatch",
     "agent.parallel",
     "agent.sequential",
+    "agent.coordinate",
     "return",
 ];
 

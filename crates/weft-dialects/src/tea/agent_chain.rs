@@ -39,7 +39,7 @@ impl Compiler<'_> {
             "its `agents`",
             "with: {agents: [extractor, summarizer], task: \"{{ previous_response }}\"}",
         )?;
-        if let Some(refusal) = self.passed_on_options(uses, with, &wptr, ptr, node) {
+        if let Some(refusal) = self.passed_on_options(uses, with, OPTIONS, &wptr, (ptr, node)) {
             return Some(refusal);
         }
         let names: Vec<&str> = with
@@ -115,19 +115,19 @@ impl Compiler<'_> {
     /// TEA hands options it does not read on to every model call, which refuses them
     /// when the node runs; so does Weft (a typo of an option is refused when the file
     /// loads).
-    fn passed_on_options(
+    pub(super) fn passed_on_options(
         &mut self,
         uses: &str,
         with: &Map<String, Value>,
+        options: &[&str],
         wptr: &str,
-        ptr: &str,
-        node: &str,
+        (ptr, node): (&str, &str),
     ) -> Option<Block> {
         let mut passed = Vec::new();
-        for key in with.keys().filter(|k| !OPTIONS.contains(&k.as_str())) {
-            if OPTIONS.iter().any(|o| strsim::levenshtein(o, key) <= 2) {
-                let hint = format!("its options: {}", OPTIONS.join(", "));
-                self.unknown_option(uses, key, wptr, OPTIONS, hint);
+        for key in with.keys().filter(|k| !options.contains(&k.as_str())) {
+            if options.iter().any(|o| strsim::levenshtein(o, key) <= 2) {
+                let hint = format!("its options: {}", options.join(", "));
+                self.unknown_option(uses, key, wptr, options, hint);
             } else {
                 passed.push(format!("`{key}`"));
             }
@@ -139,7 +139,7 @@ impl Compiler<'_> {
             "{uses} passes {} on to each model call (as TEA does), and a model call has no such option",
             passed.join(", ")
         );
-        let hint = format!("agent.sequential's options: {}", OPTIONS.join(", "));
+        let hint = format!("{uses}'s options: {}", options.join(", "));
         Some(self.unavailable(message, &hint, ptr, node))
     }
 }
@@ -180,7 +180,7 @@ fn template(text: &str) -> ValueTemplate {
     ValueTemplate(Value::from(text))
 }
 
-fn transform_block(output: Value) -> Block {
+pub(super) fn transform_block(output: Value) -> Block {
     Block::new(BlockKind::Transform(TransformSpec {
         output: ValueTemplate(output),
         exit: None,

@@ -18,7 +18,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ),
     (
         "agent.",
-        "TEA's multi-agent runtime (coordinated agents, CrewAI; Weft runs `agent.dispatch`, `agent.parallel` and `agent.sequential`)",
+        "TEA's multi-agent runtime (CrewAI delegation; Weft runs `agent.dispatch`, `agent.parallel`, `agent.sequential` and `agent.coordinate`)",
     ),
     ("auth.", "TEA's authentication providers (Firebase, JWT)"),
     ("bmad.", "TEA's BMad story parser"),

@@ -12,6 +12,7 @@ mod aliases;
 mod browser;
 mod code;
 mod code_execute;
+mod coordinate;
 mod doc;
 mod embed;
 mod end_node;

@@ -426,3 +426,76 @@ nodes:
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_coordinate_splits_the_task_runs_the_workers_and_aggregates() {
+    use weft_fakes::{FakeServer, Reply, Wire};
+    // Each request is answered by who asks: the leader's plan, each worker by its
+    // system prompt, the leader's aggregation.
+    let server = FakeServer::start_with(Wire::OpenAi, std::time::Duration::ZERO, |r| {
+        let body = r.body.to_string();
+        let text = if body.contains("Break down this task") {
+            "Plan: [\"draw the page\", \"write the copy\"] done"
+        } else if body.contains("Aggregate these worker responses") {
+            "the page, drawn and written"
+        } else if body.contains("You design.") {
+            "a drawing"
+        } else {
+            "some copy"
+        };
+        Reply::text(text)
+    })
+    .await;
+    let yaml = format!(
+        r#"
+settings:
+  llm: {{model: gpt-4o-mini, api_base: "{base}"}}
+  agents:
+    lead: {{system_prompt: "You lead."}}
+    designer: {{system_prompt: "You design."}}
+    writer: {{system_prompt: "You write."}}
+nodes:
+  - name: team
+    action: agent.coordinate
+    params:
+      leader: lead
+      workers: [designer, writer]
+      task: "Build a page about {{{{ state.topic }}}}"
+      validation_prompt: "Check it covers {{{{ state.topic }}}}."
+    output: result
+"#,
+        base = server.base_url()
+    );
+    let ran = run(&yaml, json!({"topic": "tea"})).await;
+    let r = &ran.output()["result"];
+    assert_eq!(r["result"], "the page, drawn and written");
+    assert_eq!(r["rounds"], 1);
+    assert_eq!(r["success"], true);
+    assert_eq!(r["leader"], "lead");
+    assert_eq!(r["workers"], json!(["designer", "writer"]));
+    assert_eq!(r["worker_results"][0][0]["content"], "a drawing");
+    assert_eq!(r["worker_results"][0][1]["content"], "some copy");
+    let sent: Vec<String> = server
+        .received()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    assert_eq!(sent.len(), 4);
+    assert!(sent[0].contains("for 2 workers") && sent[0].contains("Build a page about tea"));
+    let to_designer = sent.iter().find(|b| b.contains("You design.")).unwrap();
+    assert!(to_designer.contains("draw the page"), "{to_designer}");
+    let to_writer = sent.iter().find(|b| b.contains("You write.")).unwrap();
+    assert!(to_writer.contains("write the copy"), "{to_writer}");
+    assert!(
+        sent[3].contains("- Worker 1: a drawing")
+            && sent[3].contains("- Worker 2: some copy")
+            && sent[3].contains("Check it covers tea."),
+        "{}",
+        sent[3]
+    );
+    // TEA's coordinator-pattern example passes options TEA does not read: it loads,
+    // and the node fails when reached.
+    let passed = yaml.replace("leader: lead", "coordinator: lead");
+    let ran = run(&passed, json!({"topic": "tea"})).await;
+    assert_eq!(ran.result.status, RunStatus::Failed);
+}
