@@ -230,18 +230,12 @@ impl Model for Scripted {
             output_tokens: estimate(&content),
             cost_usd: 0.0,
         });
-        let finish_reason = if tool_calls.is_empty() {
-            "stop"
-        } else {
-            "tool_calls"
-        };
-        Ok(ModelResponse {
+        Ok(ModelResponse::finished(
             content,
             tool_calls,
             usage,
-            model: Some(req.model.clone()),
-            finish_reason: Some(finish_reason.to_owned()),
-        })
+            req.model.clone(),
+        ))
     }
 
     async fn embed(&self, req: &EmbedRequest) -> Result<EmbedResponse, BlockError> {

@@ -296,18 +296,12 @@ impl Model for LocalModel {
         } else {
             (done.content, Vec::new())
         };
-        let finish_reason = if tool_calls.is_empty() {
-            "stop"
-        } else {
-            "tool_calls"
-        };
-        Ok(ModelResponse {
+        Ok(ModelResponse::finished(
             content,
             tool_calls,
             usage,
-            model: Some(request.model.clone()),
-            finish_reason: Some(finish_reason.to_owned()),
-        })
+            request.model.clone(),
+        ))
     }
 
     async fn embed(&self, request: &EmbedRequest) -> Result<EmbedResponse, BlockError> {

@@ -121,6 +121,30 @@ pub struct ModelResponse {
     pub finish_reason: Option<String>,
 }
 
+impl ModelResponse {
+    /// An answer of `model` that ended on its own: `finish_reason` is `tool_calls` when
+    /// it called tools, else `stop`.
+    pub fn finished(
+        content: String,
+        tool_calls: Vec<ToolCall>,
+        usage: Usage,
+        model: String,
+    ) -> ModelResponse {
+        let finish_reason = if tool_calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
+        ModelResponse {
+            content,
+            tool_calls,
+            usage,
+            model: Some(model),
+            finish_reason: Some(finish_reason.to_owned()),
+        }
+    }
+}
+
 /// A request for embeddings: one vector per input text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EmbedRequest {
