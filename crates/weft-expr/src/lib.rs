@@ -14,6 +14,7 @@
 mod functions;
 mod json_object;
 mod lookup;
+mod path;
 mod text_checks;
 
 use minijinja::{Environment, Expression, UndefinedBehavior, Value as MjValue};
@@ -125,8 +126,9 @@ impl Scope {
 }
 
 enum Compiled {
-    /// A template that is exactly one `{{ expression }}`: evaluated for its value.
-    Single(Expression<'static, 'static>),
+    /// A template that is exactly one `{{ expression }}`: evaluated for its value; when
+    /// the expression only names a value, that value is looked up first.
+    Single(Expression<'static, 'static>, Option<path::Path>),
     /// A general template, rendered to text (stored in `texts` under its source).
     Text,
 }
@@ -199,6 +201,7 @@ impl Exprs {
                 self.env
                     .compile_expression_owned(inner.to_owned())
                     .map_err(|e| ExprError::from_mj(source, e))?,
+                path::Path::parse(inner),
             )
         } else {
             self.texts
@@ -222,7 +225,13 @@ impl Exprs {
                 t.render(scope.to_mj())
                     .map_err(|e| ExprError::from_mj(source, e))
             }
-            Compiled::Single(e) => {
+            Compiled::Single(e, path) => {
+                match path.as_ref().and_then(|p| p.lookup(scope)) {
+                    Some(Value::String(s)) => return Ok(s.clone()),
+                    Some(Value::Null) => return Ok(String::new()),
+                    Some(j @ (Value::Array(_) | Value::Object(_))) => return Ok(j.to_string()),
+                    _ => {}
+                }
                 let v = e
                     .eval(scope.to_mj())
                     .map_err(|e| ExprError::from_mj(source, e))?;
@@ -246,7 +255,10 @@ impl Exprs {
     pub fn value(&self, source: &str, scope: &Scope) -> Result<Value, ExprError> {
         match self.template(source)? {
             Compiled::Text => self.render(source, scope).map(Value::String),
-            Compiled::Single(e) => {
+            Compiled::Single(e, path) => {
+                if let Some(found) = path.as_ref().and_then(|p| p.lookup(scope)) {
+                    return Ok(found.clone());
+                }
                 let v = e
                     .eval(scope.to_mj())
                     .map_err(|e| ExprError::from_mj(source, e))?;

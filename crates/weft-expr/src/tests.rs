@@ -204,3 +204,61 @@ fn native_calls_the_host_s_functions_with_json_values() {
         .message;
     assert!(err.contains("no native functions registered"), "{err}");
 }
+
+/// A template that only names a value is looked up in the JSON; the answer, key order
+/// included, is what the template engine gives for the same expression in parentheses
+/// (which is not a plain path, so the engine evaluates it).
+#[test]
+fn a_looked_up_value_is_the_one_the_engine_gives() {
+    let state = json!({
+        "z": 1, "a": {"y": [1, -2, 3.5, 1e20, 18446744073709551615u64], "b": null},
+        "text": "héllo \"quoted\" {{ not a template }}", "flag": true, "empty": {},
+        "list": [{"k v": "spaced"}, [], "x"], "0": "zero"
+    });
+    let s = scope(state);
+    let paths = [
+        "state",
+        "state.z",
+        "state.a",
+        "state.a.y",
+        "state.a.y[2]",
+        "state.a.y[3]",
+        "state.a.y[4]",
+        "state.a.b",
+        "state.text",
+        "state.flag",
+        "state.empty",
+        "state.list[0]['k v']",
+        "state.list[1]",
+        "state['0']",
+        "input",
+        "input.items[0]",
+        "state.missing",
+        "state.a.y[9]",
+        "state.text.x",
+        "nothing",
+    ];
+    for p in paths {
+        let fast = format!("{{{{ {p} }}}}");
+        let slow = format!("{{{{ ({p}) }}}}");
+        let mut e = Exprs::new();
+        e.add(&fast, false).unwrap();
+        e.add(&slow, false).unwrap();
+        let (a, b) = (e.value(&fast, &s), e.value(&slow, &s));
+        assert_eq!(
+            a.as_ref()
+                .map(Value::to_string)
+                .map_err(|e| e.message.clone()),
+            b.as_ref()
+                .map(Value::to_string)
+                .map_err(|e| e.message.clone()),
+            "value of {p}"
+        );
+        let (a, b) = (e.render(&fast, &s), e.render(&slow, &s));
+        assert_eq!(
+            a.map_err(|e| e.message),
+            b.map_err(|e| e.message),
+            "text of {p}"
+        );
+    }
+}
