@@ -321,13 +321,19 @@ impl<'r> Cx<'r> {
 
     /// The expression scope for this block, plus `extra` bindings.
     pub(crate) fn scope(&self) -> Scope {
-        let mut s = Scope::new();
-        s.bind("input", self.input.clone())
-            .bind("state", self.state.clone())
-            .bind("initial", self.run.initial.clone())
-            .bind("run", self.run.binding.clone())
-            .bind("vars", self.vars.clone())
-            .bind("secrets", self.run.engine.secrets.clone());
+        // The names are shared, not allocated for every scope (one per template a step
+        // evaluates).
+        static NAMES: std::sync::LazyLock<[Arc<str>; 6]> = std::sync::LazyLock::new(|| {
+            ["input", "state", "initial", "run", "vars", "secrets"].map(Arc::from)
+        });
+        let [input, state, initial, run, vars, secrets] = &*NAMES;
+        let mut s = Scope::with_capacity(6 + self.locals.len());
+        s.bind(input.clone(), self.input.clone())
+            .bind(state.clone(), self.state.clone())
+            .bind(initial.clone(), self.run.initial.clone())
+            .bind(run.clone(), self.run.binding.clone())
+            .bind(vars.clone(), self.vars.clone())
+            .bind(secrets.clone(), self.run.engine.secrets.clone());
         if let Some(f) = &self.run.engine.functions {
             s.natives(f.clone());
         }

@@ -83,6 +83,14 @@ impl Scope {
         Scope::default()
     }
 
+    /// An empty scope with room for `n` bindings.
+    pub fn with_capacity(n: usize) -> Scope {
+        Scope {
+            bindings: Vec::with_capacity(n),
+            natives: None,
+        }
+    }
+
     /// Binds `name` (a later binding of the same name shadows an earlier one).
     pub fn bind(&mut self, name: impl Into<Arc<str>>, value: Arc<Value>) -> &mut Scope {
         self.bindings.push((name.into(), value));
@@ -109,6 +117,16 @@ impl Scope {
     pub fn natives(&mut self, natives: Arc<dyn Natives>) -> &mut Scope {
         self.natives = Some(natives);
         self
+    }
+
+    /// How many names are bound (a shadowed name counts each time).
+    pub fn len(&self) -> usize {
+        self.bindings.len()
+    }
+
+    /// True when no name is bound.
+    pub fn is_empty(&self) -> bool {
+        self.bindings.is_empty()
     }
 
     /// The value bound to `name`.
