@@ -350,25 +350,44 @@ async fn dispatch(cx: &Cx<'_>, block: &Block) -> Exec {
     } else {
         cx
     };
+    // Each kind's future is boxed: inline, the largest of them (a model call's) sized
+    // every block's future, which every block, a transform too, allocated and copied.
     match &block.kind {
         BlockKind::Passthrough => Ok(Outcome::of(cx.input.clone())),
         BlockKind::Transform(t) => leaf::transform(cx, t),
         BlockKind::Approval(a) => leaf::approval(cx, a),
-        BlockKind::Llm(s) => leaf::journaled(ecx, Reach::Outside, llm::run(ecx, s)).await,
-        BlockKind::Embed(s) => leaf::journaled(ecx, Reach::Outside, embed::run(ecx, s)).await,
-        BlockKind::Code(s) => leaf::journaled(ecx, Reach::Inputs, leaf::code(ecx, s)).await,
-        BlockKind::Handler(s) => leaf::journaled(ecx, Reach::Outside, leaf::handler(ecx, s)).await,
-        BlockKind::Action(s) => leaf::journaled(ecx, Reach::Outside, leaf::action(ecx, s)).await,
-        BlockKind::Sequence(steps) => composite::sequence(cx, steps).await,
-        BlockKind::Parallel(p) => composite::parallel(cx, p).await,
-        BlockKind::Map(m) => composite::map(cx, m).await,
-        BlockKind::Loop(l) => composite::run_loop(cx, l, block.label()).await,
-        BlockKind::Branch(b) => composite::branch(cx, b).await,
-        BlockKind::Graph(g) => graph::run(cx, g).await,
+        BlockKind::Llm(s) => boxed(leaf::journaled(ecx, Reach::Outside, llm::run(ecx, s))).await,
+        BlockKind::Embed(s) => {
+            boxed(leaf::journaled(ecx, Reach::Outside, embed::run(ecx, s))).await
+        }
+        BlockKind::Code(s) => boxed(leaf::journaled(ecx, Reach::Inputs, leaf::code(ecx, s))).await,
+        BlockKind::Handler(s) => {
+            boxed(leaf::journaled(ecx, Reach::Outside, leaf::handler(ecx, s))).await
+        }
+        BlockKind::Action(s) => {
+            boxed(leaf::journaled(ecx, Reach::Outside, leaf::action(ecx, s))).await
+        }
+        BlockKind::Sequence(steps) => boxed(composite::sequence(cx, steps)).await,
+        BlockKind::Parallel(p) => boxed(composite::parallel(cx, p)).await,
+        BlockKind::Map(m) => boxed(composite::map(cx, m)).await,
+        BlockKind::Loop(l) => boxed(composite::run_loop(cx, l, block.label())).await,
+        BlockKind::Branch(b) => boxed(composite::branch(cx, b)).await,
+        BlockKind::Graph(g) => boxed(graph::run(cx, g)).await,
         BlockKind::SubFlow(s) => {
-            run_subflow(cx, &s.flow, cx.input.clone(), s.share_state, &s.flow).await
+            boxed(run_subflow(
+                cx,
+                &s.flow,
+                cx.input.clone(),
+                s.share_state,
+                &s.flow,
+            ))
+            .await
         }
     }
+}
+
+fn boxed<'a>(f: impl std::future::Future<Output = Exec> + Send + 'a) -> BoxFuture<'a, Exec> {
+    Box::pin(f)
 }
 
 /// Applies a patch to a shared state (copy-on-write).
