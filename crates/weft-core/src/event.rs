@@ -46,6 +46,10 @@ pub enum LoopExit {
 /// took (boxed in [`EventKind::LlmCall`], so that events stay small).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CallDetail {
+    /// What was asked of the model: none for a chat, `embeddings` for an `embed` block's
+    /// call (OpenTelemetry's `gen_ai.operation.name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
     /// Who serves the model (`openai`, `anthropic`, `local`, `scripted`, ...).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub provider: String,

@@ -39,15 +39,16 @@ pub(crate) fn chat_kind(provider: &str) -> SpanKind {
     }
 }
 
-/// The attributes every `chat` span has.
-pub(crate) fn chat_attributes(
+/// The attributes every model call's span (`chat`, `embeddings`) has.
+pub(crate) fn call_attributes(
+    operation: &str,
     provider: &str,
     request_model: &str,
     response_model: Option<&str>,
     usage: &Usage,
 ) -> Vec<KeyValue> {
     let mut a = vec![
-        KeyValue::new(OPERATION, "chat"),
+        KeyValue::new(OPERATION, operation.to_owned()),
         KeyValue::new("gen_ai.provider.name", provider_name(provider).to_owned()),
         KeyValue::new("gen_ai.request.model", request_model.to_owned()),
     ];

@@ -343,6 +343,7 @@ impl RunTrace {
             return None;
         };
         let weft_core::event::CallDetail {
+            operation,
             provider,
             request_model,
             response_model,
@@ -360,9 +361,16 @@ impl RunTrace {
         };
         let start = before(now, *elapsed_us);
         let id = ids::span_id(&e.run_id, &e.seq.to_string());
-        let mut o = Open::new(id, self.span_at(path).id, format!("chat {asked}"), start);
+        let operation = operation.as_deref().unwrap_or("chat");
+        let mut o = Open::new(
+            id,
+            self.span_at(path).id,
+            format!("{operation} {asked}"),
+            start,
+        );
         o.kind = conv::chat_kind(provider);
-        o.attributes = conv::chat_attributes(provider, asked, response_model.as_deref(), usage);
+        o.attributes =
+            conv::call_attributes(operation, provider, asked, response_model.as_deref(), usage);
         if let Some(r) = finish_reason {
             o.attributes.push(conv::finish_reasons(r));
         }

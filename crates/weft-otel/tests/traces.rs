@@ -193,6 +193,30 @@ async fn prompts_stay_out_of_traces_unless_asked_for() {
     assert!(!everything.contains("secret"), "{everything}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedding_call_is_an_embeddings_span() {
+    let collector = Collector::start().await;
+    let telemetry = Telemetry::start(config(&collector.endpoint(), false)).unwrap();
+    let engine = engine(Arc::new(weft_store::MemoryStore::new()), &telemetry);
+    let flow = prepare(
+        &engine,
+        "weft: 1\nname: vectors\nmodels:\n  e: {provider: scripted, rules: [{embedding: [0.5, 0.5]}]}\nroot:\n  id: embed_it\n  embed: {model: e, input: [a, b]}\n",
+    );
+    engine
+        .start(flow, None, RunOptions::default())
+        .await
+        .unwrap();
+    assert!(telemetry.flush(Duration::from_secs(5)));
+    let spans = collector.spans();
+    let call = one(&spans, "embeddings e");
+    assert_eq!(
+        call.attributes["gen_ai.operation.name"],
+        json!("embeddings")
+    );
+    assert_eq!(call.attributes["gen_ai.provider.name"], json!("scripted"));
+    assert!(named(&spans, "chat e").is_empty(), "{:?}", names(&spans));
+}
+
 /// Pauses at an approval (a span event), then resumes in a new engine: a new trace,
 /// linked to the first, whose replayed step has no new `chat` span.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

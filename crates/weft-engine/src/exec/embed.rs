@@ -123,6 +123,7 @@ fn call_event(
         model: id.to_owned(),
         usage: ok.map(|r| r.usage).unwrap_or_default(),
         call: Box::new(CallDetail {
+            operation: Some("embeddings".to_owned()),
             provider: model.provider().to_owned(),
             request_model: request.model.clone(),
             response_model: ok.and_then(|r| r.model.clone()),

@@ -327,6 +327,7 @@ impl Call {
             model: self.id.clone(),
             usage: ok.map(|r| r.usage).unwrap_or_default(),
             call: Box::new(weft_core::event::CallDetail {
+                operation: None,
                 provider: model.provider().to_owned(),
                 request_model: self.req.model.clone(),
                 response_model: ok.and_then(|r| r.model.clone()),
