@@ -1,10 +1,9 @@
 //! Cloud and server models (OpenAI and compatible servers, Anthropic, Gemini, Ollama)
-//! through `genai`, which speaks each provider's wire format, except a chat without
-//! tools to OpenAI or Ollama, which [`crate::openai_wire`] and [`crate::ollama_wire`]
-//! send themselves. This module adds what a
-//! production caller needs around it: a per-call timeout, retries with backoff that
-//! honour `Retry-After`, the shared concurrency and rate limits, typed errors, usage and
-//! cost.
+//! through `genai`, which speaks each provider's wire format for chats and embeddings,
+//! except a chat without tools to OpenAI or Ollama, which [`crate::openai_wire`] and
+//! [`crate::ollama_wire`] send themselves. This module adds what a production caller
+//! needs around it: a per-call timeout, retries with backoff that honour `Retry-After`,
+//! the shared concurrency and rate limits, typed errors, usage and cost.
 
 use async_trait::async_trait;
 use futures::StreamExt;

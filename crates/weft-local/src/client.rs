@@ -1,6 +1,6 @@
 //! The engine's side of the local model: starts the worker process on first use, sends
-//! it one generation at a time, turns its deltas into the engine's, and replaces it if
-//! it dies.
+//! it one job (a generation or an embedding) at a time, turns its deltas into the
+//! engine's, and replaces it if it dies.
 
 use crate::protocol::{EmbedJob, Job, Request, Turn, WorkerLine};
 use crate::tools;

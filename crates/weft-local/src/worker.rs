@@ -1,6 +1,7 @@
 //! The model worker: a process (the `weft` binary started as `weft model-worker
-//! <file.gguf>`) that loads the model once and answers requests read on stdin, one JSON
-//! line each, streaming its answer as `delta` lines and ending with `done` or `error`.
+//! <file.gguf>`) that loads the model once and answers jobs read on stdin, one JSON line
+//! each: a generation, streamed as `delta` lines and ending with `done`, or an embedding,
+//! answered with `vectors`; either may end with `error`.
 //!
 //! Inference runs here and not in Weft's own process because llama.cpp aborts the
 //! whole process on some internal errors (a grammar it cannot continue, for one).
