@@ -171,21 +171,26 @@ root:
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn prompts_stay_out_of_traces_unless_asked_for() {
+/// The spans a collector receives of one run of `yaml`, without content capture.
+async fn spans_of_one_run(yaml: &str) -> Vec<ReceivedSpan> {
     let collector = Collector::start().await;
     let telemetry = Telemetry::start(config(&collector.endpoint(), false)).unwrap();
     let engine = engine(Arc::new(weft_store::MemoryStore::new()), &telemetry);
-    let flow = prepare(
-        &engine,
-        "weft: 1\nname: quiet\nmodels:\n  local-ish: {provider: scripted, rules: [{reply: secret answer}]}\nroot:\n  id: ask\n  llm: {model: local-ish, prompt: my secret question}\n",
-    );
+    let flow = prepare(&engine, yaml);
     engine
         .start(flow, None, RunOptions::default())
         .await
         .unwrap();
     assert!(telemetry.flush(Duration::from_secs(5)));
-    let spans = collector.spans();
+    collector.spans()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_stay_out_of_traces_unless_asked_for() {
+    let spans = spans_of_one_run(
+        "weft: 1\nname: quiet\nmodels:\n  local-ish: {provider: scripted, rules: [{reply: secret answer}]}\nroot:\n  id: ask\n  llm: {model: local-ish, prompt: my secret question}\n",
+    )
+    .await;
     let chat = one(&spans, "chat local-ish");
     assert_eq!(chat.kind, 1, "a scripted model runs here: INTERNAL");
     assert_eq!(chat.attributes["gen_ai.provider.name"], json!("scripted"));
@@ -195,19 +200,10 @@ async fn prompts_stay_out_of_traces_unless_asked_for() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_embedding_call_is_an_embeddings_span() {
-    let collector = Collector::start().await;
-    let telemetry = Telemetry::start(config(&collector.endpoint(), false)).unwrap();
-    let engine = engine(Arc::new(weft_store::MemoryStore::new()), &telemetry);
-    let flow = prepare(
-        &engine,
+    let spans = spans_of_one_run(
         "weft: 1\nname: vectors\nmodels:\n  e: {provider: scripted, rules: [{embedding: [0.5, 0.5]}]}\nroot:\n  id: embed_it\n  embed: {model: e, input: [a, b]}\n",
-    );
-    engine
-        .start(flow, None, RunOptions::default())
-        .await
-        .unwrap();
-    assert!(telemetry.flush(Duration::from_secs(5)));
-    let spans = collector.spans();
+    )
+    .await;
     let call = one(&spans, "embeddings e");
     assert_eq!(
         call.attributes["gen_ai.operation.name"],
