@@ -262,3 +262,44 @@ fn a_looked_up_value_is_the_one_the_engine_gives() {
         );
     }
 }
+
+/// Random expressions made of path pieces: whenever the engine compiles one, the lookup
+/// (when it answers) gives what the engine gives for the same expression in parentheses.
+#[test]
+fn random_paths_agree_with_the_engine() {
+    const PIECES: &[&str] = &[
+        "state", "input", ".", "a", "b", "items", "[0]", "[1]", "[7]", "['a']", "[\"b\"]",
+        "['k v']", "[", "]", "'", "x", " ", "-1", "name", "_", "0",
+    ];
+    let s = scope(json!({
+        "a": {"b": [{"a": 1}, "two", null], "k v": true},
+        "b": "text", "items": [[1, 2], {"b": {"a": "deep"}}]
+    }));
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut compared = 0;
+    for _ in 0..20_000 {
+        let len = 1 + (next() % 6) as usize;
+        let expr: String = (0..len)
+            .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+            .collect();
+        let fast = format!("{{{{ {expr} }}}}");
+        let slow = format!("{{{{ ({expr}) }}}}");
+        let mut e = Exprs::new();
+        if e.add(&fast, false).is_err() || e.add(&slow, false).is_err() {
+            continue;
+        }
+        // Errors name their source, which differs by the parentheses; their presence
+        // is what must agree.
+        let a = e.value(&fast, &s).map(|v| v.to_string()).ok();
+        let b = e.value(&slow, &s).map(|v| v.to_string()).ok();
+        assert_eq!(a, b, "{expr}");
+        compared += 1;
+    }
+    assert!(compared > 1_000, "only {compared} expressions compiled");
+}
