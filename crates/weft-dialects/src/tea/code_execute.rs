@@ -83,6 +83,11 @@ impl Compiler<'_> {
                 }
             },
         };
+        if returns_at_top_level(code) {
+            // TEA compiles the code as a module, where `return` is a syntax error, which
+            // it reports as a result; in Weft's script it would end the script early.
+            return Some(failure(json!("SyntaxError: 'return' outside function")));
+        }
         let (source, first_line) = script(code, max_output);
         let origin = self
             .map
@@ -107,20 +112,33 @@ impl Compiler<'_> {
         }));
         run.policy.rescue.push(Rescue {
             when: Vec::new(),
-            then: Block::new(BlockKind::Transform(TransformSpec {
-                output: ValueTemplate(json!({
-                    "success": false,
-                    "stdout": "",
-                    "stderr": "",
-                    "return_value": null,
-                    "error": "{{ input.error.message }}",
-                    "execution_time_ms": 0.0,
-                })),
-                exit: None,
-            })),
+            then: failure(json!("{{ input.error.message }}")),
         });
         Some(run)
     }
+}
+
+/// TEA's result of code that failed with `error` (a template of the rescue's input).
+fn failure(error: Value) -> Block {
+    Block::new(BlockKind::Transform(TransformSpec {
+        output: ValueTemplate(json!({
+            "success": false,
+            "stdout": "",
+            "stderr": "",
+            "return_value": null,
+            "error": error,
+            "execution_time_ms": 0.0,
+        })),
+        exit: None,
+    }))
+}
+
+/// Whether a line of `code` returns at the top level (not inside a function).
+fn returns_at_top_level(code: &str) -> bool {
+    code.lines().any(|line| {
+        line.strip_prefix("return")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '(', '\t', ';']))
+    })
 }
 
 /// The user's `code` between a prelude that captures `print` and sets `result` to None,

@@ -419,6 +419,14 @@ nodes:
         out["cut"]["stdout"],
         "line 0\nline 1\nline 2\n... [output truncated]"
     );
+    // A module-level `return` is TEA's syntax error, reported as a result.
+    let returning = "nodes:\n  - name: a\n    uses: code.execute\n    with:\n      code: |\n        def f():\n            return 1\n        return f()\n    output: r\n";
+    let r = run(returning, json!({})).await;
+    assert_eq!(r.output()["r"]["success"], false);
+    assert_eq!(
+        r.output()["r"]["error"],
+        "SyntaxError: 'return' outside function"
+    );
     let lua = yaml.replace("language: python", "language: lua");
     let err = super::support::load_error(&lua, "tea");
     assert!(err.contains("runs Python, not \"lua\""), "{err}");
