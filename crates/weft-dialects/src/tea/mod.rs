@@ -511,13 +511,17 @@ impl Compiler<'_> {
             self.diags.push(Diagnostic::error(ptr, "`steps` is empty"));
             return None;
         }
-        let blocks = self.in_order(
+        let mut blocks = self.in_order(
             steps,
             ptr,
             "a step cannot navigate (`goto`, `fan_in`); steps run in order",
             in_loop,
             |i| format!("step{i}"),
         )?;
+        // One step is that step: a sequence around it would be two more events a run.
+        if blocks.len() == 1 {
+            return blocks.pop();
+        }
         Some(Block::new(BlockKind::Sequence(blocks)))
     }
 
@@ -629,15 +633,21 @@ impl Compiler<'_> {
                 return None;
             }
         };
-        let blocks = self.in_order(
+        let mut blocks = self.in_order(
             body,
             &format!("{ptr}/body"),
             "a loop body node cannot navigate (`goto`, `fan_in`); the body runs in order",
             true,
             |i| format!("{name}.{i}"),
         )?;
+        // A body of one node is that node (a sequence around it is two events an
+        // iteration).
+        let body = match blocks.len() {
+            1 => blocks.pop().expect("one block"),
+            _ => Block::new(BlockKind::Sequence(blocks)),
+        };
         Some(Block::new(BlockKind::Loop(LoopSpec {
-            body: Box::new(Block::new(BlockKind::Sequence(blocks))),
+            body: Box::new(body),
             max_iterations: max,
             while_: Some(Expr(strip_braces(condition).to_owned())),
             until: None,
