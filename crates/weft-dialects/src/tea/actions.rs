@@ -164,6 +164,25 @@ impl Compiler<'_> {
             .push(d.hint_closest(key, options.iter().copied(), hint));
     }
 
+    /// For an action whose `code` holds a template, which TEA renders into the code
+    /// before running it, a node that fails saying that Weft runs `what` as written.
+    pub(super) fn templated_code(
+        &mut self,
+        uses: &str,
+        code: &str,
+        what: &str,
+        hint: &str,
+        (ptr, node): (&str, &str),
+    ) -> Option<Block> {
+        if !super::holds_template(code) {
+            return None;
+        }
+        let message = format!(
+            "{uses}'s code holds a template, which TEA renders into the code before running it; Weft runs {what} as written"
+        );
+        Some(self.unavailable(message, hint, ptr, node))
+    }
+
     /// A node whose action Weft cannot run: a warning now, and a block that fails with
     /// `message` when a run reaches it.
     pub(super) fn unavailable(

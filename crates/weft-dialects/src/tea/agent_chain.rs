@@ -6,11 +6,11 @@
 //! agent sees it. The result is TEA's `{result, <output_key>, chain: [{agent, response,
 //! success}], success, agents_called}`.
 
-use super::Compiler;
+use super::{Compiler, transform};
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use weft_core::Diagnostic;
-use weft_core::ir::{Block, BlockKind, TransformSpec, ValueTemplate};
+use weft_core::ir::{Block, BlockKind, ValueTemplate};
 
 /// The options `agent.sequential` reads.
 const OPTIONS: &[&str] = &[
@@ -55,12 +55,12 @@ impl Compiler<'_> {
             return None;
         }
         let tasks = self.chain_tasks(with, names.len(), &wptr)?;
-        let transform = with.get("transform").and_then(Value::as_str);
-        let mut steps = vec![transform_block(json!({"previous": "", "chain": []}))];
+        let rewrite = with.get("transform").and_then(Value::as_str);
+        let mut steps = vec![transform(json!({"previous": "", "chain": []}))];
         for (i, (name, task)) in names.iter().zip(&tasks).enumerate() {
             let aptr = format!("{wptr}/agents/{i}");
             let call = self.agent_call(name, task, None, &aptr, ptr, node)?;
-            steps.push(stage(call, name, i, names.len(), transform));
+            steps.push(stage(call, name, i, names.len(), rewrite));
         }
         let key = with
             .get("output_key")
@@ -73,7 +73,7 @@ impl Compiler<'_> {
         result.insert("chain".into(), "{{ input.chain }}".into());
         result.insert("success".into(), true.into());
         result.insert("agents_called".into(), Value::Array(called));
-        steps.push(transform_block(Value::Object(result)));
+        steps.push(transform(Value::Object(result)));
         Some(Block::new(BlockKind::Sequence(steps)))
     }
 
@@ -146,12 +146,12 @@ impl Compiler<'_> {
 
 /// One link of the chain: the agent's call with TEA's names bound for its task, then its
 /// answer (through `transform`) as the next link's `previous`, with its chain entry.
-fn stage(call: Block, name: &str, index: usize, length: usize, transform: Option<&str>) -> Block {
-    let response = match transform {
+fn stage(call: Block, name: &str, index: usize, length: usize, rewrite: Option<&str>) -> Block {
+    let response = match rewrite {
         Some(t) => Value::from(t),
         None => Value::from("{{ input.content }}"),
     };
-    let mut record = transform_block(json!({
+    let mut record = transform(json!({
         "previous": response,
         "chain": format!(
             "{{{{ chain_before + [{{'agent': {}, 'response': input.content, 'success': true}}] }}}}",
@@ -178,11 +178,4 @@ fn stage(call: Block, name: &str, index: usize, length: usize, transform: Option
 
 fn template(text: &str) -> ValueTemplate {
     ValueTemplate(Value::from(text))
-}
-
-pub(super) fn transform_block(output: Value) -> Block {
-    Block::new(BlockKind::Transform(TransformSpec {
-        output: ValueTemplate(output),
-        exit: None,
-    }))
 }

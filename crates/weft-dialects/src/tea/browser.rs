@@ -70,14 +70,10 @@ impl Compiler<'_> {
             ));
             return None;
         };
-        let templated = code.contains("{{") || code.contains("{%");
         let spec = if uses == "lua.eval" {
-            if templated {
-                let message = format!(
-                    "{uses}'s code holds a template, which TEA renders into the code before running it; Weft runs Lua as written"
-                );
-                let hint = "read the value from `state` in the code instead";
-                return Some(self.unavailable(message, hint, ptr, node));
+            let hint = "read the value from `state` in the code instead";
+            if let Some(refusal) = self.templated_code(uses, code, "Lua", hint, (ptr, node)) {
+                return Some(refusal);
             }
             CodeSpec {
                 language: "lua".into(),

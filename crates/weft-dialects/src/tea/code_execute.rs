@@ -5,12 +5,10 @@
 //! failure of the code (an exception, the time limit) is a result with `success: false`,
 //! as in TEA, not a failed node.
 
-use super::Compiler;
+use super::{Compiler, transform};
 use serde_json::{Value, json};
 use weft_core::Diagnostic;
-use weft_core::ir::{
-    Block, BlockKind, CodeLimits, CodeSpec, Rescue, SourceLines, TransformSpec, ValueTemplate,
-};
+use weft_core::ir::{Block, BlockKind, CodeLimits, CodeSpec, Rescue, SourceLines, ValueTemplate};
 
 /// TEA's names of the action.
 pub(super) const CODE_EXECUTE: &[&str] = &["code.execute", "actions.code_execute"];
@@ -60,12 +58,9 @@ impl Compiler<'_> {
             );
             return None;
         }
-        if code.contains("{{") || code.contains("{%") {
-            let message = format!(
-                "{uses}'s code holds a template, which TEA renders into the code before running it; Weft runs code as written"
-            );
-            let hint = "compute the value in the code from constants, or use a `run:` node, which reads the state";
-            return Some(self.unavailable(message, hint, ptr, node));
+        let hint = "compute the value in the code from constants, or use a `run:` node, which reads the state";
+        if let Some(refusal) = self.templated_code(uses, code, "code", hint, (ptr, node)) {
+            return Some(refusal);
         }
         let timeout_ms = self
             .timeout_seconds(with.get("timeout"), &wptr)
@@ -120,16 +115,13 @@ impl Compiler<'_> {
 
 /// TEA's result of code that failed with `error` (a template of the rescue's input).
 fn failure(error: Value) -> Block {
-    Block::new(BlockKind::Transform(TransformSpec {
-        output: ValueTemplate(json!({
-            "success": false,
-            "stdout": "",
-            "stderr": "",
-            "return_value": null,
-            "error": error,
-            "execution_time_ms": 0.0,
-        })),
-        exit: None,
+    transform(json!({
+        "success": false,
+        "stdout": "",
+        "stderr": "",
+        "return_value": null,
+        "error": error,
+        "execution_time_ms": 0.0,
     }))
 }
 

@@ -6,8 +6,7 @@
 //! success, leader, workers}`. TEA starts another round only after a failed call; in
 //! Weft a failed call fails the node, so there is one round (`max_rounds` is checked).
 
-use super::Compiler;
-use super::agent_chain::transform_block;
+use super::{Compiler, transform};
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use weft_core::Diagnostic;
@@ -97,7 +96,7 @@ impl Compiler<'_> {
             .iter()
             .map(|w| Value::from(format!("{{{{ worker_outputs[{}] }}}}", Value::from(*w))))
             .collect();
-        let result = transform_block(json!({
+        let result = transform(json!({
             "result": "{{ input.content }}",
             "rounds": 1,
             "worker_results": [results],

@@ -4,10 +4,10 @@
 //! action's (`model`, `provider`, `api_base`; `settings.llm.embedding_model` is its
 //! default); `provider` without `model` means TEA's default, `nomic-embed-text`.
 
-use super::Compiler;
+use super::{Compiler, transform};
 use serde_json::{Map, Value, json};
 use weft_core::Diagnostic;
-use weft_core::ir::{Block, BlockKind, EmbedSpec, TransformSpec, ValueTemplate};
+use weft_core::ir::{Block, BlockKind, EmbedSpec, ValueTemplate};
 
 /// TEA's names of the action.
 pub(super) const EMBED: &[&str] = &["llm.embed", "llm.local.embed", "memory.embed"];
@@ -73,14 +73,11 @@ impl Compiler<'_> {
             dimensions: None,
         }));
         embed.policy.timeout_ms = self.timeout_seconds(with.get("timeout"), &wptr);
-        let result = Block::new(BlockKind::Transform(TransformSpec {
-            output: ValueTemplate(json!({
-                "embedding": "{{ input.embedding }}",
-                "model": named.map_or_else(|| Value::from("{{ input.model }}"), Value::from),
-                "dimensions": "{{ input.dimensions }}",
-                "tokens_used": "{{ input.usage.prompt_tokens }}",
-            })),
-            exit: None,
+        let result = transform(json!({
+            "embedding": "{{ input.embedding }}",
+            "model": named.map_or_else(|| Value::from("{{ input.model }}"), Value::from),
+            "dimensions": "{{ input.dimensions }}",
+            "tokens_used": "{{ input.usage.prompt_tokens }}",
         }));
         Some(Block::new(BlockKind::Sequence(vec![embed, result])))
     }

@@ -158,7 +158,7 @@ impl Compiler<'_> {
 
     /// A string's value when it is a constant or `{{ variables.NAME }}`.
     fn constant(&self, s: &str) -> Option<String> {
-        if !s.contains("{{") && !s.contains("{%") {
+        if !holds_template(s) {
             return Some(s.to_owned());
         }
         let inner = s.trim().strip_prefix("{{")?.strip_suffix("}}")?.trim();
@@ -511,18 +511,14 @@ impl Compiler<'_> {
             self.diags.push(Diagnostic::error(ptr, "`steps` is empty"));
             return None;
         }
-        let mut blocks = self.in_order(
+        let blocks = self.in_order(
             steps,
             ptr,
             "a step cannot navigate (`goto`, `fan_in`); steps run in order",
             in_loop,
             |i| format!("step{i}"),
         )?;
-        // One step is that step: a sequence around it would be two more events a run.
-        if blocks.len() == 1 {
-            return blocks.pop();
-        }
-        Some(Block::new(BlockKind::Sequence(blocks)))
+        Some(sequence_of(blocks))
     }
 
     /// Nodes that run one after another (`steps`, a loop `body`): one that navigates gets
@@ -633,21 +629,15 @@ impl Compiler<'_> {
                 return None;
             }
         };
-        let mut blocks = self.in_order(
+        let blocks = self.in_order(
             body,
             &format!("{ptr}/body"),
             "a loop body node cannot navigate (`goto`, `fan_in`); the body runs in order",
             true,
             |i| format!("{name}.{i}"),
         )?;
-        // A body of one node is that node (a sequence around it is two events an
-        // iteration).
-        let body = match blocks.len() {
-            1 => blocks.pop().expect("one block"),
-            _ => Block::new(BlockKind::Sequence(blocks)),
-        };
         Some(Block::new(BlockKind::Loop(LoopSpec {
-            body: Box::new(body),
+            body: Box::new(sequence_of(blocks)),
             max_iterations: max,
             while_: Some(Expr(strip_braces(condition).to_owned())),
             until: None,
@@ -942,6 +932,28 @@ impl Compiler<'_> {
 /// An expression whose value is `v` as written: read from JSON text, so the templates
 /// its strings may hold stay text. No brace appears in the expression (they are written
 /// `\x7b` and `\x7d` in its string), so it can stand alone between `{{ }}`.
+/// A transform whose output is `output` (templates).
+pub(super) fn transform(output: Value) -> Block {
+    Block::new(BlockKind::Transform(TransformSpec {
+        output: ValueTemplate(output),
+        exit: None,
+    }))
+}
+
+/// `blocks` in order; one block is itself, not a sequence of one (which would be two
+/// more events each time it runs).
+fn sequence_of(mut blocks: Vec<Block>) -> Block {
+    match blocks.len() {
+        1 => blocks.pop().expect("one block"),
+        _ => Block::new(BlockKind::Sequence(blocks)),
+    }
+}
+
+/// Whether `s` holds a template (`{{ ... }}` or `{% ... %}`).
+fn holds_template(s: &str) -> bool {
+    s.contains("{{") || s.contains("{%")
+}
+
 fn constant_expression(v: &Value) -> String {
     let literal = Value::from(v.to_string()).to_string();
     format!(

@@ -16,12 +16,12 @@
 //! `reflection_history`, `reflection_best`, `reflection_best_score`; the evaluation of
 //! the last attempt is kept as `reflection_evaluation`.
 
-use super::Compiler;
+use super::{Compiler, transform};
 use serde_json::{Map, Value, json};
 use weft_core::Diagnostic;
 use weft_core::ir::{
     Assertion, Block, BlockKind, BranchSpec, Case, CodeLimits, CodeSpec, Expr, LoopSpec,
-    TransformSpec, ValueTemplate,
+    ValueTemplate,
 };
 
 /// What a model judge answers.
@@ -278,14 +278,6 @@ impl Compiler<'_> {
             }
         }
     }
-}
-
-/// A transform whose output is `output` (templates).
-fn transform(output: Value) -> Block {
-    Block::new(BlockKind::Transform(TransformSpec {
-        output: ValueTemplate(output),
-        exit: None,
-    }))
 }
 
 /// A passthrough that sets state keys from templates.
