@@ -5,7 +5,7 @@
 //! default); `provider` without `model` means TEA's default, `nomic-embed-text`.
 
 use super::{Compiler, transform};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use weft_core::Diagnostic;
 use weft_core::ir::{Block, BlockKind, EmbedSpec, ValueTemplate};
 
@@ -50,7 +50,7 @@ impl Compiler<'_> {
             "its `text`",
             "with: {text: \"{{ state.query }}\", model: nomic-embed-text, provider: ollama}",
         )?;
-        self.embed_options(uses, with, &wptr);
+        self.read_options(uses, with, &wptr, (OPTIONS, TEA_ONLY), |_| None);
         let Some(text) = with.get("text").and_then(Value::as_str) else {
             self.diags.push(
                 Diagnostic::error(&wptr, format!("{uses} needs `text`, a string (a template)"))
@@ -80,20 +80,5 @@ impl Compiler<'_> {
             "tokens_used": "{{ input.usage.prompt_tokens }}",
         }));
         Some(Block::new(BlockKind::Sequence(vec![embed, result])))
-    }
-
-    /// Warns of TEA's local-runtime options and refuses unknown ones.
-    fn embed_options(&mut self, uses: &str, with: &Map<String, Value>, wptr: &str) {
-        for key in with.keys() {
-            if let Some((_, why)) = TEA_ONLY.iter().find(|(k, _)| k == key) {
-                self.diags.push(Diagnostic::warning(
-                    weft_core::validate::child_pointer(wptr, key),
-                    format!("`{key}` is read, not used: {why}"),
-                ));
-            } else if !OPTIONS.contains(&key.as_str()) {
-                let hint = format!("its options: {}", OPTIONS.join(", "));
-                self.unknown_option(uses, key, wptr, OPTIONS, hint);
-            }
-        }
     }
 }

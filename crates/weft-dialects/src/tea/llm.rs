@@ -93,21 +93,11 @@ impl Compiler<'_> {
         } else {
             LLM_OPTIONS.to_vec()
         };
-        for key in with.keys() {
-            if let Some((_, why)) = TEA_ONLY_OPTIONS.iter().find(|(k, _)| k == key) {
-                self.diags.push(Diagnostic::warning(
-                    weft_core::validate::child_pointer(&wptr, key),
-                    format!("`{key}` is read, not used: {why}"),
-                ));
-            } else if !options.contains(&key.as_str()) {
-                let hint = if TOOL_OPTIONS.contains(&key.as_str()) {
-                    format!("`{key}` is an option of `uses: llm.tools`")
-                } else {
-                    format!("its options: {}", options.join(", "))
-                };
-                self.unknown_option(uses, key, &wptr, &options, hint);
-            }
-        }
+        self.read_options(uses, with, &wptr, (&options, TEA_ONLY_OPTIONS), |key| {
+            TOOL_OPTIONS
+                .contains(&key)
+                .then(|| format!("`{key}` is an option of `uses: llm.tools`"))
+        });
         let mut spec = LlmSpec {
             output: LlmOutput::Message,
             ..LlmSpec::default()
@@ -156,6 +146,31 @@ impl Compiler<'_> {
                     "timeout is a number of seconds, above 0 and at most 86400",
                 ));
                 None
+            }
+        }
+    }
+
+    /// Checks the keys of `with:` against `options`: one of TEA's `tea_only` options
+    /// (with why Weft does not use it) is warned of, any other unknown key refused with
+    /// `hint` for it, else the list of options.
+    pub(super) fn read_options(
+        &mut self,
+        uses: &str,
+        with: &serde_json::Map<String, Value>,
+        wptr: &str,
+        (options, tea_only): (&[&str], &[(&str, &str)]),
+        hint: impl Fn(&str) -> Option<String>,
+    ) {
+        for key in with.keys() {
+            if let Some((_, why)) = tea_only.iter().find(|(k, _)| k == key) {
+                self.diags.push(Diagnostic::warning(
+                    weft_core::validate::child_pointer(wptr, key),
+                    format!("`{key}` is read, not used: {why}"),
+                ));
+            } else if !options.contains(&key.as_str()) {
+                let hint =
+                    hint(key).unwrap_or_else(|| format!("its options: {}", options.join(", ")));
+                self.unknown_option(uses, key, wptr, options, hint);
             }
         }
     }
