@@ -2,10 +2,10 @@
 //! actions by name, and TEA's actions Weft does not have load as nodes that fail when
 //! they run ([`super::foreign`]).
 
-use super::Compiler;
+use super::{Compiler, transform};
 use serde_json::{Map, Value};
 use weft_core::Diagnostic;
-use weft_core::ir::{ActionSpec, Block, BlockKind, TransformSpec, ValueTemplate};
+use weft_core::ir::{ActionSpec, Block, BlockKind, ValueTemplate};
 
 use super::browser::BROWSER;
 use super::code_execute::CODE_EXECUTE;
@@ -15,12 +15,9 @@ use super::llm::MODEL;
 /// JSON text TEA's `llm.call` returns (tea-notes: `{"content": TEXT, "usage": ...}`), so
 /// `json.loads(result["content"])` works as in TEA.
 fn as_text(call: Block) -> Block {
-    let text = Block::new(BlockKind::Transform(TransformSpec {
-        output: ValueTemplate(Value::from(
-            "{{ input | merge({'content': input.content | text}) }}",
-        )),
-        exit: None,
-    }));
+    let text = transform(Value::from(
+        "{{ input | merge({'content': input.content | text}) }}",
+    ));
     Block::new(BlockKind::Sequence(vec![call, text]))
 }
 
@@ -210,10 +207,7 @@ fn returned(with: Option<&Value>) -> Block {
         .or(with)
         .cloned()
         .unwrap_or(Value::Null);
-    Block::new(BlockKind::Transform(TransformSpec {
-        output: ValueTemplate(value),
-        exit: None,
-    }))
+    transform(value)
 }
 
 /// TEA's actions that Weft compiles to its own blocks (`reflection.rs`, `reasoning.rs`,

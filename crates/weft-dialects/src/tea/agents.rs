@@ -6,13 +6,11 @@
 //! `vote`, `first`). An agent the file does not declare is refused when the file loads
 //! (TEA finds out when the node runs).
 
-use super::Compiler;
+use super::{Compiler, transform};
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use weft_core::Diagnostic;
-use weft_core::ir::{
-    Block, BlockKind, CodeLimits, CodeSpec, ParallelSpec, TransformSpec, ValueTemplate,
-};
+use weft_core::ir::{Block, BlockKind, CodeLimits, CodeSpec, ParallelSpec, ValueTemplate};
 
 /// The options `agent.dispatch` reads.
 const OPTIONS: &[&str] = &["agent", "task", "timeout", "max_retries"];
@@ -117,17 +115,14 @@ impl Compiler<'_> {
             call.insert("timeout".into(), t.clone());
         }
         let model_call = self.llm_call("agent.dispatch", Some(&Value::Object(call)), ptr, node)?;
-        let result = Block::new(BlockKind::Transform(TransformSpec {
-            output: ValueTemplate(json!({
-                "response": "{{ input.content }}",
-                "content": "{{ input.content }}",
-                "agent": name,
-                "success": true,
-                "attempts": 1,
-                "model": "{{ input.model }}",
-                "usage": "{{ input.usage }}",
-            })),
-            exit: None,
+        let result = transform(json!({
+            "response": "{{ input.content }}",
+            "content": "{{ input.content }}",
+            "agent": name,
+            "success": true,
+            "attempts": 1,
+            "model": "{{ input.model }}",
+            "usage": "{{ input.usage }}",
         }));
         Some(Block::new(BlockKind::Sequence(vec![model_call, result])))
     }
@@ -231,15 +226,12 @@ fn aggregate(aggregation: &str, names: &[&str]) -> Block {
         v
     };
     match aggregation {
-        "first" => Block::new(BlockKind::Transform(TransformSpec {
-            output: ValueTemplate(with_common(json!({
-                "result": "{{ input.content }}",
-                "agent": "{{ input.agent }}",
-                "aggregation": "first",
-                "raw_results": ["{{ input }}"],
-            }))),
-            exit: None,
-        })),
+        "first" => transform(with_common(json!({
+            "result": "{{ input.content }}",
+            "agent": "{{ input.agent }}",
+            "aggregation": "first",
+            "raw_results": ["{{ input }}"],
+        }))),
         "vote" => Block::new(BlockKind::Code(CodeSpec {
             language: "lua".into(),
             source: VOTE.into(),
@@ -254,14 +246,11 @@ fn aggregate(aggregation: &str, names: &[&str]) -> Block {
             builtins: None,
             limits: CodeLimits::default(),
         })),
-        _ => Block::new(BlockKind::Transform(TransformSpec {
-            output: ValueTemplate(with_common(json!({
-                "responses": responses,
-                "count": names.len(),
-                "aggregation": "collect",
-                "raw_results": raw,
-            }))),
-            exit: None,
-        })),
+        _ => transform(with_common(json!({
+            "responses": responses,
+            "count": names.len(),
+            "aggregation": "collect",
+            "raw_results": raw,
+        }))),
     }
 }

@@ -182,23 +182,16 @@ impl Compiler<'_> {
         // The input, over the file's initial_state, is the initial state; the final
         // state is the output.
         let mut start = match self.initial_state(tea.initial_state.as_ref()) {
-            Some(initial) => Block::new(BlockKind::Transform(TransformSpec {
-                output: ValueTemplate(Value::from(format!(
-                    "{{{{ merge({}, input if input is mapping else {{}}) }}}}",
-                    constant_expression(&initial)
-                ))),
-                exit: None,
-            })),
+            Some(initial) => transform(Value::from(format!(
+                "{{{{ merge({}, input if input is mapping else {{}}) }}}}",
+                constant_expression(&initial)
+            ))),
             None => Block::new(BlockKind::Passthrough),
         }
         .with_id("__start__");
         start.data.merge_output = true;
         self.runtime_sections(tea);
-        let finish = Block::new(BlockKind::Transform(TransformSpec {
-            output: ValueTemplate(Value::from("{{ state }}")),
-            exit: None,
-        }))
-        .with_id("__end__");
+        let finish = transform(Value::from("{{ state }}")).with_id("__end__");
         let mut root = Block::new(BlockKind::Sequence(vec![start, graph, finish]));
         root.data
             .bind
@@ -497,10 +490,7 @@ impl Compiler<'_> {
             .get("output_key")
             .and_then(Value::as_str)
             .unwrap_or("result");
-        let mut b = Block::new(BlockKind::Transform(TransformSpec {
-            output: ValueTemplate(json!({ key: format!("{{{{ {} }}}}", strip_braces(value)) })),
-            exit: None,
-        }));
+        let mut b = transform(json!({ key: format!("{{{{ {} }}}}", strip_braces(value)) }));
         b.data.merge_output = true;
         Some(b)
     }
@@ -733,15 +723,12 @@ impl Compiler<'_> {
             ValueTemplate(Value::from(format!("{{{{ {index_var} }}}}"))),
         );
         let index = format!("{{{{ {index_var} }}}}");
-        let result = Block::new(BlockKind::Transform(TransformSpec {
-            output: ValueTemplate(json!({
-                "state": "{{ state }}",
-                "source_node": name,
-                "index": index,
-                "success": true,
-                "error": null,
-            })),
-            exit: None,
+        let result = transform(json!({
+            "state": "{{ state }}",
+            "source_node": name,
+            "index": index,
+            "success": true,
+            "error": null,
         }));
         let fail_fast = n.fail_fast.unwrap_or(false);
         let mut body = Block::new(BlockKind::Sequence(vec![enter, work, result]));
@@ -751,18 +738,15 @@ impl Compiler<'_> {
             // with its error"); the error itself stays in the run's events.
             body.policy.rescue.push(Rescue {
                 when: Vec::new(),
-                then: Block::new(BlockKind::Transform(TransformSpec {
-                    output: ValueTemplate(json!({
-                        "state": {
-                            item_var.clone(): format!("{{{{ {item_var} }}}}"),
-                            index_var.clone(): index,
-                        },
-                        "source_node": name,
-                        "index": index,
-                        "success": false,
-                        "error": "{{ input.error.message }}",
-                    })),
-                    exit: None,
+                then: transform(json!({
+                    "state": {
+                        item_var.clone(): format!("{{{{ {item_var} }}}}"),
+                        index_var.clone(): index,
+                    },
+                    "source_node": name,
+                    "index": index,
+                    "success": false,
+                    "error": "{{ input.error.message }}",
                 })),
             });
         }
@@ -929,9 +913,6 @@ impl Compiler<'_> {
     }
 }
 
-/// An expression whose value is `v` as written: read from JSON text, so the templates
-/// its strings may hold stay text. No brace appears in the expression (they are written
-/// `\x7b` and `\x7d` in its string), so it can stand alone between `{{ }}`.
 /// A transform whose output is `output` (templates).
 pub(super) fn transform(output: Value) -> Block {
     Block::new(BlockKind::Transform(TransformSpec {
@@ -954,6 +935,9 @@ fn holds_template(s: &str) -> bool {
     s.contains("{{") || s.contains("{%")
 }
 
+/// An expression whose value is `v` as written: read from JSON text, so the templates
+/// its strings may hold stay text. No brace appears in the expression (they are written
+/// `\x7b` and `\x7d` in its string), so it can stand alone between `{{ }}`.
 fn constant_expression(v: &Value) -> String {
     let literal = Value::from(v.to_string()).to_string();
     format!(

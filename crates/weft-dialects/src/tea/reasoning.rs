@@ -5,10 +5,10 @@
 //! examples. The result is TEA's: `thinking`, `answer`, `model`, `thinking_format`,
 //! `reasoning_thinking`, `reasoning_answer` and a `reasoning_trace`.
 
-use super::Compiler;
+use super::{Compiler, transform};
 use serde_json::{Map, Value, json};
 use weft_core::Diagnostic;
-use weft_core::ir::{Block, BlockKind, TransformSpec, ValueTemplate};
+use weft_core::ir::{Block, BlockKind};
 
 /// How each thinking format asks the model to reason (Weft's wording).
 const FORMATS: &[(&str, &str)] = &[
@@ -90,22 +90,19 @@ impl Compiler<'_> {
             }}}),
         );
         let model_call = self.llm_call("reason.cot", Some(&Value::Object(call)), ptr, node)?;
-        let result = Block::new(BlockKind::Transform(TransformSpec {
-            output: ValueTemplate(json!({
+        let result = transform(json!({
+            "thinking": "{{ input.content.thinking }}",
+            "answer": "{{ input.content.answer }}",
+            "model": "{{ input.model }}",
+            "thinking_format": format,
+            "reasoning_thinking": "{{ input.content.thinking }}",
+            "reasoning_answer": "{{ input.content.answer }}",
+            "reasoning_trace": [{
+                "step": "cot_response",
                 "thinking": "{{ input.content.thinking }}",
                 "answer": "{{ input.content.answer }}",
-                "model": "{{ input.model }}",
-                "thinking_format": format,
-                "reasoning_thinking": "{{ input.content.thinking }}",
-                "reasoning_answer": "{{ input.content.answer }}",
-                "reasoning_trace": [{
-                    "step": "cot_response",
-                    "thinking": "{{ input.content.thinking }}",
-                    "answer": "{{ input.content.answer }}",
-                    "usage": "{{ input.usage }}",
-                }],
-            })),
-            exit: None,
+                "usage": "{{ input.usage }}",
+            }],
         }));
         Some(Block::new(BlockKind::Sequence(vec![model_call, result])))
     }
