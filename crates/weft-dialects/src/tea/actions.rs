@@ -5,7 +5,7 @@
 use super::{Compiler, transform};
 use serde_json::{Map, Value};
 use weft_core::Diagnostic;
-use weft_core::ir::{ActionSpec, Block, BlockKind, ValueTemplate};
+use weft_core::ir::{ActionSpec, Block, BlockKind, SourceLines, ValueTemplate};
 
 use super::browser::BROWSER;
 use super::code_execute::CODE_EXECUTE;
@@ -178,6 +178,17 @@ impl Compiler<'_> {
             "{uses}'s code holds a template, which TEA renders into the code before running it; Weft runs {what} as written"
         );
         Some(self.unavailable(message, hint, ptr, node))
+    }
+
+    /// Where the `code` option under `wptr` sits in the file, for a script whose line
+    /// `source_line` is the code's first.
+    pub(super) fn code_origin(&self, wptr: &str, source_line: u32) -> Option<SourceLines> {
+        self.map
+            .text_line(&format!("{wptr}/code"))
+            .map(|file_line| SourceLines {
+                source_line,
+                file_line,
+            })
     }
 
     /// A node whose action Weft cannot run: a warning now, and a block that fails with

@@ -10,7 +10,7 @@
 use super::Compiler;
 use serde_json::{Value, json};
 use weft_core::Diagnostic;
-use weft_core::ir::{Block, BlockKind, CodeLimits, CodeSpec, SourceLines, ValueTemplate};
+use weft_core::ir::{Block, BlockKind, CodeLimits, CodeSpec, ValueTemplate};
 
 /// The browser runtime's code actions.
 pub(super) const BROWSER: &[&str] = &["lua.eval", "prolog.query"];
@@ -78,13 +78,7 @@ impl Compiler<'_> {
             CodeSpec {
                 language: "lua".into(),
                 source: code.to_owned(),
-                origin: self
-                    .map
-                    .text_line(&format!("{wptr}/code"))
-                    .map(|file_line| SourceLines {
-                        source_line: 1,
-                        file_line,
-                    }),
+                origin: self.code_origin(&wptr, 1),
                 entry: None,
                 args: Some(ValueTemplate(json!({"state": "{{ state }}"}))),
                 imports: None,

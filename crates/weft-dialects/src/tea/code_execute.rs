@@ -8,7 +8,7 @@
 use super::{Compiler, transform};
 use serde_json::{Value, json};
 use weft_core::Diagnostic;
-use weft_core::ir::{Block, BlockKind, CodeLimits, CodeSpec, Rescue, SourceLines, ValueTemplate};
+use weft_core::ir::{Block, BlockKind, CodeLimits, CodeSpec, Rescue, ValueTemplate};
 
 /// TEA's names of the action.
 pub(super) const CODE_EXECUTE: &[&str] = &["code.execute", "actions.code_execute"];
@@ -84,13 +84,7 @@ impl Compiler<'_> {
             return Some(failure(json!("SyntaxError: 'return' outside function")));
         }
         let (source, first_line) = script(code, max_output);
-        let origin = self
-            .map
-            .text_line(&format!("{wptr}/code"))
-            .map(|file_line| SourceLines {
-                source_line: first_line,
-                file_line,
-            });
+        let origin = self.code_origin(&wptr, first_line);
         let mut run = Block::new(BlockKind::Code(CodeSpec {
             language: "python".into(),
             source,
