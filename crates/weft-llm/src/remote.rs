@@ -212,6 +212,16 @@ impl Model for Remote {
     }
 
     async fn embed(&self, request: &EmbedRequest) -> Result<EmbedResponse, BlockError> {
+        // Known before any attempt: no permit, timeout or retry is spent on it.
+        if self.settings.provider == Provider::Anthropic {
+            return Err(BlockError::new(
+                ErrorKind::Config,
+                format!(
+                    "Anthropic offers no embedding models, so `anthropic/{}` cannot embed text: name one of another provider (openai/text-embedding-3-small, ollama/nomic-embed-text, gemini/text-embedding-004) or local/<model>",
+                    request.model
+                ),
+            ));
+        }
         self.patiently(|| self.embed_once(request)).await
     }
 }
@@ -260,15 +270,6 @@ impl Remote {
     /// Ollama's `/api/embed` and Gemini's `batchEmbedContents`).
     async fn embed_once(&self, request: &EmbedRequest) -> Result<EmbedResponse, CallError> {
         let provider = self.settings.provider;
-        if provider == Provider::Anthropic {
-            return Err(CallError::new(
-                ErrorKind::Config,
-                format!(
-                    "Anthropic offers no embedding models, so `anthropic/{}` cannot embed text: name one of another provider (openai/text-embedding-3-small, ollama/nomic-embed-text, gemini/text-embedding-004) or local/<model>",
-                    request.model
-                ),
-            ));
-        }
         let mut options = EmbedOptions::default().with_capture_usage(true);
         if let Some(n) = request.dimensions {
             options = options.with_dimensions(n as usize);
