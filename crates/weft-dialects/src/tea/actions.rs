@@ -52,6 +52,10 @@ impl Compiler<'_> {
         match uses {
             "reflection.loop" => return self.reflection_loop(with, ptr, node),
             "reason.cot" => return self.reason_cot(with, ptr, node),
+            "reason.self_correct" => return self.reason_self_correct(with, ptr, node),
+            "reason.react" => return self.reason_react(with, ptr, node),
+            "retry.loop" => return self.retry_loop(with, ptr, node),
+            "validate.extraction" => return self.validate_extraction(with, ptr, node),
             "agent.dispatch" => return self.agent_dispatch(with, ptr, node),
             "agent.parallel" => return self.agent_parallel(with, ptr, node),
             "agent.sequential" => return self.agent_sequential(with, ptr, node),
@@ -222,12 +226,17 @@ fn returned(with: Option<&Value>) -> Block {
 }
 
 /// TEA's actions that Weft compiles to its own blocks (`reflection.rs`, `reasoning.rs`,
+/// `self_correct.rs`, `react.rs`, `retry.rs`, `extraction.rs`,
 /// `agents.rs`, `agent_chain.rs`, `coordinate.rs`; `return` here; `llm.embed`, `code.execute` and the browser runtime's
 /// `lua.eval` and `prolog.query` are `embed::EMBED`, `code_execute::CODE_EXECUTE` and
 /// `browser::BROWSER`).
 const PATTERNS: &[&str] = &[
     "reflection.loop",
     "reason.cot",
+    "reason.self_correct",
+    "reason.react",
+    "retry.loop",
+    "validate.extraction",
     "agent.dispatch",
     "agent.parallel",
     "agent.sequential",

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// A whole file.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct TeaDoc {
     pub name: Option<String>,
@@ -57,7 +57,7 @@ pub(super) struct TeaDoc {
 }
 
 /// A node, a step of `steps`, or a node of a `while_loop` body.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Node {
     pub name: Option<String>,
@@ -99,7 +99,7 @@ pub(super) struct Node {
 }
 
 /// The action of a `dynamic_parallel` node in action mode.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ActionDoc {
     pub uses: String,
@@ -109,7 +109,7 @@ pub(super) struct ActionDoc {
 }
 
 /// One entry of the legacy `edges` section.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct EdgeDoc {
     pub from: String,
@@ -125,7 +125,7 @@ pub(super) struct EdgeDoc {
 }
 
 /// `condition: {type: expression, value: EXPR}` on a legacy edge.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ConditionDoc {
     #[serde(rename = "type")]

@@ -86,7 +86,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ("reason.dspy.", "the DSPy library"),
     (
         "reason.",
-        "TEA's built-in reasoning patterns (ReAct, self-correction, decomposition; Weft runs `reason.cot`)",
+        "TEA's built-in reasoning patterns (ReAct, decomposition; Weft runs `reason.cot` and `reason.self_correct`)",
     ),
     (
         "reflection.",
@@ -95,10 +95,6 @@ const FAMILIES: &[(&str, &str)] = &[
     (
         "schema.",
         "TEA's JSON Schema loader (schemas from files, URLs and Git references, deep-merged)",
-    ),
-    (
-        "retry.loop",
-        "TEA's extraction validation (`validate.extraction`) and its correction loop",
     ),
     (
         "secrets.",
@@ -114,7 +110,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ),
     (
         "validate.",
-        "TEA's extraction validation (Prolog constraints over `extraction_schema`)",
+        "TEA's schema-guided extraction prompts (Weft runs `validate.extraction`)",
     ),
     (
         "vector.",

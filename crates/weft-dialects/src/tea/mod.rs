@@ -17,15 +17,19 @@ mod doc;
 mod embed;
 mod end_node;
 mod events;
+mod extraction;
 mod foreign;
 mod ignored;
 mod interrupts;
 mod llm;
 mod navigation;
+mod react;
 mod reasoning;
 mod reflection;
 mod result_fields;
+mod retry;
 mod runtime;
+mod self_correct;
 
 use crate::diagnostics::{Compiled, Diagnostics, read_document};
 use crate::dialect::{CompileContext, Confidence, Dialect};
@@ -103,6 +107,9 @@ fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
         variables: tea.variables.clone(),
         agents: settings_map(&tea, "/agents"),
         llm_settings: settings_map(&tea, "/llm"),
+        nodes: tea.nodes.clone(),
+        correcting: Vec::new(),
+        extraction: extraction::Defaults::of(&tea),
     };
     if let Some(warning) = renamed_end {
         c.diags.push(warning);
@@ -133,6 +140,13 @@ pub(crate) struct Compiler<'a> {
     agents: IndexMap<String, Value>,
     /// `settings.llm`, whose constant options agents inherit.
     llm_settings: IndexMap<String, Value>,
+    /// The file's nodes, for actions that run another node (`retry.loop`'s `correct`).
+    nodes: Vec<Node>,
+    /// The nodes being compiled as a correction, innermost last (a node that corrects
+    /// itself through another is refused rather than compiled forever).
+    correcting: Vec<String>,
+    /// The file's extraction-validation sections, `validate.extraction`'s defaults.
+    extraction: extraction::Defaults,
 }
 
 /// The mapping at `pointer` under `settings`, with values written `${VARIABLE}` left
@@ -158,15 +172,21 @@ impl Compiler<'_> {
 
     /// A string's value when it is a constant or `{{ variables.NAME }}`.
     fn constant(&self, s: &str) -> Option<String> {
+        match self.constant_value(s)? {
+            Value::String(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// A string's value when it is a constant (the string) or `{{ variables.NAME }}`
+    /// (the variable's value, of any type).
+    fn constant_value(&self, s: &str) -> Option<Value> {
         if !holds_template(s) {
-            return Some(s.to_owned());
+            return Some(Value::from(s));
         }
         let inner = s.trim().strip_prefix("{{")?.strip_suffix("}}")?.trim();
         let name = inner.strip_prefix("variables.")?;
-        match self.variables.get(name)? {
-            Value::String(v) => Some(v.clone()),
-            _ => None,
-        }
+        self.variables.get(name).cloned()
     }
 
     fn flow(&mut self, tea: &TeaDoc) -> Option<Flow> {

@@ -111,18 +111,11 @@ impl Compiler<'_> {
                 ));
             }
         }
-        for (key, value) in [
-            ("extraction_schema", &tea.extraction_schema),
-            ("validation_constraints", &tea.validation_constraints),
-            ("semantic_probes", &tea.semantic_probes),
-            ("validation_logging", &tea.validation_logging),
-        ] {
-            if value.is_some() {
-                self.diags.push(Diagnostic::warning(
-                    format!("/{key}"),
-                    format!("`{key}` feeds TEA's extraction-validation actions, which Weft does not have; it is not used"),
-                ));
-            }
+        if tea.validation_logging.is_some() {
+            self.diags.push(Diagnostic::warning(
+                "/validation_logging",
+                "`validation_logging` is read, not used: Weft journals each validation's result as its step's output",
+            ));
         }
     }
 

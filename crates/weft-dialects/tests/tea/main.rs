@@ -6,6 +6,8 @@
 mod conformance;
 mod invalid;
 mod model_patterns;
+mod reasoning_patterns;
+mod retry_loop;
 #[path = "../support/mod.rs"]
 mod support;
 mod tea_files;
