@@ -62,6 +62,10 @@ impl Compiler<'_> {
             "agent.coordinate" => return self.agent_coordinate(with, ptr, node),
             "return" => return Some(returned(with)),
             u if EMBED.contains(&u) => return self.llm_embed(u, with, ptr, node),
+            "plan.decompose" => return self.plan_decompose(with, ptr, node),
+            "plan.execute" => return self.plan_execute(with, ptr, node),
+            "plan.replan" => return self.plan_replan(with, ptr, node),
+            "plan.status" => return self.plan_status(with, ptr),
             u if CODE_EXECUTE.contains(&u) => return self.code_execute(u, with, ptr, node),
             u if BROWSER.contains(&u) => return self.browser_code(u, with, ptr, node),
             _ => {}
@@ -226,7 +230,7 @@ fn returned(with: Option<&Value>) -> Block {
 }
 
 /// TEA's actions that Weft compiles to its own blocks (`reflection.rs`, `reasoning.rs`,
-/// `self_correct.rs`, `react.rs`, `retry.rs`, `extraction.rs`,
+/// `self_correct.rs`, `react.rs`, `retry.rs`, `extraction.rs`, `planning/`,
 /// `agents.rs`, `agent_chain.rs`, `coordinate.rs`; `return` here; `llm.embed`, `code.execute` and the browser runtime's
 /// `lua.eval` and `prolog.query` are `embed::EMBED`, `code_execute::CODE_EXECUTE` and
 /// `browser::BROWSER`).
@@ -237,6 +241,10 @@ const PATTERNS: &[&str] = &[
     "reason.react",
     "retry.loop",
     "validate.extraction",
+    "plan.decompose",
+    "plan.execute",
+    "plan.replan",
+    "plan.status",
     "agent.dispatch",
     "agent.parallel",
     "agent.sequential",

@@ -140,9 +140,18 @@ fn llm_defaults(doc: &Value) -> Vec<(String, Value)> {
 /// Gives a model action node the defaults it lacks: `llm.embed` takes its model from
 /// `embedding_model` (TEA's setting for it), the other model actions from `model`.
 fn with_llm_defaults(obj: &mut serde_json::Map<String, Value>, defaults: &[(String, Value)]) {
-    let Some(uses) = obj.get("uses").and_then(Value::as_str) else {
+    let Some(uses) = obj.get("uses").and_then(Value::as_str).map(str::to_owned) else {
         return;
     };
+    // Options of model calls nested in other actions (the planner's, a subtask
+    // executor's) name the settings too.
+    if let Some(with) = obj.get_mut("with") {
+        for nested in ["/planner", "/subtask_executor/with"] {
+            if let Some(m) = with.pointer_mut(nested).and_then(Value::as_object_mut) {
+                settings_references(m, defaults);
+            }
+        }
+    }
     if !uses.starts_with("llm.") {
         return;
     }

@@ -23,6 +23,7 @@ mod ignored;
 mod interrupts;
 mod llm;
 mod navigation;
+mod planning;
 mod react;
 mod reasoning;
 mod reflection;

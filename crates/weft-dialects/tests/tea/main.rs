@@ -6,6 +6,7 @@
 mod conformance;
 mod invalid;
 mod model_patterns;
+mod planning;
 mod reasoning_patterns;
 mod retry_loop;
 #[path = "../support/mod.rs"]
