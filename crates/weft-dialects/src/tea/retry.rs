@@ -8,6 +8,7 @@
 //!           the loop)] -> result
 //! ```
 //!
+//! `retry_delay` waits (a `time.sleep` block) after each correction, as TEA does.
 //! The state keys are TEA's: `_retry_count`, `_retry_errors`, `_retry_result` (the
 //! latest verdict, or TEA's record of a failed correction) and `_retry_exhausted`; the
 //! verdict's own keys (`valid`, `errors`, ...) are spread into the state, as TEA
@@ -17,7 +18,9 @@
 use super::{Compiler, transform};
 use serde_json::{Map, Value, json};
 use weft_core::Diagnostic;
-use weft_core::ir::{Block, BlockKind, BranchSpec, Case, Expr, LoopSpec, Rescue, ValueTemplate};
+use weft_core::ir::{
+    ActionSpec, Block, BlockKind, BranchSpec, Case, Expr, LoopSpec, Rescue, ValueTemplate,
+};
 
 /// The options `retry.loop` reads.
 const OPTIONS: &[&str] = &[
@@ -59,10 +62,10 @@ impl Compiler<'_> {
             1,
             MAX_RETRIES,
         )?;
-        self.retry_delay(with.get("retry_delay"), &wptr);
+        let pause = self.retry_delay(with.get("retry_delay"), &wptr)?;
         let validate = self.retry_validation(with, &wptr, node)?;
         let (name, correct) = self.correction(with.get("correct"), &format!("{wptr}/correct"))?;
-        Some(assemble(validate, &name, correct, max))
+        Some(assemble(validate, &name, correct, pause, max))
     }
 
     /// The validation action, run with `validate_args` as its options (rendered for
@@ -106,17 +109,32 @@ impl Compiler<'_> {
         Some(check)
     }
 
-    /// `retry_delay`: TEA sleeps between attempts; Weft goes on at once, and says so.
-    fn retry_delay(&mut self, delay: Option<&Value>, wptr: &str) {
-        if delay.and_then(Value::as_f64).is_some_and(|d| d > 0.0) {
+    /// `retry_delay` (seconds): TEA waits that long after a correction, before it
+    /// validates again; so does Weft, with a `time.sleep` block.
+    fn retry_delay(&mut self, delay: Option<&Value>, wptr: &str) -> Option<Option<Block>> {
+        let seconds = match delay {
+            None | Some(Value::Null) => return Some(None),
+            Some(d) => d.as_f64().filter(|s| (0.0..=3600.0).contains(s)),
+        };
+        let Some(seconds) = seconds else {
             self.diags.push(
-                Diagnostic::warning(
+                Diagnostic::error(
                     format!("{wptr}/retry_delay"),
-                    "retry_delay is read, not used: Weft validates again as soon as the correction is done",
+                    "retry_delay is a number of seconds, up to an hour",
                 )
-                .hint("to wait for a service, give its node a `retry` policy with a backoff"),
+                .hint("retry_delay: 0.5"),
             );
+            return None;
+        };
+        if seconds == 0.0 {
+            return Some(None);
         }
+        Some(Some(Block::new(BlockKind::Action(ActionSpec {
+            uses: "time.sleep".into(),
+            params: Some(ValueTemplate(
+                json!({"ms": (seconds * 1000.0).round() as u64}),
+            )),
+        }))))
     }
 
     /// The correction node's name and block (the node as it runs in the graph, without
@@ -175,7 +193,13 @@ fn setting(keys: Value) -> Block {
 }
 
 /// The loop and the node's result.
-fn assemble(mut validate: Block, name: &str, correct: Block, max: u32) -> Block {
+fn assemble(
+    mut validate: Block,
+    name: &str,
+    correct: Block,
+    pause: Option<Block>,
+    max: u32,
+) -> Block {
     validate.data.set.insert(
         "_retry_result".into(),
         ValueTemplate(Value::from(
@@ -201,7 +225,9 @@ fn assemble(mut validate: Block, name: &str, correct: Block, max: u32) -> Block 
             when: Expr(format!(
                 "not ({VERDICT}.valid == true) and iteration < {max}"
             )),
-            then: Block::new(BlockKind::Sequence(vec![record_errors, correct])),
+            then: Block::new(BlockKind::Sequence(
+                [record_errors, correct].into_iter().chain(pause).collect(),
+            )),
         }],
         otherwise: None,
     }));

@@ -47,7 +47,8 @@ edges:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_loop_corrects_until_the_extraction_validates() {
-    let ran = run(&RETRY.replace("MAX", "2"), json!({})).await;
+    let yaml = RETRY.replace("MAX", "2\n      retry_delay: 0.01");
+    let ran = run(&yaml, json!({})).await;
     assert_eq!(
         ran.result.status,
         RunStatus::Completed,
@@ -79,6 +80,15 @@ async fn retry_loop_corrects_until_the_extraction_validates() {
         ])
     );
     assert_eq!(out["relationships"][0]["type"], "knows");
+    // Each correction is followed by retry_delay's wait, a step of its own.
+    let waits = ran
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(&e.kind, weft_core::event::EventKind::StepCompleted { kind, .. } if kind == "action")
+        })
+        .count();
+    assert_eq!(waits, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,27 +166,5 @@ fn a_correction_node_the_file_does_not_have_is_refused_with_its_nodes() {
     assert!(
         err.contains("`fixx` is not a node of this file") && err.contains("fix"),
         "{err}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn validate_extraction_with_a_layer_weft_has_not_built_fails_naming_it() {
-    let yaml = r#"
-validation_constraints:
-  language: prolog
-  rules: |
-    validation_error(self_parent, P) :- relationship(mother, P, P).
-nodes:
-  - name: check
-    uses: validate.extraction
-    with:
-      entities: []
-"#;
-    let ran = run(yaml, json!({})).await;
-    assert_eq!(ran.result.status, RunStatus::Failed);
-    let message = ran.result.error.unwrap().message;
-    assert!(
-        message.contains("Prolog `validation_constraints`"),
-        "{message}"
     );
 }
