@@ -4,7 +4,7 @@
 
 use super::Compiler;
 use super::actions::BUILTIN;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use weft_core::Diagnostic;
 use weft_core::ir::{
     ActionSpec, Block, BlockKind, Flow, LlmOutput, LlmSpec, MessageSpec, ModelDef, Template,
@@ -535,5 +535,39 @@ impl Compiler<'_> {
         let alias = format!("{node}.model");
         self.models.insert(alias.clone(), def);
         Some(alias)
+    }
+
+    /// One model call of a reasoning pattern: `system` and `prompt`, on `model`, with
+    /// the pattern's sampling and routing options.
+    pub(super) fn model_turn(
+        &mut self,
+        uses: &str,
+        with: &Map<String, Value>,
+        (system, prompt): (String, String),
+        model: Option<&Value>,
+        (ptr, node): (&str, &str),
+    ) -> Option<Block> {
+        let mut call = Map::new();
+        call.insert("system".into(), Value::from(system));
+        call.insert("prompt".into(), Value::from(prompt));
+        if let Some(model) = model {
+            call.insert("model".into(), model.clone());
+        }
+        for key in ["provider", "api_base", "temperature", "max_tokens"] {
+            if let Some(v) = with.get(key) {
+                call.insert(key.into(), v.clone());
+            }
+        }
+        self.llm_call(uses, Some(&Value::Object(call)), ptr, node)
+    }
+
+    /// The model a pattern's result reports: the one the file names when it is a
+    /// constant (a call through `api_base` reports Weft's alias for the route), else
+    /// the one that answered.
+    pub(super) fn reported_model(&self, model: Option<&Value>) -> Value {
+        model
+            .and_then(Value::as_str)
+            .and_then(|m| self.constant(m))
+            .map_or_else(|| Value::from("{{ input.model }}"), Value::from)
     }
 }

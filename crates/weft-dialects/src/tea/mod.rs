@@ -190,6 +190,43 @@ impl Compiler<'_> {
         self.variables.get(name).cloned()
     }
 
+    /// A count option given as a number, a numeric string or `{{ variables.NAME }}`
+    /// holding one (TEA renders it before the action runs; Weft needs it when the file
+    /// loads, to bound the loop): from 0 to `max`, `default` when absent.
+    pub(super) fn constant_count(
+        &mut self,
+        v: Option<&Value>,
+        ptr: &str,
+        default: u32,
+        max: u64,
+    ) -> Option<u32> {
+        let Some(v) = v else {
+            return Some(default);
+        };
+        let resolved = match v {
+            Value::String(s) => self.constant_value(s),
+            other => Some(other.clone()),
+        };
+        let n = resolved.and_then(|r| match r {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        });
+        match n.filter(|n| *n <= max) {
+            Some(n) => Some(n as u32),
+            None => {
+                self.diags.push(
+                    Diagnostic::error(
+                        ptr,
+                        format!("{} is a whole number from 0 to {max}, written as one or as `{{{{ variables.NAME }}}}` holding one, not {v}", ptr.rsplit('/').next().unwrap_or(ptr)),
+                    )
+                    .hint("Weft needs the count when the file loads, to bound the loop"),
+                );
+                None
+            }
+        }
+    }
+
     fn flow(&mut self, tea: &TeaDoc) -> Option<Flow> {
         self.check_state_schema(&tea.state_schema);
         if tea.nodes.is_empty() {

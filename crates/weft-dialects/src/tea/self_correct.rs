@@ -17,7 +17,7 @@
 
 use super::{Compiler, transform};
 use indexmap::IndexMap;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use weft_core::Diagnostic;
 use weft_core::ir::{Block, BlockKind, LoopSpec, ValueTemplate};
 
@@ -116,77 +116,6 @@ impl Compiler<'_> {
         }
         steps.push(result(rounds));
         Some(Block::new(BlockKind::Sequence(steps)))
-    }
-
-    /// One model call of a reasoning pattern: `system` and `prompt`, on `model`, with
-    /// the pattern's sampling and routing options.
-    pub(super) fn model_turn(
-        &mut self,
-        uses: &str,
-        with: &Map<String, Value>,
-        (system, prompt): (String, String),
-        model: Option<&Value>,
-        (ptr, node): (&str, &str),
-    ) -> Option<Block> {
-        let mut call = Map::new();
-        call.insert("system".into(), Value::from(system));
-        call.insert("prompt".into(), Value::from(prompt));
-        if let Some(model) = model {
-            call.insert("model".into(), model.clone());
-        }
-        for key in ["provider", "api_base", "temperature", "max_tokens"] {
-            if let Some(v) = with.get(key) {
-                call.insert(key.into(), v.clone());
-            }
-        }
-        self.llm_call(uses, Some(&Value::Object(call)), ptr, node)
-    }
-
-    /// The model a pattern's result reports: the one the file names when it is a
-    /// constant (a call through `api_base` reports Weft's alias for the route), else
-    /// the one that answered.
-    pub(super) fn reported_model(&self, model: Option<&Value>) -> Value {
-        model
-            .and_then(Value::as_str)
-            .and_then(|m| self.constant(m))
-            .map_or_else(|| Value::from("{{ input.model }}"), Value::from)
-    }
-
-    /// A count option given as a number, a numeric string or `{{ variables.NAME }}`
-    /// holding one (TEA renders it before the action runs; Weft needs it when the file
-    /// loads, to bound the loop): from 0 to `max`, `default` when absent.
-    pub(super) fn constant_count(
-        &mut self,
-        v: Option<&Value>,
-        ptr: &str,
-        default: u32,
-        max: u64,
-    ) -> Option<u32> {
-        let Some(v) = v else {
-            return Some(default);
-        };
-        let resolved = match v {
-            Value::String(s) => self.constant_value(s),
-            other => Some(other.clone()),
-        };
-        let n = resolved.and_then(|r| match r {
-            Value::Number(n) => n.as_u64(),
-            Value::String(s) => s.trim().parse().ok(),
-            _ => None,
-        });
-        match n.filter(|n| *n <= max) {
-            Some(n) => Some(n as u32),
-            None => {
-                self.diags.push(
-                    Diagnostic::error(
-                        ptr,
-                        format!("{} is a whole number from 0 to {max}, written as one or as `{{{{ variables.NAME }}}}` holding one, not {v}", ptr.rsplit('/').next().unwrap_or(ptr)),
-                    )
-                    .hint("Weft needs the count when the file loads, to bound the loop"),
-                );
-                None
-            }
-        }
     }
 }
 

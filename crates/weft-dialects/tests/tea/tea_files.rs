@@ -68,13 +68,13 @@ nodes:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settings_and_config_load_with_warnings_and_shell_providers_fail_when_reached() {
-    let yaml = "settings:\n  llm: {backend: local, model: gpt-4o-mini}\n  opik: {project: x}\nconfig: {raise_exceptions: true}\nextraction_schema: {entities: {required_fields: [name]}}\nnodes:\n  - name: ask\n    uses: llm.call\n    with: {shell_provider: claude, prompt: hi}\n    output: answer\n";
+    let yaml = "settings:\n  llm: {backend: local, model: gpt-4o-mini}\n  opik: {project: x}\nconfig: {raise_exceptions: true}\nvalidation_logging: {enabled: true}\nnodes:\n  - name: ask\n    uses: llm.call\n    with: {shell_provider: claude, prompt: hi}\n    output: answer\n";
     assert_warns(
         yaml,
         &[
             "`settings.opik` is read, not used",
             "`config.raise_exceptions`",
-            "`extraction_schema`",
+            "`validation_logging` is read, not used",
         ],
     );
     assert_fails_with(yaml, json!({}), &["does not run shell commands"]).await;
