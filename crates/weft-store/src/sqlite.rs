@@ -7,6 +7,7 @@
 //! Queued entries (of sandboxed code steps, whose callers do not wait) that keep coming
 //! are committed once a millisecond rather than one by one.
 
+mod events;
 mod sources;
 
 use async_trait::async_trait;
@@ -33,8 +34,9 @@ pub enum Durability {
 
 /// Schema version written in the database; a newer one is refused.
 /// 2 added runs.scopes and the scoped table; 3 added runs.view; 4 added runs.settings
-/// and runs.retries; 5 the events table. Older files are upgraded on open.
-const SCHEMA_VERSION: i64 = 7;
+/// and runs.retries; 5 the events table; 6 runs.flow_id; 8 moved the events into
+/// event_chunks. Older files are upgraded on open.
+const SCHEMA_VERSION: i64 = 8;
 /// Appends committed together at most.
 const MAX_BATCH: usize = 4096;
 /// Requests waiting for the writer before senders wait too.
@@ -51,10 +53,9 @@ struct Append {
     awaited: bool,
 }
 
-/// Events waiting for their commit: `(run_id, seq, body)` each, the body being the
-/// event without its run and position, which are the row's key ([`EventBody`]).
+/// Events waiting for their commit, serialized, by run.
 struct EventBatch {
-    rows: Vec<(String, u64, String)>,
+    runs: Vec<events::Serialized>,
     durable: Reply<()>,
 }
 
@@ -205,9 +206,9 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, val
          seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
          key TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL);
      CREATE INDEX IF NOT EXISTS journal_by_run ON journal (run_id, seq);
-     CREATE TABLE IF NOT EXISTS events (
-         run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
-         PRIMARY KEY (run_id, seq)) WITHOUT ROWID;";
+     CREATE TABLE IF NOT EXISTS event_chunks (
+         run_id TEXT NOT NULL, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+         body TEXT NOT NULL, PRIMARY KEY (run_id, first_seq)) WITHOUT ROWID;";
 
 /// What each schema version added to the one before, by the version it leads to (new
 /// tables are created by [`SCHEMA`] itself).
@@ -222,11 +223,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, ""),
     (6, "ALTER TABLE runs ADD COLUMN flow_id TEXT;"),
     (7, ""),
+    (8, events::MIGRATION),
 ];
-
-/// Appends one event: `(run_id, seq, body)`; the log is append-only, so a repeat of a
-/// stored `seq` is ignored.
-const INSERT_EVENT: &str = "INSERT OR IGNORE INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)";
 
 /// Appends one journal entry: `(run_id, key, kind, value)`.
 const INSERT_ENTRY: &str = "INSERT INTO journal (run_id, key, kind, value) VALUES (?1, ?2, ?3, ?4)";
@@ -401,9 +399,7 @@ fn append_batch(conn: &mut Connection, batch: &[Write]) -> Result<(), StoreError
         let mut entries = tx
             .prepare_cached(INSERT_ENTRY)
             .map_err(|e| err("journal", e))?;
-        let mut events = tx
-            .prepare_cached(INSERT_EVENT)
-            .map_err(|e| err("events", e))?;
+        let mut runs = Vec::new();
         for w in batch {
             match w {
                 Write::Entry(Append { run_id, entry, .. }) => {
@@ -412,15 +408,10 @@ fn append_batch(conn: &mut Connection, batch: &[Write]) -> Result<(), StoreError
                         .execute(params![run_id, key, kind, entry.value.to_string()])
                         .map_err(|e| err("journal", e))?;
                 }
-                Write::Events(b) => {
-                    for (run_id, seq, body) in &b.rows {
-                        events
-                            .execute(params![run_id, *seq as i64, body])
-                            .map_err(|e| err("events", e))?;
-                    }
-                }
+                Write::Events(b) => runs.extend(b.runs.iter()),
             }
         }
+        events::write(&tx, &runs)?;
     }
     tx.commit().map_err(|e| err("journal commit", e))
 }
@@ -644,57 +635,6 @@ fn run_stats(conn: &Connection) -> Result<RunStats, StoreError> {
     Ok(stats)
 }
 
-fn read_events(
-    conn: &Connection,
-    run_id: &str,
-    after: Option<u64>,
-    limit: usize,
-) -> Result<Vec<Event>, StoreError> {
-    // seq > -1 reads from the start.
-    let after = after.map_or(-1, |a| a as i64);
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT seq, body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
-        )
-        .map_err(|e| err("events", e))?;
-    let rows = stmt
-        .query_map(params![run_id, after, limit as i64], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-        })
-        .map_err(|e| err("events", e))?;
-    let run: std::sync::Arc<str> = run_id.into();
-    rows.map(|row| {
-        let (seq, body) = row.map_err(|e| err("events", e))?;
-        let body: StoredEvent = serde_json::from_str(&body)
-            .map_err(|e| StoreError::Corrupt(format!("a stored event: {e}")))?;
-        Ok(Event {
-            run_id: run.clone(),
-            seq: seq as u64,
-            at_ms: body.at_ms,
-            kind: body.kind,
-        })
-    })
-    .collect()
-}
-
-/// What a row's body holds of an event: its time and kind. The run and the position are
-/// the row's key, not repeated in the body (a third of a small event's bytes); a body
-/// written with them (before 2026-11-26) reads the same, the two fields ignored.
-#[derive(serde::Serialize)]
-struct EventBody<'a> {
-    at_ms: u64,
-    #[serde(flatten)]
-    kind: &'a weft_core::event::EventKind,
-}
-
-/// [`EventBody`], read back.
-#[derive(serde::Deserialize)]
-struct StoredEvent {
-    at_ms: u64,
-    #[serde(flatten)]
-    kind: weft_core::event::EventKind,
-}
-
 fn scoped(conn: &Connection, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
     let text: Option<String> = conn
         .query_row(
@@ -825,21 +765,13 @@ fn serve(conn: &Connection, req: Request) {
             let _ = reply.send(r);
         }
         Request::ReadEvents(run_id, after, limit, reply) => {
-            let _ = reply.send(read_events(conn, &run_id, after, limit));
+            let _ = reply.send(events::read(conn, &run_id, after, limit));
         }
         Request::Stats(reply) => {
             let _ = reply.send(run_stats(conn));
         }
         Request::NextEventSeq(run_id, reply) => {
-            let r = conn
-                .query_row(
-                    "SELECT max(seq) FROM events WHERE run_id = ?1",
-                    params![run_id],
-                    |r| r.get::<_, Option<i64>>(0),
-                )
-                .map(|last| last.map_or(0, |s| s as u64 + 1))
-                .map_err(|e| err("events", e));
-            let _ = reply.send(r);
+            let _ = reply.send(events::next_seq(conn, &run_id));
         }
         Request::Write(_) => unreachable!("handled by the writer loop"),
     }
@@ -940,18 +872,8 @@ impl Store for SqliteStore {
         if events.is_empty() {
             return Ok(());
         }
-        let rows = events
-            .iter()
-            .map(|e| {
-                let body = serde_json::to_string(&EventBody {
-                    at_ms: e.at_ms,
-                    kind: &e.kind,
-                })
-                .map_err(|x| err("events", x))?;
-                Ok((e.run_id.to_string(), e.seq, body))
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        self.ask(|durable| Request::Write(Box::new(Write::Events(EventBatch { rows, durable }))))
+        let runs = events::serialize(events)?;
+        self.ask(|durable| Request::Write(Box::new(Write::Events(EventBatch { runs, durable }))))
             .await
     }
     async fn run_stats(&self) -> Result<RunStats, StoreError> {
@@ -1291,62 +1213,85 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_stored_event_keeps_its_run_and_position_in_the_row_only() {
+    async fn a_commit_stores_a_run_s_events_as_one_chunk_without_its_run_id() {
         use weft_core::event::{Event, EventKind};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("b.db");
-        let step = EventKind::StepStarted {
-            path: "root/a".into(),
-            kind: "code".into(),
-            input: Some(std::sync::Arc::new(json!({"x": 1}))),
+        let step = |seq| Event {
+            run_id: "r".into(),
+            seq,
+            at_ms: 7,
+            kind: EventKind::StepStarted {
+                path: "root/a".into(),
+                kind: "code".into(),
+                input: Some(std::sync::Arc::new(json!({"x": 1}))),
+            },
         };
         {
             let s = SqliteStore::open(&path, Durability::Process).unwrap();
-            let e = Event {
-                run_id: "r".into(),
-                seq: 0,
-                at_ms: 7,
-                kind: step.clone(),
-            };
-            s.append_events(&[e]).await.unwrap();
+            s.append_events(&[step(0), step(1), step(2)]).await.unwrap();
         }
         let conn = Connection::open(&path).unwrap();
-        let body: String = conn
-            .query_row("SELECT body FROM events WHERE run_id = 'r'", [], |r| {
-                r.get(0)
-            })
+        let (first, last, body): (i64, i64, String) = conn
+            .query_row(
+                "SELECT first_seq, last_seq, body FROM event_chunks WHERE run_id = 'r'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
             .unwrap();
+        assert_eq!((first, last), (0, 2));
         assert!(
-            !body.contains("run_id") && !body.contains("\"seq\""),
+            !body.contains("run_id") && body.starts_with("[{\"seq\":0,"),
             "{body}"
         );
-        // A body written with the run and position in it (before they left it) reads the
-        // same.
-        let old = json!({"run_id": "r", "seq": 1, "at_ms": 8, "type": "run_cancelled"});
-        conn.execute(
-            "INSERT INTO events (run_id, seq, body) VALUES ('r', 1, ?1)",
-            params![old.to_string()],
-        )
-        .unwrap();
         drop(conn);
         let s = SqliteStore::open(&path, Durability::Process).unwrap();
-        let read = s.events("r", None, 10).await.unwrap();
-        let expected = |seq, at_ms, kind| Event {
-            run_id: "r".into(),
-            seq,
-            at_ms,
-            kind,
-        };
         assert_eq!(
-            read,
-            [
-                expected(0, 7, step),
-                expected(1, 8, EventKind::RunCancelled)
-            ]
+            s.events("r", None, 10).await.unwrap(),
+            [step(0), step(1), step(2)]
         );
     }
 
-    /// 8 openers of one new file at once, 50 times: every one succeeds.
+    #[tokio::test]
+    async fn a_file_with_one_row_per_event_is_moved_into_chunks_when_opened() {
+        use weft_core::event::{Event, EventKind};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            // A schema-7 file: one row an event, bodies with and without run and seq.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 INSERT INTO meta VALUES ('schema', '7');
+                 CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL,
+                     body TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+                 INSERT INTO events VALUES ('r', 0, '{\"at_ms\":7,\"type\":\"run_cancelled\"}');
+                 INSERT INTO events VALUES ('r', 1, '{\"run_id\":\"r\",\"seq\":1,\"at_ms\":8,\"type\":\"run_cancelled\"}');",
+            )
+            .unwrap();
+        }
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        let expected = |seq, at_ms| Event {
+            run_id: "r".into(),
+            seq,
+            at_ms,
+            kind: EventKind::RunCancelled,
+        };
+        assert_eq!(
+            s.events("r", None, 10).await.unwrap(),
+            [expected(0, 7), expected(1, 8)]
+        );
+        assert_eq!(s.next_event_seq("r").await.unwrap(), 2);
+        s.append_events(&[expected(1, 9), expected(2, 9)])
+            .await
+            .unwrap();
+        assert_eq!(
+            s.events("r", Some(0), 10).await.unwrap(),
+            [expected(1, 8), expected(2, 9)],
+            "a repeat of seq 1 is dropped"
+        );
+    }
+
     #[test]
     fn concurrent_first_use_creates_one_schema() {
         let dir = tempfile::tempdir().unwrap();
