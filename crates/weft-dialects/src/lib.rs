@@ -47,8 +47,8 @@ pub(crate) const BUILTIN_ACTIONS: &[&str] = &[
 /// A flow loaded from a file.
 #[derive(Debug)]
 pub struct Loaded {
-    /// The compiled flow.
-    pub flow: Flow,
+    /// The compiled flow (shared, so preparing it to run does not copy it).
+    pub flow: std::sync::Arc<Flow>,
     /// The dialect it was written in.
     pub dialect: &'static str,
     /// Content hash of the file's text.
@@ -225,7 +225,7 @@ pub fn load_str(
             diagnostics,
         })?;
     Ok(Loaded {
-        flow,
+        flow: std::sync::Arc::new(flow),
         dialect: dialect.name(),
         source_hash,
         text: text.into(),

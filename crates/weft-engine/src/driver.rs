@@ -213,7 +213,8 @@ fn process_running(pid: u32) -> bool {
 impl Engine {
     /// Validates `flow` (its models too, against this engine's providers) and compiles
     /// its expressions.
-    pub fn prepare(&self, flow: Flow) -> Result<Arc<Prepared>, Vec<Diagnostic>> {
+    pub fn prepare(&self, flow: impl Into<Arc<Flow>>) -> Result<Arc<Prepared>, Vec<Diagnostic>> {
+        let flow = flow.into();
         let unreachable = match &self.inner.models {
             Some(models) => models.check(&flow),
             None => Vec::new(),

@@ -16,8 +16,10 @@ pub struct Prepared {
 
 impl Prepared {
     /// Validates `flow` and compiles its expressions. Returns every error found
-    /// (warnings do not stop a flow; they are kept in [`Prepared::warnings`]).
-    pub fn new(flow: Flow) -> Result<Prepared, Vec<Diagnostic>> {
+    /// (warnings do not stop a flow; they are kept in [`Prepared::warnings`]). A shared
+    /// flow (`Arc<Flow>`) is kept as it is, not copied.
+    pub fn new(flow: impl Into<Arc<Flow>>) -> Result<Prepared, Vec<Diagnostic>> {
+        let flow = flow.into();
         let mut diags = validate(&flow);
         let mut exprs = Exprs::new();
         for site in expression_sites(&flow) {
@@ -34,10 +36,10 @@ impl Prepared {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let ir_json = serde_json::to_string(&flow).expect("the IR always serializes");
+        let ir_json = serde_json::to_string(&*flow).expect("the IR always serializes");
         let hash = weft_core::hash::content_hash(ir_json.as_bytes());
         Ok(Prepared {
-            flow: Arc::new(flow),
+            flow,
             exprs,
             hash,
             ir_json,

@@ -33,7 +33,7 @@ pub(crate) async fn test(mcp: &WeftMcp, a: TestFlow) -> Result<Value, Failure> {
     let text = args::source(&a.source)?;
     let loaded = weft_dialects::load_str(text, "flow", None, a.dialect.as_deref())
         .map_err(|e| Failure::invalid_flow(e.diagnostics))?;
-    let mut flow = loaded.flow.clone();
+    let mut flow = weft_core::Flow::clone(&loaded.flow);
     let mut seen = Answered::default();
     answer_models(&mut flow, &a.answers, &mut seen);
     let unused: Vec<&String> = a

@@ -80,10 +80,11 @@ impl Runtime {
         self.run_flow_in(block.to_flow()?, input, scopes).await
     }
 
-    /// Runs a flow (one loaded from the YAML of a registered block, say) on `input`.
+    /// Runs a flow (one loaded from the YAML of a registered block, say) on `input`;
+    /// a shared flow (`Arc<Flow>`, as `weft_dialects::load_str` gives it) is not copied.
     pub async fn run_flow(
         &self,
-        flow: ir::Flow,
+        flow: impl Into<Arc<ir::Flow>>,
         input: impl Serialize,
     ) -> Result<RunResult, BuildError> {
         self.run_flow_in(flow, input, Scopes::default()).await
@@ -92,7 +93,7 @@ impl Runtime {
     /// [`Runtime::run_flow`] for a session, user and project.
     pub async fn run_flow_in(
         &self,
-        flow: ir::Flow,
+        flow: impl Into<Arc<ir::Flow>>,
         input: impl Serialize,
         scopes: Scopes,
     ) -> Result<RunResult, BuildError> {
