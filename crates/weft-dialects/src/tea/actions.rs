@@ -135,6 +135,37 @@ impl Compiler<'_> {
         mapping
     }
 
+    /// The `with:` of an action whose options are all optional: none is no options; a
+    /// mapping's keys must be among `options` (when given: some actions hand the
+    /// others on, see `passed_on_options`).
+    pub(super) fn optional_with<'w>(
+        &mut self,
+        uses: &str,
+        with: Option<&'w Value>,
+        wptr: &str,
+        options: Option<&[&str]>,
+    ) -> Option<&'w Map<String, Value>> {
+        static NONE: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+        let mapping = match with {
+            None | Some(Value::Null) => return Some(&NONE),
+            Some(Value::Object(m)) => m,
+            Some(_) => {
+                self.diags.push(Diagnostic::error(
+                    wptr,
+                    format!("the `with:` of {uses} is a mapping of its options"),
+                ));
+                return None;
+            }
+        };
+        if let Some(options) = options {
+            for key in mapping.keys().filter(|k| !options.contains(&k.as_str())) {
+                let hint = format!("its options: {}", options.join(", "));
+                self.unknown_option(uses, key, wptr, options, hint);
+            }
+        }
+        Some(mapping)
+    }
+
     /// [`Self::with_mapping`], each key of which must be one of `options`.
     pub(super) fn with_options<'w>(
         &mut self,

@@ -6,7 +6,7 @@
 //! agent sees it. The result is TEA's `{result, <output_key>, chain: [{agent, response,
 //! success}], success, agents_called}`.
 
-use super::{Compiler, transform};
+use super::{Compiler, template, transform};
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use weft_core::Diagnostic;
@@ -174,8 +174,4 @@ fn stage(call: Block, name: &str, index: usize, length: usize, rewrite: Option<&
     .collect();
     link.data.bind = bind;
     link
-}
-
-fn template(text: &str) -> ValueTemplate {
-    ValueTemplate(Value::from(text))
 }

@@ -41,8 +41,8 @@ use indexmap::IndexMap;
 use serde_json::{Value, json};
 use std::path::Path;
 use weft_core::ir::{
-    Block, BlockKind, Expr, Flow, GraphSpec, LoopSpec, MapSpec, ModelDef, OnError, Rescue,
-    SubFlowSpec, TransformSpec, ValueTemplate,
+    Block, BlockKind, CodeLimits, CodeSpec, Expr, Flow, GraphSpec, LoopSpec, MapSpec, ModelDef,
+    OnError, Rescue, SubFlowSpec, TransformSpec, ValueTemplate,
 };
 use weft_core::{Diagnostic, Loc};
 
@@ -976,6 +976,37 @@ pub(super) fn transform(output: Value) -> Block {
     Block::new(BlockKind::Transform(TransformSpec {
         output: ValueTemplate(output),
         exit: None,
+    }))
+}
+
+/// A passthrough that sets state keys from templates (`keys`, a mapping).
+pub(super) fn setting(keys: Value) -> Block {
+    let mut b = Block::new(BlockKind::Passthrough);
+    if let Value::Object(keys) = keys {
+        for (k, v) in keys {
+            b.data.set.insert(k, ValueTemplate(v));
+        }
+    }
+    b
+}
+
+/// `text` as a template (a name's value in `data.bind`, say).
+pub(super) fn template(text: &str) -> ValueTemplate {
+    ValueTemplate(Value::from(text))
+}
+
+/// Python an action brings along: `library` (functions), then `call` (an expression of
+/// them, whose value is the block's output), with `args` as names.
+pub(super) fn python_call(library: &str, call: &str, args: Value) -> Block {
+    Block::new(BlockKind::Code(CodeSpec {
+        language: "python".into(),
+        source: format!("{library}\n{call}\n"),
+        origin: None,
+        entry: None,
+        args: Some(ValueTemplate(args)),
+        imports: None,
+        builtins: None,
+        limits: CodeLimits::default(),
     }))
 }
 

@@ -19,7 +19,7 @@
 //! total_steps}` (with `warning` when the steps ran out).
 
 use super::actions::BUILTIN;
-use super::{Compiler, transform};
+use super::{Compiler, template, transform};
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 use weft_core::Diagnostic;
@@ -293,8 +293,4 @@ fn result(max: u32) -> Block {
     transform(Value::from(format!(
         "{{{{ merge({{'steps': input.steps, 'final_answer': input.answer, 'react_steps': input.steps, 'model': input.model}}, {{'reasoning_trace': input.trace, 'reasoning_answer': input.answer, 'total_steps': input.step_num}} if input.done else {{'reasoning_trace': input.trace + [{{'step': 'react_max_steps', 'total_steps': {max}, 'warning': 'Max steps reached without final answer'}}], 'total_steps': {max}, 'warning': 'Max steps ({max}) reached without achieving goal'}}) }}}}"
     )))
-}
-
-fn template(text: &str) -> ValueTemplate {
-    ValueTemplate(Value::from(text))
 }

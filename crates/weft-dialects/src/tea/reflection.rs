@@ -16,7 +16,7 @@
 //! `reflection_history`, `reflection_best`, `reflection_best_score`; the evaluation of
 //! the last attempt is kept as `reflection_evaluation`.
 
-use super::{Compiler, transform};
+use super::{Compiler, setting, transform};
 use serde_json::{Map, Value, json};
 use weft_core::Diagnostic;
 use weft_core::ir::{
@@ -278,17 +278,6 @@ impl Compiler<'_> {
             }
         }
     }
-}
-
-/// A passthrough that sets state keys from templates.
-fn setting(keys: Value) -> Block {
-    let mut b = Block::new(BlockKind::Passthrough);
-    if let Value::Object(keys) = keys {
-        for (k, v) in keys {
-            b.data.set.insert(k, ValueTemplate(v));
-        }
-    }
-    b
 }
 
 /// The loop around the parts, its start and its result.

@@ -15,7 +15,7 @@
 //! spreads them. The correction node writes the state as it would as a node, so the
 //! next validation sees what it corrected.
 
-use super::{Compiler, transform};
+use super::{Compiler, setting, transform};
 use serde_json::{Map, Value, json};
 use weft_core::Diagnostic;
 use weft_core::ir::{
@@ -179,17 +179,6 @@ impl Compiler<'_> {
         self.correcting.pop();
         Some((name.to_owned(), block?))
     }
-}
-
-/// A passthrough that sets state keys from templates.
-fn setting(keys: Value) -> Block {
-    let mut b = Block::new(BlockKind::Passthrough);
-    if let Value::Object(keys) = keys {
-        for (k, v) in keys {
-            b.data.set.insert(k, ValueTemplate(v));
-        }
-    }
-    b
 }
 
 /// The loop and the node's result.

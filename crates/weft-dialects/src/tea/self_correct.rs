@@ -15,7 +15,7 @@
 //! `improvement_history`, `reasoning_trace`, `reasoning_answer`, `model`,
 //! `generator_model`, `critic_model`, `rounds_completed`.
 
-use super::{Compiler, transform};
+use super::{Compiler, template, transform};
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 use weft_core::Diagnostic;
@@ -190,8 +190,4 @@ fn result(rounds: u32) -> Block {
         "critic_model": "{{ input.critic_model }}",
         "rounds_completed": rounds,
     }))
-}
-
-fn template(text: &str) -> ValueTemplate {
-    ValueTemplate(Value::from(text))
 }

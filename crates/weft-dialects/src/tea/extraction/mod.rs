@@ -16,9 +16,9 @@
 mod probes;
 
 use super::doc::TeaDoc;
-use super::{Compiler, transform};
+use super::{Compiler, python_call, template, transform};
 use indexmap::IndexMap;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use weft_core::Diagnostic;
 use weft_core::ir::{
     Block, BlockKind, BranchSpec, Case, CodeLimits, CodeSpec, Expr, Rescue, ValueTemplate,
@@ -119,11 +119,7 @@ impl Compiler<'_> {
     ) -> Option<Block> {
         let uses = "validate.extraction";
         let wptr = format!("{ptr}/with");
-        let empty = Map::new();
-        let with = match with {
-            None | Some(Value::Null) => &empty,
-            Some(w) => self.with_options(uses, Some(w), &wptr, ("", ""), OPTIONS)?,
-        };
+        let with = self.optional_with(uses, with, &wptr, Some(OPTIONS))?;
         if with.contains_key("logging") {
             self.diags.push(Diagnostic::warning(
                 format!("{wptr}/logging"),
@@ -236,26 +232,13 @@ fn constraints() -> Block {
     b
 }
 
-/// A block running the validation's Python: `call` (an expression of `validate.py`'s
-/// functions) with `args` as names; its value is the block's output.
-fn python(call: &str, args: Value) -> Block {
-    Block::new(BlockKind::Code(CodeSpec {
-        language: "python".into(),
-        source: format!("{VALIDATE_PY}\n{call}\n"),
-        origin: None,
-        entry: None,
-        args: Some(ValueTemplate(args)),
-        imports: None,
-        builtins: None,
-        limits: CodeLimits::default(),
-    }))
-}
-
-fn template(text: &str) -> ValueTemplate {
-    ValueTemplate(Value::from(text))
-}
-
 /// `text` as a template that renders to the text itself, its own `{{ }}` untouched.
 fn literal(text: &str) -> Value {
     Value::from(format!("{{{{ {} }}}}", Value::from(text)))
+}
+
+/// A block running VALIDATE_PY's Python: `call` (an expression of its functions) with `args`
+/// as names; its value is the block's output.
+fn python(call: &str, args: Value) -> Block {
+    python_call(VALIDATE_PY, call, args)
 }

@@ -2,8 +2,8 @@
 //! asked the probe's question (a template over the item's fields, `state` and `text`)
 //! and its answer read as yes or no, TEA's way.
 
-use super::{FACT_CHECKER, PROBE_SCOPE, YES, literal, python, template};
-use crate::tea::{Compiler, transform};
+use super::{FACT_CHECKER, PROBE_SCOPE, YES, literal, python};
+use crate::tea::{Compiler, template, transform};
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use weft_core::Diagnostic;

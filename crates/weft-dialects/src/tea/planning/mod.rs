@@ -21,13 +21,13 @@
 //! not a failed node; a model call that fails fails the node, as in Weft's other
 //! model patterns.
 
-use super::{Compiler, transform};
+use super::{Compiler, python_call, template, transform};
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use weft_core::Diagnostic;
 use weft_core::ir::{
-    ActionSpec, Block, BlockKind, BranchSpec, Case, CodeLimits, CodeSpec, Expr, LoopSpec, MapSpec,
-    OnError, Rescue, ValueTemplate,
+    ActionSpec, Block, BlockKind, BranchSpec, Case, Expr, LoopSpec, MapSpec, OnError, Rescue,
+    ValueTemplate,
 };
 
 /// The planner's bookkeeping, in Python.
@@ -196,11 +196,7 @@ impl Compiler<'_> {
     /// `plan.status`: the plan's counts and progress.
     pub(in crate::tea) fn plan_status(&mut self, with: Option<&Value>, ptr: &str) -> Option<Block> {
         let wptr = format!("{ptr}/with");
-        let empty = Map::new();
-        let with = match with {
-            None | Some(Value::Null) => &empty,
-            Some(w) => self.with_options("plan.status", Some(w), &wptr, ("", ""), STATUS)?,
-        };
+        let with = self.optional_with("plan.status", with, &wptr, Some(STATUS))?;
         Some(python(
             "status(plan, include_completed, include_details)",
             json!({
@@ -220,11 +216,7 @@ impl Compiler<'_> {
     ) -> Option<Block> {
         let uses = "plan.replan";
         let wptr = format!("{ptr}/with");
-        let empty = Map::new();
-        let with = match with {
-            None | Some(Value::Null) => &empty,
-            Some(w) => self.with_mapping(uses, Some(w), &wptr, "", "")?,
-        };
+        let with = self.optional_with(uses, with, &wptr, None)?;
         if let Some(refusal) = self.passed_on_options(uses, with, REPLAN, &wptr, (ptr, node)) {
             return Some(refusal);
         }
@@ -278,11 +270,7 @@ impl Compiler<'_> {
     ) -> Option<Block> {
         let uses = "plan.execute";
         let wptr = format!("{ptr}/with");
-        let empty = Map::new();
-        let with = match with {
-            None | Some(Value::Null) => &empty,
-            Some(w) => self.with_options(uses, Some(w), &wptr, ("", ""), EXECUTE)?,
-        };
+        let with = self.optional_with(uses, with, &wptr, Some(EXECUTE))?;
         let strategy = match with
             .get("on_subtask_failure")
             .map(|v| v.as_str().and_then(|s| self.constant(s)))
@@ -472,21 +460,8 @@ fn strategy_prompt(strategy: &str, max_depth: u32, max_subtasks: u32) -> String 
     }
 }
 
-/// A block running the planner's Python: `call` (an expression of `plan.py`'s
-/// functions) with `args` as names; its value is the block's output.
+/// A block running PLAN_PY's Python: `call` (an expression of its functions) with `args`
+/// as names; its value is the block's output.
 fn python(call: &str, args: Value) -> Block {
-    Block::new(BlockKind::Code(CodeSpec {
-        language: "python".into(),
-        source: format!("{PLAN_PY}\n{call}\n"),
-        origin: None,
-        entry: None,
-        args: Some(ValueTemplate(args)),
-        imports: None,
-        builtins: None,
-        limits: CodeLimits::default(),
-    }))
-}
-
-fn template(text: &str) -> ValueTemplate {
-    ValueTemplate(Value::from(text))
+    python_call(PLAN_PY, call, args)
 }
