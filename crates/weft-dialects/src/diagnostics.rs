@@ -43,9 +43,19 @@ impl Diagnostics {
     /// The compiler's result: `flow` with the warnings when it built one and no problem
     /// is an error, else every error; each located in the file through `map`.
     pub fn finish(self, flow: Option<Flow>, map: &SourceMap) -> Compiled {
+        // A part compiled twice (a node that another node's action also runs) would
+        // report its problems twice.
+        let mut seen = std::collections::HashSet::new();
         let (errors, warnings): (Vec<_>, Vec<_>) = self
             .found
             .into_iter()
+            .filter(|d| {
+                seen.insert((
+                    d.severity == Severity::Error,
+                    d.pointer.clone(),
+                    d.message.clone(),
+                ))
+            })
             .map(|d| map.locate(d))
             .partition(|d| d.severity == Severity::Error);
         match flow {

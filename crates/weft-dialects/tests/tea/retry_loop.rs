@@ -168,3 +168,19 @@ fn a_correction_node_the_file_does_not_have_is_refused_with_its_nodes() {
         "{err}"
     );
 }
+
+#[test]
+fn a_correction_node_s_warnings_are_said_once() {
+    // The node compiles twice (in the graph and in the loop); its warning is one.
+    let yaml = RETRY.replace("MAX", "2").replace(
+        "  - name: fix\n    run: |",
+        "  - name: fix\n    output: ignored\n    run: |",
+    );
+    let loaded = weft_dialects::load_str(&yaml, "flow.yaml", None, Some("tea")).unwrap();
+    let about_output: Vec<_> = loaded
+        .warnings
+        .iter()
+        .filter(|w| w.pointer.ends_with("/output"))
+        .collect();
+    assert_eq!(about_output.len(), 1, "{:?}", loaded.warnings);
+}
