@@ -128,9 +128,29 @@ impl Compiler<'_> {
         if offers_tools {
             self.tools(with, &wptr, node, &mut spec);
         }
+        let routed = spec.model.as_deref().and_then(|id| self.routed_model(id));
         let mut block = Block::new(BlockKind::Llm(spec));
         block.policy.timeout_ms = self.timeout_seconds(with.get("timeout"), &wptr);
-        Some(block)
+        Some(match routed {
+            // The answer names the model the file names, not Weft's alias for its route.
+            Some(model) => Block::new(BlockKind::Sequence(vec![
+                block,
+                super::transform(Value::from(format!(
+                    "{{{{ input | merge({{'model': {}}}) }}}}",
+                    Value::from(model)
+                ))),
+            ])),
+            None => block,
+        })
+    }
+
+    /// The file's model name behind `id` when `id` is an alias this compiler made for a
+    /// route (`provider`, `api_base`).
+    fn routed_model(&self, id: &str) -> Option<String> {
+        id.ends_with(".model")
+            .then(|| self.models.get(id))
+            .flatten()
+            .and_then(|def| def.model.clone())
     }
 
     /// TEA's per-call `timeout`, in seconds, as milliseconds.

@@ -1004,6 +1004,8 @@ nodes:
         .output()
         .clone();
     assert_eq!(s["answer"]["content"], "Paris.");
+    // The model the file names, not the alias Weft makes for the `api_base` route.
+    assert_eq!(s["answer"]["model"], "gpt-4o-mini");
     assert!(s["answer"]["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
     assert!(s["answer"]["usage"]["completion_tokens"].is_u64());
     let sent = server.received();
