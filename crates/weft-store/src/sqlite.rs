@@ -53,9 +53,9 @@ struct Append {
     awaited: bool,
 }
 
-/// Events waiting for their commit, serialized, by run.
+/// Events waiting for their commit, serialized.
 struct EventBatch {
-    runs: Vec<events::Serialized>,
+    events: Vec<events::Serialized>,
     durable: Reply<()>,
 }
 
@@ -399,7 +399,7 @@ fn append_batch(conn: &mut Connection, batch: &[Write]) -> Result<(), StoreError
         let mut entries = tx
             .prepare_cached(INSERT_ENTRY)
             .map_err(|e| err("journal", e))?;
-        let mut runs = Vec::new();
+        let mut pending = Vec::new();
         for w in batch {
             match w {
                 Write::Entry(Append { run_id, entry, .. }) => {
@@ -408,10 +408,10 @@ fn append_batch(conn: &mut Connection, batch: &[Write]) -> Result<(), StoreError
                         .execute(params![run_id, key, kind, entry.value.to_string()])
                         .map_err(|e| err("journal", e))?;
                 }
-                Write::Events(b) => runs.extend(b.runs.iter()),
+                Write::Events(b) => pending.extend(b.events.iter()),
             }
         }
-        events::write(&tx, &runs)?;
+        events::write(&tx, pending.into_iter())?;
     }
     tx.commit().map_err(|e| err("journal commit", e))
 }
@@ -872,9 +872,14 @@ impl Store for SqliteStore {
         if events.is_empty() {
             return Ok(());
         }
-        let runs = events::serialize(events)?;
-        self.ask(|durable| Request::Write(Box::new(Write::Events(EventBatch { runs, durable }))))
-            .await
+        let serialized = events::serialize(events)?;
+        self.ask(|durable| {
+            Request::Write(Box::new(Write::Events(EventBatch {
+                events: serialized,
+                durable,
+            })))
+        })
+        .await
     }
     async fn run_stats(&self) -> Result<RunStats, StoreError> {
         self.ask(Request::Stats).await

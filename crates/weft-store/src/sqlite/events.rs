@@ -45,41 +45,36 @@ struct StoredEvent {
     kind: EventKind,
 }
 
-/// Events of one run ready to store: `(seq, body)` each, in order.
-pub(super) struct Serialized {
-    pub run_id: Arc<str>,
-    pub events: Vec<(u64, String)>,
-}
+/// One event ready to store: its run, its `seq` and its body.
+pub(super) type Serialized = (Arc<str>, u64, String);
 
-/// `events` serialized, grouped by run in the order they came.
+/// `events` serialized, in the order they came.
 pub(super) fn serialize(events: &[Event]) -> Result<Vec<Serialized>, StoreError> {
-    let mut out: Vec<Serialized> = Vec::new();
-    for e in events {
-        let body = serde_json::to_string(&EventBody {
-            seq: e.seq,
-            at_ms: e.at_ms,
-            kind: &e.kind,
+    events
+        .iter()
+        .map(|e| {
+            let body = serde_json::to_string(&EventBody {
+                seq: e.seq,
+                at_ms: e.at_ms,
+                kind: &e.kind,
+            })
+            .map_err(|x| err("events", x))?;
+            Ok((e.run_id.clone(), e.seq, body))
         })
-        .map_err(|x| err("events", x))?;
-        match out.iter_mut().find(|s| s.run_id == e.run_id) {
-            Some(s) => s.events.push((e.seq, body)),
-            None => out.push(Serialized {
-                run_id: e.run_id.clone(),
-                events: vec![(e.seq, body)],
-            }),
-        }
-    }
-    Ok(out)
+        .collect()
 }
 
-/// Writes each run's events of one commit (`runs`, several batches perhaps naming the
-/// same run) as one chunk a run, after dropping repeats.
-pub(super) fn write(conn: &Connection, runs: &[&Serialized]) -> Result<(), StoreError> {
-    let mut by_run: Vec<(&str, Vec<&(u64, String)>)> = Vec::new();
-    for s in runs {
-        match by_run.iter_mut().find(|(r, _)| *r == &*s.run_id) {
-            Some((_, v)) => v.extend(s.events.iter()),
-            None => by_run.push((&s.run_id, s.events.iter().collect())),
+/// Writes the events of one commit (several batches, perhaps of the same runs) as one
+/// chunk a run, after dropping repeats.
+pub(super) fn write<'a>(
+    conn: &Connection,
+    events: impl Iterator<Item = &'a Serialized>,
+) -> Result<(), StoreError> {
+    let mut by_run: Vec<(&str, Vec<(u64, &str)>)> = Vec::new();
+    for (run_id, seq, body) in events {
+        match by_run.iter_mut().find(|(r, _)| *r == &**run_id) {
+            Some((_, v)) => v.push((*seq, body)),
+            None => by_run.push((run_id, vec![(*seq, body)])),
         }
     }
     let mut insert = conn
@@ -92,15 +87,15 @@ pub(super) fn write(conn: &Connection, runs: &[&Serialized]) -> Result<(), Store
         let mut body = String::from("[");
         let mut first = None;
         for (seq, event) in events {
-            if after.is_some_and(|a| *seq <= a) {
+            if after.is_some_and(|a| seq <= a) {
                 continue;
             }
             if first.is_some() {
                 body.push(',');
             }
-            first.get_or_insert(*seq);
+            first.get_or_insert(seq);
             body.push_str(event);
-            after = Some(*seq);
+            after = Some(seq);
         }
         let (Some(first), Some(last)) = (first, after) else {
             continue;
