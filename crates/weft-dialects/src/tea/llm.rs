@@ -144,13 +144,10 @@ impl Compiler<'_> {
         })
     }
 
-    /// The file's model name behind `id` when `id` is an alias this compiler made for a
-    /// route (`provider`, `api_base`).
+    /// The file's model name behind `id` when `id` is an alias [`Self::model_of`] made
+    /// for a route (`provider`, `api_base`): the flow's only model aliases.
     fn routed_model(&self, id: &str) -> Option<String> {
-        id.ends_with(".model")
-            .then(|| self.models.get(id))
-            .flatten()
-            .and_then(|def| def.model.clone())
+        self.models.get(id).and_then(|def| def.model.clone())
     }
 
     /// TEA's per-call `timeout`, in seconds, as milliseconds.
@@ -581,9 +578,10 @@ impl Compiler<'_> {
         self.llm_call(uses, Some(&Value::Object(call)), ptr, node)
     }
 
-    /// The model a pattern's result reports: the one the file names when it is a
-    /// constant (a call through `api_base` reports Weft's alias for the route), else
-    /// the one that answered.
+    /// The model a pattern's result names where no answer of that model is at hand (it
+    /// is set before the first call, or the call may never be made): the one the file
+    /// names when it is a constant, else the one that answered. After a call,
+    /// `{{ input.model }}` is the same.
     pub(super) fn reported_model(&self, model: Option<&Value>) -> Value {
         model
             .and_then(Value::as_str)

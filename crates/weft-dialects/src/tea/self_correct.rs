@@ -106,11 +106,9 @@ impl Compiler<'_> {
             pick("critic_model"),
             (ptr, node),
         )?;
-        let models = (
-            self.reported_model(pick("generator_model")),
-            self.reported_model(pick("critic_model")),
-        );
-        let mut steps = vec![generate, first_record(task, rounds, models)];
+        // The critic may never be asked (no rounds): its model is known from the file.
+        let critic = self.reported_model(pick("critic_model"));
+        let mut steps = vec![generate, first_record(task, rounds, critic)];
         if rounds > 0 {
             steps.push(critique_rounds(critique, rounds));
         }
@@ -121,10 +119,10 @@ impl Compiler<'_> {
 
 /// The first answer read as TEA reads it, as the record the rounds carry: the output,
 /// the history, the trace and the model that answered.
-fn first_record(task: &str, rounds: u32, (model, critic): (Value, Value)) -> Block {
+fn first_record(task: &str, rounds: u32, critic: Value) -> Block {
     let mut record = transform(json!({
         "output": "{{ parsed.output if 'output' in parsed else input.content }}",
-        "model": model,
+        "model": "{{ input.model }}",
         "critic_model": critic,
         "history": [{
             "round": 0,

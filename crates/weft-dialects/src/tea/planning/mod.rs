@@ -118,14 +118,13 @@ impl Compiler<'_> {
             with.get("model"),
             (ptr, node),
         )?;
-        let model = self.reported_model(with.get("model"));
         let read = python(
             "decompose(content, goal, strategy, model, max_subtasks)",
             json!({
                 "content": "{{ input.content }}",
                 "goal": "{{ goal }}",
                 "strategy": strategy,
-                "model": model,
+                "model": "{{ input.model }}",
                 "max_subtasks": max_subtasks,
             }),
         );
