@@ -135,6 +135,26 @@ impl Compiler<'_> {
         mapping
     }
 
+    /// Option `key` of action `uses`, a string; without one, an error at `wptr` says the
+    /// action needs it and `what` it is, with `hint` (an example) when given.
+    pub(super) fn required_text<'w>(
+        &mut self,
+        uses: &str,
+        with: &'w Map<String, Value>,
+        (key, what, hint): (&str, &str, Option<&str>),
+        wptr: &str,
+    ) -> Option<&'w str> {
+        let text = with.get(key).and_then(Value::as_str);
+        if text.is_none() {
+            let d = Diagnostic::error(wptr, format!("{uses} needs `{key}`, {what}"));
+            self.diags.push(match hint {
+                Some(h) => d.hint(h),
+                None => d,
+            });
+        }
+        text
+    }
+
     /// The `with:` of an action whose options are all optional: none is no options; a
     /// mapping's keys must be among `options` (when given: some actions hand the
     /// others on, see `passed_on_options`).

@@ -9,7 +9,6 @@
 
 use super::Compiler;
 use serde_json::{Value, json};
-use weft_core::Diagnostic;
 use weft_core::ir::{Block, BlockKind, CodeLimits, CodeSpec, ValueTemplate};
 
 /// The browser runtime's code actions.
@@ -63,13 +62,7 @@ impl Compiler<'_> {
             ("its `code`", "with: {code: \"return {n = 1}\"}"),
             &["code"],
         )?;
-        let Some(code) = with.get("code").and_then(Value::as_str) else {
-            self.diags.push(Diagnostic::error(
-                &wptr,
-                format!("{uses} needs `code`, a string"),
-            ));
-            return None;
-        };
+        let code = self.required_text(uses, with, ("code", "a string", None), &wptr)?;
         let spec = if uses == "lua.eval" {
             let hint = "read the value from `state` in the code instead";
             if let Some(refusal) = self.templated_code(uses, code, "Lua", hint, (ptr, node)) {

@@ -38,13 +38,16 @@ impl Compiler<'_> {
             ("its `code`", "with: {code: \"result = 1 + 2\"}"),
             OPTIONS,
         )?;
-        let Some(code) = with.get("code").and_then(Value::as_str) else {
-            self.diags.push(
-                Diagnostic::error(&wptr, format!("{uses} needs `code`, Python source"))
-                    .hint("code: \"result = sum([1, 2, 3])\""),
-            );
-            return None;
-        };
+        let code = self.required_text(
+            uses,
+            with,
+            (
+                "code",
+                "Python source",
+                Some("code: \"result = sum([1, 2, 3])\""),
+            ),
+            &wptr,
+        )?;
         if let Some(language) = with
             .get("language")
             .filter(|l| l.as_str() != Some("python"))

@@ -6,7 +6,6 @@
 
 use super::{Compiler, transform};
 use serde_json::{Value, json};
-use weft_core::Diagnostic;
 use weft_core::ir::{Block, BlockKind, EmbedSpec, ValueTemplate};
 
 /// TEA's names of the action.
@@ -51,13 +50,16 @@ impl Compiler<'_> {
             "with: {text: \"{{ state.query }}\", model: nomic-embed-text, provider: ollama}",
         )?;
         self.read_options(uses, with, &wptr, (OPTIONS, TEA_ONLY), |_| None);
-        let Some(text) = with.get("text").and_then(Value::as_str) else {
-            self.diags.push(
-                Diagnostic::error(&wptr, format!("{uses} needs `text`, a string (a template)"))
-                    .hint("text: \"{{ state.query }}\""),
-            );
-            return None;
-        };
+        let text = self.required_text(
+            uses,
+            with,
+            (
+                "text",
+                "a string (a template)",
+                Some("text: \"{{ state.query }}\""),
+            ),
+            &wptr,
+        )?;
         let mut routed = with.clone();
         if routed.contains_key("provider") && !routed.contains_key("model") {
             routed.insert("model".into(), Value::from(DEFAULT_MODEL));

@@ -65,13 +65,16 @@ impl Compiler<'_> {
             ),
             OPTIONS,
         )?;
-        let Some(goal) = with.get("goal").and_then(Value::as_str) else {
-            self.diags.push(
-                Diagnostic::error(&wptr, "reason.react needs `goal`, a string (a template)")
-                    .hint("goal: \"{{ state.question }}\""),
-            );
-            return None;
-        };
+        let goal = self.required_text(
+            uses,
+            with,
+            (
+                "goal",
+                "a string (a template)",
+                Some("goal: \"{{ state.question }}\""),
+            ),
+            &wptr,
+        )?;
         let max = self.constant_count(
             with.get("max_steps"),
             &format!("{wptr}/max_steps"),

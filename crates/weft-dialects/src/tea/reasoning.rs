@@ -58,13 +58,12 @@ impl Compiler<'_> {
             ("its `problem`", "with: {problem: \"{{ state.question }}\"}"),
             OPTIONS,
         )?;
-        let Some(problem) = with.get("problem").and_then(Value::as_str) else {
-            self.diags.push(Diagnostic::error(
-                &wptr,
-                "reason.cot needs `problem`, a string (a template)",
-            ));
-            return None;
-        };
+        let problem = self.required_text(
+            "reason.cot",
+            with,
+            ("problem", "a string (a template)", None),
+            &wptr,
+        )?;
         let format = with
             .get("thinking_format")
             .and_then(Value::as_str)

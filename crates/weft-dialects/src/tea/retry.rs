@@ -76,16 +76,16 @@ impl Compiler<'_> {
         wptr: &str,
         node: &str,
     ) -> Option<Block> {
-        let Some(action) = with.get("validate").and_then(Value::as_str) else {
-            self.diags.push(
-                Diagnostic::error(
-                    wptr,
-                    "retry.loop needs `validate`, the name of a validation action",
-                )
-                .hint("validate: validate.extraction"),
-            );
-            return None;
-        };
+        let action = self.required_text(
+            "retry.loop",
+            with,
+            (
+                "validate",
+                "the name of a validation action",
+                Some("validate: validate.extraction"),
+            ),
+            wptr,
+        )?;
         let args = match with.get("validate_args") {
             None | Some(Value::Null) => None,
             Some(a @ Value::Object(_)) => Some(a),

@@ -18,7 +18,6 @@
 use super::{Compiler, template, transform};
 use indexmap::IndexMap;
 use serde_json::{Value, json};
-use weft_core::Diagnostic;
 use weft_core::ir::{Block, BlockKind, LoopSpec, ValueTemplate};
 
 /// The options `reason.self_correct` reads.
@@ -65,16 +64,16 @@ impl Compiler<'_> {
             ("its `task`", "with: {task: \"{{ state.task }}\"}"),
             OPTIONS,
         )?;
-        let Some(task) = with.get("task").and_then(Value::as_str) else {
-            self.diags.push(
-                Diagnostic::error(
-                    &wptr,
-                    "reason.self_correct needs `task`, a string (a template)",
-                )
-                .hint("task: \"{{ state.task }}\""),
-            );
-            return None;
-        };
+        let task = self.required_text(
+            uses,
+            with,
+            (
+                "task",
+                "a string (a template)",
+                Some("task: \"{{ state.task }}\""),
+            ),
+            &wptr,
+        )?;
         let rounds = self.constant_count(
             with.get("improvement_rounds"),
             &format!("{wptr}/improvement_rounds"),

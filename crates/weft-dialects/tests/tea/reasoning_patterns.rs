@@ -271,3 +271,14 @@ async fn reason_react_out_of_steps_warns_as_tea_does() {
         loaded.warnings
     );
 }
+
+#[test]
+fn a_pattern_without_its_text_option_is_refused_with_an_example() {
+    let yaml = "nodes:\n  - name: r\n    uses: reason.react\n    with: {tools: [http.get]}\n";
+    let err = super::support::load_error(yaml, "tea");
+    assert!(
+        err.contains("reason.react needs `goal`, a string (a template)")
+            && err.contains("goal: \"{{ state.question }}\""),
+        "{err}"
+    );
+}

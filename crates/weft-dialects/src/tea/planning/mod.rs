@@ -91,13 +91,18 @@ impl Compiler<'_> {
             DECOMPOSE,
         )?;
         let with = self.planner_options(given, &wptr);
-        let Some(goal) = with.get("goal").and_then(Value::as_str).map(str::to_owned) else {
-            self.diags.push(
-                Diagnostic::error(&wptr, "plan.decompose needs `goal`, a string (a template)")
-                    .hint("goal: \"{{ state.task }}\""),
-            );
-            return None;
-        };
+        let goal = self
+            .required_text(
+                "plan.decompose",
+                &with,
+                (
+                    "goal",
+                    "a string (a template)",
+                    Some("goal: \"{{ state.task }}\""),
+                ),
+                &wptr,
+            )?
+            .to_owned();
         let strategy = self.plan_strategy(with.get("strategy"), &wptr)?;
         let max_depth =
             self.constant_count(with.get("max_depth"), &format!("{wptr}/max_depth"), 3, 20)?;
