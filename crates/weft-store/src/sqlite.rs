@@ -8,6 +8,7 @@
 //! are committed once a millisecond rather than one by one.
 
 mod events;
+mod journal;
 mod sources;
 
 use async_trait::async_trait;
@@ -17,8 +18,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use weft_core::event::Event;
 use weft_core::ports::{
-    Claim, Claimed, Cursor, Durable, EntryKind, FlowSource, FlowVersion, JournalEntry, RunQuery,
-    RunRecord, RunStats, RunStatus, ScopedChange, Store, StoreError, Usage,
+    Claim, Claimed, Cursor, Durable, FlowSource, FlowVersion, JournalEntry, RunQuery, RunRecord,
+    RunStats, RunStatus, ScopedChange, Store, StoreError, Usage,
 };
 
 /// How hard a commit works to survive a crash.
@@ -35,8 +36,8 @@ pub enum Durability {
 /// Schema version written in the database; a newer one is refused.
 /// 2 added runs.scopes and the scoped table; 3 added runs.view; 4 added runs.settings
 /// and runs.retries; 5 the events table; 6 runs.flow_id; 8 moved the events into
-/// event_chunks. Older files are upgraded on open.
-const SCHEMA_VERSION: i64 = 8;
+/// event_chunks; 9 the journal into journal_chunks. Older files are upgraded on open.
+const SCHEMA_VERSION: i64 = 9;
 /// Appends committed together at most.
 const MAX_BATCH: usize = 4096;
 /// Requests waiting for the writer before senders wait too.
@@ -202,10 +203,10 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, val
      CREATE TABLE IF NOT EXISTS scoped (key TEXT PRIMARY KEY, value TEXT NOT NULL);
      CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_ms DESC);
      CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, created_ms DESC);
-     CREATE TABLE IF NOT EXISTS journal (
-         seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
-         key TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL);
-     CREATE INDEX IF NOT EXISTS journal_by_run ON journal (run_id, seq);
+     CREATE TABLE IF NOT EXISTS journal_chunks (
+         id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, results INTEGER NOT NULL,
+         entries TEXT NOT NULL);
+     CREATE INDEX IF NOT EXISTS journal_chunks_by_run ON journal_chunks (run_id, id);
      CREATE TABLE IF NOT EXISTS event_chunks (
          run_id TEXT NOT NULL, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
          body TEXT NOT NULL, PRIMARY KEY (run_id, first_seq)) WITHOUT ROWID;";
@@ -224,10 +225,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (6, "ALTER TABLE runs ADD COLUMN flow_id TEXT;"),
     (7, ""),
     (8, events::MIGRATION),
+    (9, journal::MIGRATION),
 ];
-
-/// Appends one journal entry: `(run_id, key, kind, value)`.
-const INSERT_ENTRY: &str = "INSERT INTO journal (run_id, key, kind, value) VALUES (?1, ?2, ?3, ?4)";
 
 /// How long opening waits for other processes that hold the database's locks.
 const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -395,24 +394,16 @@ fn drain_writes(
 
 fn append_batch(conn: &mut Connection, batch: &[Write]) -> Result<(), StoreError> {
     let tx = conn.transaction().map_err(|e| err("journal", e))?;
-    {
-        let mut entries = tx
-            .prepare_cached(INSERT_ENTRY)
-            .map_err(|e| err("journal", e))?;
-        let mut pending = Vec::new();
-        for w in batch {
-            match w {
-                Write::Entry(Append { run_id, entry, .. }) => {
-                    let (key, kind) = (&entry.key, entry.kind.as_str());
-                    entries
-                        .execute(params![run_id, key, kind, entry.value.to_string()])
-                        .map_err(|e| err("journal", e))?;
-                }
-                Write::Events(b) => pending.extend(b.events.iter()),
-            }
-        }
-        events::write(&tx, pending.into_iter())?;
-    }
+    let entries = batch.iter().filter_map(|w| match w {
+        Write::Entry(Append { run_id, entry, .. }) => Some((run_id.as_str(), entry)),
+        Write::Events(_) => None,
+    });
+    journal::write(&tx, entries)?;
+    let pending = batch.iter().flat_map(|w| match w {
+        Write::Events(b) => b.events.as_slice(),
+        Write::Entry(_) => &[],
+    });
+    events::write(&tx, pending)?;
     tx.commit().map_err(|e| err("journal commit", e))
 }
 
@@ -582,11 +573,7 @@ fn claim_run(conn: &Connection, claim: Claim) -> Result<Claimed, StoreError> {
     )
     .map_err(|e| err("claim", e))?;
     if let Some(e) = &claim.entry {
-        tx.execute(
-            INSERT_ENTRY,
-            params![current.id, e.key, e.kind.as_str(), e.value.to_string()],
-        )
-        .map_err(|e| err("journal", e))?;
+        journal::insert(&tx, &current.id, &[e])?;
     }
     tx.commit().map_err(|e| err("claim commit", e))?;
     Ok(Claimed::Taken)
@@ -625,13 +612,7 @@ fn run_stats(conn: &Connection) -> Result<RunStats, StoreError> {
             cost_usd: cost,
         });
     }
-    stats.steps = conn
-        .query_row(
-            "SELECT count(*) FROM journal WHERE kind = 'result'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .map_err(|e| err("stats", e))? as u64;
+    stats.steps = journal::result_count(conn)?;
     Ok(stats)
 }
 
@@ -700,47 +681,17 @@ fn serve(conn: &Connection, req: Request) {
             let _ = reply.send(sources::named(conn));
         }
         Request::Journal(run, reply) => {
-            let r = conn
-                .prepare_cached(
-                    "SELECT key, kind, value FROM journal WHERE run_id = ?1 ORDER BY seq",
-                )
-                .and_then(|mut s| {
-                    s.query_map(params![run], |r| {
-                        let kind: String = r.get(1)?;
-                        let value: String = r.get(2)?;
-                        Ok((r.get::<_, String>(0)?, kind, value))
-                    })?
-                    .collect::<rusqlite::Result<Vec<_>>>()
-                })
-                .map_err(|e| err("journal", e))
-                .and_then(|rows| {
-                    rows.into_iter()
-                        .map(|(key, kind, value)| {
-                            Ok(JournalEntry {
-                                key,
-                                kind: EntryKind::parse(&kind).ok_or_else(|| {
-                                    StoreError::Corrupt(format!(
-                                        "unknown journal entry kind `{kind}`"
-                                    ))
-                                })?,
-                                value: serde_json::from_str(&value)
-                                    .map_err(|e| err("journal entry", e))?,
-                            })
-                        })
-                        .collect()
-                });
-            let _ = reply.send(r);
+            let _ = reply.send(journal::read(conn, &run));
         }
         Request::Forget(run, keys, reply) => {
-            let r = (|| {
-                let mut stmt =
-                    conn.prepare_cached("DELETE FROM journal WHERE run_id = ?1 AND key = ?2")?;
-                for k in &keys {
-                    stmt.execute(params![run, k])?;
-                }
-                Ok::<(), rusqlite::Error>(())
-            })()
-            .map_err(|e| err("journal", e));
+            // The chunks it rewrites change together or not at all.
+            let r = conn
+                .unchecked_transaction()
+                .map_err(|e| err("journal", e))
+                .and_then(|tx| {
+                    journal::forget(&tx, &run, &keys)?;
+                    tx.commit().map_err(|e| err("journal", e))
+                });
             let _ = reply.send(r);
         }
         Request::Claim(claim, reply) => {
@@ -921,7 +872,7 @@ impl Store for SqliteStore {
 mod tests {
     use super::*;
     use serde_json::json;
-    use weft_core::ports::Scopes;
+    use weft_core::ports::{EntryKind, Scopes};
 
     fn run(id: &str) -> RunRecord {
         RunRecord::new(id.into(), "h".into(), "f".into(), json!({"a": 1}), 1)
@@ -1084,6 +1035,94 @@ mod tests {
         );
         s.forget("r1", &["k3".into()]).await.unwrap();
         assert_eq!(s.journal("r1").await.unwrap().len(), 99);
+    }
+
+    #[tokio::test]
+    async fn forgetting_rewrites_only_the_entries_it_names_inside_a_chunk() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = SqliteStore::open(dir.path().join("f.db"), Durability::Process).unwrap();
+        s.create_run(&run("r")).await.unwrap();
+        s.create_run(&run("other")).await.unwrap();
+        // Queued entries of two runs, committed together: one chunk per run.
+        let mut durable = Vec::new();
+        for i in 0..6 {
+            durable.push(s.append_queued("r", entry(format!("k{i}"))).await.unwrap());
+            durable.push(
+                s.append_queued("other", entry(format!("k{i}")))
+                    .await
+                    .unwrap(),
+            );
+        }
+        s.append("r", entry("gone".into())).await.unwrap();
+        for d in durable {
+            d.await.unwrap();
+        }
+        assert_eq!(s.run_stats().await.unwrap().steps, 13);
+        let chunks: i64 = Connection::open(dir.path().join("f.db"))
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM journal_chunks WHERE run_id = 'r'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(chunks < 7, "entries share chunks ({chunks} chunks)");
+        s.forget("r", &["k2".into(), "gone".into(), "k9".into()])
+            .await
+            .unwrap();
+        let keys = |j: Vec<JournalEntry>| j.into_iter().map(|e| e.key).collect::<Vec<_>>();
+        assert_eq!(
+            keys(s.journal("r").await.unwrap()),
+            ["k0", "k1", "k3", "k4", "k5"]
+        );
+        assert_eq!(keys(s.journal("other").await.unwrap()).len(), 6);
+        assert_eq!(s.run_stats().await.unwrap().steps, 11);
+        // Appends after a forget still come after what is left.
+        s.append("r", entry("after".into())).await.unwrap();
+        assert_eq!(keys(s.journal("r").await.unwrap()).last().unwrap(), "after");
+    }
+
+    #[tokio::test]
+    async fn a_file_with_one_row_per_journal_entry_is_moved_into_chunks_when_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            // A schema-8 file: one journal row an entry, two runs interleaved.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 INSERT INTO meta VALUES ('schema', '8');
+                 CREATE TABLE journal (
+                     seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
+                     key TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL);
+                 INSERT INTO journal (run_id, key, kind, value) VALUES
+                     ('r', 'a', 'result', '{\"output\": [1, 2]}'),
+                     ('s', 'x', 'answer', '{\"decision\":\"yes\"}'),
+                     ('r', 'b', 'failure', '{\"kind\":\"code\"}'),
+                     ('r', 'c', 'result', '\"text\"');",
+            )
+            .unwrap();
+        }
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        let r = s.journal("r").await.unwrap();
+        let shape: Vec<_> = r.iter().map(|e| (e.key.as_str(), e.kind)).collect();
+        assert_eq!(
+            shape,
+            [
+                ("a", EntryKind::Result),
+                ("b", EntryKind::Failure),
+                ("c", EntryKind::Result)
+            ]
+        );
+        assert_eq!(r[0].value, json!({"output": [1, 2]}));
+        assert_eq!(r[2].value, json!("text"));
+        assert_eq!(
+            s.journal("s").await.unwrap()[0].value,
+            json!({"decision": "yes"})
+        );
+        assert_eq!(s.run_stats().await.unwrap().steps, 2);
+        s.append("r", entry("d".into())).await.unwrap();
+        assert_eq!(s.journal("r").await.unwrap().len(), 4);
     }
 
     #[tokio::test]
