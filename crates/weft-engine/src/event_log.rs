@@ -5,9 +5,10 @@
 
 use crate::driver::EngineError;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{Notify, broadcast, mpsc, oneshot};
 use tokio::time::Instant;
 use weft_core::event::{Event, SharedEvent};
 use weft_core::ports::{EventSink, Store};
@@ -26,6 +27,10 @@ const FEEDS_BEFORE_PRUNING: usize = 1024;
 const POLL: Duration = Duration::from_millis(250);
 /// Events read from the store per page when replaying.
 const PAGE: usize = 512;
+/// Events emitted but not yet stored before runs wait for the store to catch up (see
+/// [`EventLog::room`]): a loop of cheap steps makes events faster than SQLite stores
+/// them, and without a bound the queue held a long loop's whole log in memory.
+const MAX_BACKLOG: usize = 16 * BATCH;
 
 enum Message {
     Event(Event),
@@ -39,6 +44,28 @@ pub(crate) struct EventLog {
     /// Started on first use, inside the runtime that drives runs.
     writer: OnceLock<mpsc::UnboundedSender<Message>>,
     live: Arc<Feeds>,
+    backlog: Arc<Backlog>,
+}
+
+/// How many events wait for the writer, and a wake-up for runs waiting for room.
+#[derive(Default)]
+struct Backlog {
+    queued: AtomicUsize,
+    drained: Notify,
+}
+
+impl Backlog {
+    fn is_full(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) >= MAX_BACKLOG
+    }
+
+    /// `n` events were stored (or given up on): wakes the runs waiting for room.
+    fn written(&self, n: usize) {
+        self.queued.fetch_sub(n, Ordering::Relaxed);
+        if !self.is_full() {
+            self.drained.notify_waiters();
+        }
+    }
 }
 
 /// One live feed per run that someone follows, so that an event wakes only the
@@ -67,18 +94,30 @@ impl Feeds {
         }
     }
 
-    fn publish(&self, event: Arc<SharedEvent>) {
+    fn publish(&self, event: Event) {
+        self.publish_all(std::iter::once(event));
+    }
+
+    /// Publishes `events` to the feeds of their runs, under one lock; an event of a run
+    /// nobody follows is only dropped (most runs have no follower).
+    fn publish_all(&self, events: impl IntoIterator<Item = Event>) {
         let Ok(mut feeds) = self.by_run.lock() else {
             return;
         };
-        let Some(tx) = feeds.get(&event.run_id) else {
+        if feeds.is_empty() {
             return;
-        };
-        let last = event.kind.is_final();
-        // Nobody follows any more, or nobody will need more: the feed goes (its
-        // receivers still get what it sent them).
-        if tx.send(event.clone()).is_err() || last {
-            feeds.remove(&event.run_id);
+        }
+        for event in events {
+            let Some(tx) = feeds.get(&event.run_id) else {
+                continue;
+            };
+            let last = event.kind.is_final();
+            let run_id = event.run_id.clone();
+            // Nobody follows any more, or nobody will need more: the feed goes (its
+            // receivers still get what it sent them).
+            if tx.send(Arc::new(SharedEvent::new(event))).is_err() || last {
+                feeds.remove(&run_id);
+            }
         }
     }
 }
@@ -89,13 +128,19 @@ impl EventLog {
             store,
             writer: OnceLock::new(),
             live: Arc::default(),
+            backlog: Arc::default(),
         }
     }
 
     fn writer(&self) -> &mpsc::UnboundedSender<Message> {
         self.writer.get_or_init(|| {
             let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(write_events(self.store.clone(), self.live.clone(), rx));
+            tokio::spawn(write_events(
+                self.store.clone(),
+                self.live.clone(),
+                self.backlog.clone(),
+                rx,
+            ));
             tx
         })
     }
@@ -105,6 +150,21 @@ impl EventLog {
         let (tx, rx) = oneshot::channel();
         if self.writer().send(Message::Flush(tx)).is_ok() {
             let _ = rx.await;
+        }
+    }
+
+    /// Returns once fewer than [`MAX_BACKLOG`] events wait to be stored: a run calls it
+    /// between steps, so that it cannot make events faster than they are stored for
+    /// long (costs an atomic load when there is room).
+    pub(crate) async fn room(&self) {
+        loop {
+            let drained = self.backlog.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            if !self.backlog.is_full() {
+                return;
+            }
+            drained.await;
         }
     }
 
@@ -118,9 +178,13 @@ impl EventLog {
 impl EventSink for EventLog {
     fn emit(&self, event: &Event) {
         if event.kind.is_live_only() {
-            self.live.publish(Arc::new(SharedEvent::new(event.clone())));
+            self.live.publish(event.clone());
         } else {
-            let _ = self.writer().send(Message::Event(event.clone()));
+            // Counted before it is sent, so the writer never counts it out first.
+            self.backlog.queued.fetch_add(1, Ordering::Relaxed);
+            if self.writer().send(Message::Event(event.clone())).is_err() {
+                self.backlog.queued.fetch_sub(1, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -128,6 +192,7 @@ impl EventSink for EventLog {
 async fn write_events(
     store: Arc<dyn Store>,
     live: Arc<Feeds>,
+    backlog: Arc<Backlog>,
     mut rx: mpsc::UnboundedReceiver<Message>,
 ) {
     let mut events = Vec::new();
@@ -149,12 +214,12 @@ async fn write_events(
         }
         // A store that cannot take events must not fail the run: the journal is the
         // record the run depends on; the log is what watchers see of it.
+        let written = events.len();
         if store.append_events(&events).await.is_ok() {
-            for e in events.drain(..) {
-                live.publish(Arc::new(SharedEvent::new(e)));
-            }
+            live.publish_all(events.drain(..));
         }
         events.clear();
+        backlog.written(written);
         last_write = Some(Instant::now());
         for f in flushes.drain(..) {
             let _ = f.send(());
@@ -319,13 +384,42 @@ mod tests {
     use super::*;
     use weft_core::event::EventKind;
 
-    fn event(run: &str, seq: u64, kind: EventKind) -> Arc<SharedEvent> {
-        Arc::new(SharedEvent::new(Event {
+    fn event(run: &str, seq: u64, kind: EventKind) -> Event {
+        Event {
             run_id: Arc::from(run),
             seq,
             at_ms: 0,
             kind,
-        }))
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn runs_wait_for_room_while_the_store_is_far_behind() {
+        let log = EventLog::new(Arc::new(weft_store::MemoryStore::new()));
+        // A run that never yields fills the queue: the writer has not run yet.
+        for seq in 0..MAX_BACKLOG as u64 + 10 {
+            log.emit(&event("r", seq, EventKind::RunCancelled));
+        }
+        assert_eq!(log.backlog.queued.load(Ordering::Relaxed), MAX_BACKLOG + 10);
+        let room = log.room();
+        tokio::pin!(room);
+        assert!(
+            futures::poll!(room.as_mut()).is_pending(),
+            "no room while {MAX_BACKLOG} events wait"
+        );
+        // Waiting lets the writer store them; then there is room, and it is all stored.
+        tokio::time::timeout(Duration::from_secs(10), room)
+            .await
+            .expect("room once the writer catches up");
+        log.flush().await;
+        assert_eq!(log.backlog.queued.load(Ordering::Relaxed), 0);
+        assert_eq!(
+            log.store.events("r", None, usize::MAX).await.unwrap().len(),
+            MAX_BACKLOG + 10
+        );
+        tokio::time::timeout(Duration::from_secs(1), log.room())
+            .await
+            .expect("room at once when nothing waits");
     }
 
     #[test]

@@ -90,6 +90,14 @@ impl Inner {
         sinks
     }
 
+    /// Waits while the store is far behind the events runs make (see
+    /// [`event_log::EventLog::room`]).
+    pub(crate) async fn event_room(&self) {
+        if self.record_events {
+            self.event_log.room().await;
+        }
+    }
+
     /// Waits until the events emitted so far are stored, when runs record events.
     pub(crate) async fn flush_events(&self) {
         if self.record_events {

@@ -35,6 +35,7 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
     if cx.run.cancel.is_cancelled() {
         return Err(Stop::Failed(cancelled().at(&cx.key)));
     }
+    cx.run.engine.event_room().await;
     if let Some(t) = &block.data.input {
         let v = cx.value(&t.0, &cx.scope()).map_err(|e| e.at(&cx.key))?;
         cx.input = Arc::new(v);
