@@ -57,6 +57,11 @@ pub struct OutputArgs {
     /// No progress on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Keep this run's events out of the database: each step costs less, but nothing can
+    /// follow the run or read its events later (`weft runs events`, a server's stream).
+    /// The journal, which resume and retry need, is kept as always.
+    #[arg(long)]
+    pub no_event_log: bool,
     /// The model for llm blocks that name none (default: $WEFT_MODEL).
     #[arg(long, value_name = "ID", env = "WEFT_MODEL")]
     pub model: Option<String>,

@@ -194,6 +194,7 @@ fn session(
         progress.clone(),
         view,
         run,
+        !out.no_event_log,
     )?;
     Ok(Session {
         engine,
@@ -203,7 +204,8 @@ fn session(
     })
 }
 
-/// The engine the CLI drives runs with; `events` names a file for every event.
+/// The engine the CLI drives runs with; `events` names a file for every event, and
+/// `event_log` says whether the store keeps runs' events.
 fn engine(
     store: Arc<SqliteStore>,
     adapters: &crate::engines::Adapters,
@@ -211,8 +213,12 @@ fn engine(
     progress: Option<Arc<Progress>>,
     view: EventView,
     run: &RunSettings,
+    event_log: bool,
 ) -> Result<(Engine, Option<Arc<DialectLog>>), Failure> {
     let mut b = adapters.builder(store, run, true);
+    if !event_log {
+        b = b.without_event_log();
+    }
     if let Some(p) = progress {
         b = b.sink(p);
     }
@@ -733,7 +739,15 @@ async fn serve(
     };
     let store = open_store(db, settings)?;
     let adapters = crate::engines::Adapters::new(settings)?;
-    let (engine, _) = engine(store, &adapters, None, None, EventView::default(), run)?;
+    let (engine, _) = engine(
+        store,
+        &adapters,
+        None,
+        None,
+        EventView::default(),
+        run,
+        true,
+    )?;
     let config = weft_server::ServerConfig {
         token,
         run_settings: Some(run.to_value()),
@@ -788,7 +802,15 @@ async fn mcp(
 ) -> Result<u8, Failure> {
     let store = open_store(db, settings)?;
     let adapters = crate::engines::Adapters::new(settings)?;
-    let (engine, _) = engine(store, &adapters, None, None, EventView::default(), run)?;
+    let (engine, _) = engine(
+        store,
+        &adapters,
+        None,
+        None,
+        EventView::default(),
+        run,
+        true,
+    )?;
     let options = weft_mcp::McpOptions {
         allow_approvals,
         run_settings: Some(run.to_value()),

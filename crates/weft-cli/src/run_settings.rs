@@ -70,6 +70,7 @@ mod tests {
             json: false,
             events: None,
             quiet: true,
+            no_event_log: false,
             model: model.map(str::to_owned),
             files: files.map(PathBuf::from),
         }

@@ -1144,3 +1144,36 @@ fn weft_run_sends_its_trace_to_an_otlp_collector_and_a_dead_one_changes_nothing(
     let o = env.weft(&["run", &flow, "--otel", "not a url"]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
 }
+
+#[test]
+fn a_run_without_an_event_log_keeps_its_journal_and_result_but_no_events() {
+    use weft_core::ports::Store;
+    let env = Env::new();
+    let mut ids = Vec::new();
+    for flags in [&[][..], &["--no-event-log"][..]] {
+        let mut args = vec!["run", "--json", "-q"];
+        args.extend_from_slice(flags);
+        let file = example("code-blocks.yaml");
+        args.push(&file);
+        let o = env.weft(&args);
+        assert_eq!(code(&o), 0, "{flags:?}: {}", stderr(&o));
+        ids.push(stdout_json(&o)["run_id"].as_str().unwrap().to_owned());
+    }
+    let store = weft_store::SqliteStore::open(env.path("runs.db"), weft_store::Durability::Process)
+        .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let logged = store.events(&ids[0], None, usize::MAX).await.unwrap();
+        assert!(logged.len() > 3, "the default run's events are stored");
+        let unlogged = store.events(&ids[1], None, usize::MAX).await.unwrap();
+        assert!(unlogged.is_empty(), "{unlogged:?}");
+        // What resume and retry need is there as always.
+        let run = store.get_run(&ids[1]).await.unwrap().unwrap();
+        assert_eq!(run.status, weft_core::ports::RunStatus::Completed);
+        assert_eq!(
+            store.journal(&ids[1]).await.unwrap().len(),
+            store.journal(&ids[0]).await.unwrap().len()
+        );
+        assert!(!store.journal(&ids[1]).await.unwrap().is_empty());
+    });
+}
