@@ -202,6 +202,23 @@ async fn lua_calls_do_not_see_each_others_globals() {
         .await
         .unwrap();
     assert_eq!(v, json!(true));
+    // How a call's environment reaches its chunk is out of the code's reach, and the
+    // chunk is called with no arguments.
+    let v = run(
+        &s,
+        "lua",
+        "return {hidden = __weft_environment == nil, args = select('#', ...)}",
+        None,
+        json!({}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, json!({"hidden": true, "args": 0}));
+    // A syntax error names the source's own line.
+    let e = run(&s, "lua", "local a = 1\nreturn a +", None, json!({}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("line 2"), "{}", e.message);
 }
 
 /// (language, source, expected error kind, a word the message must contain)
