@@ -241,6 +241,17 @@ fn engine(
     Ok((b.build(), log))
 }
 
+/// The engine of a long-lived command (`serve`, `mcp`): no progress and no events file;
+/// every run's events are stored, for the streams that follow them.
+fn serving_engine(
+    store: Arc<SqliteStore>,
+    adapters: &crate::engines::Adapters,
+    run: &RunSettings,
+) -> Result<Engine, Failure> {
+    let (engine, _) = engine(store, adapters, None, None, EventView::default(), run, true)?;
+    Ok(engine)
+}
+
 fn load(flow: &Path, dialect: Option<&str>) -> Result<Loaded, LoadError> {
     weft_dialects::load_file(flow, dialect)
 }
@@ -739,15 +750,7 @@ async fn serve(
     };
     let store = open_store(db, settings)?;
     let adapters = crate::engines::Adapters::new(settings)?;
-    let (engine, _) = engine(
-        store,
-        &adapters,
-        None,
-        None,
-        EventView::default(),
-        run,
-        true,
-    )?;
+    let engine = serving_engine(store, &adapters, run)?;
     let config = weft_server::ServerConfig {
         token,
         run_settings: Some(run.to_value()),
@@ -802,15 +805,7 @@ async fn mcp(
 ) -> Result<u8, Failure> {
     let store = open_store(db, settings)?;
     let adapters = crate::engines::Adapters::new(settings)?;
-    let (engine, _) = engine(
-        store,
-        &adapters,
-        None,
-        None,
-        EventView::default(),
-        run,
-        true,
-    )?;
+    let engine = serving_engine(store, &adapters, run)?;
     let options = weft_mcp::McpOptions {
         allow_approvals,
         run_settings: Some(run.to_value()),

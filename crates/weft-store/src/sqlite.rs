@@ -878,6 +878,20 @@ mod tests {
         RunRecord::new(id.into(), "h".into(), "f".into(), json!({"a": 1}), 1)
     }
 
+    /// A database file as a Weft of schema `version` left it: `meta` says the version,
+    /// and `sql` makes the rest.
+    fn older_file(dir: &tempfile::TempDir, name: &str, version: u32, sql: &str) -> PathBuf {
+        let path = dir.path().join(name);
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(&format!(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO meta VALUES ('schema', '{version}');
+             {sql}"
+        ))
+        .unwrap();
+        path
+    }
+
     fn entry(key: String) -> JournalEntry {
         JournalEntry {
             key,
@@ -979,22 +993,18 @@ mod tests {
     #[tokio::test]
     async fn a_version_1_file_is_upgraded_on_open() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("v1.db");
-        {
-            let c = Connection::open(&path).unwrap();
-            c.execute_batch(
-                "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                 INSERT INTO meta VALUES ('schema', '1');
-                 CREATE TABLE runs (
-                     id TEXT PRIMARY KEY, flow_hash TEXT NOT NULL, flow_name TEXT NOT NULL,
-                     source TEXT, source_hash TEXT, dialect TEXT, input TEXT NOT NULL,
-                     status TEXT NOT NULL, output TEXT, state TEXT, error TEXT, waiting TEXT,
-                     usage TEXT NOT NULL, owner TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
-                 INSERT INTO runs VALUES ('old', 'h', 'f', NULL, NULL, NULL, '{}', 'completed',
-                     '1', NULL, NULL, NULL, '{\"input_tokens\":0,\"output_tokens\":0}', NULL, 1, 1);",
-            )
-            .unwrap();
-        }
+        let path = older_file(
+            &dir,
+            "v1.db",
+            1,
+            "CREATE TABLE runs (
+                 id TEXT PRIMARY KEY, flow_hash TEXT NOT NULL, flow_name TEXT NOT NULL,
+                 source TEXT, source_hash TEXT, dialect TEXT, input TEXT NOT NULL,
+                 status TEXT NOT NULL, output TEXT, state TEXT, error TEXT, waiting TEXT,
+                 usage TEXT NOT NULL, owner TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
+             INSERT INTO runs VALUES ('old', 'h', 'f', NULL, NULL, NULL, '{}', 'completed',
+                 '1', NULL, NULL, NULL, '{\"input_tokens\":0,\"output_tokens\":0}', NULL, 1, 1);",
+        );
         let s = SqliteStore::open(&path, Durability::Process).unwrap();
         let old = s.get_run("old").await.unwrap().unwrap();
         assert_eq!(
@@ -1085,24 +1095,20 @@ mod tests {
     #[tokio::test]
     async fn a_file_with_one_row_per_journal_entry_is_moved_into_chunks_when_opened() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("old.db");
-        {
-            // A schema-8 file: one journal row an entry, two runs interleaved.
-            let conn = Connection::open(&path).unwrap();
-            conn.execute_batch(
-                "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                 INSERT INTO meta VALUES ('schema', '8');
-                 CREATE TABLE journal (
-                     seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
-                     key TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL);
-                 INSERT INTO journal (run_id, key, kind, value) VALUES
-                     ('r', 'a', 'result', '{\"output\": [1, 2]}'),
-                     ('s', 'x', 'answer', '{\"decision\":\"yes\"}'),
-                     ('r', 'b', 'failure', '{\"kind\":\"code\"}'),
-                     ('r', 'c', 'result', '\"text\"');",
-            )
-            .unwrap();
-        }
+        // A schema-8 file: one journal row an entry, two runs interleaved.
+        let path = older_file(
+            &dir,
+            "old.db",
+            8,
+            "CREATE TABLE journal (
+                 seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
+                 key TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL);
+             INSERT INTO journal (run_id, key, kind, value) VALUES
+                 ('r', 'a', 'result', '{\"output\": [1, 2]}'),
+                 ('s', 'x', 'answer', '{\"decision\":\"yes\"}'),
+                 ('r', 'b', 'failure', '{\"kind\":\"code\"}'),
+                 ('r', 'c', 'result', '\"text\"');",
+        );
         let s = SqliteStore::open(&path, Durability::Process).unwrap();
         let r = s.journal("r").await.unwrap();
         let shape: Vec<_> = r.iter().map(|e| (e.key.as_str(), e.kind)).collect();
@@ -1300,20 +1306,16 @@ mod tests {
     async fn a_file_with_one_row_per_event_is_moved_into_chunks_when_opened() {
         use weft_core::event::{Event, EventKind};
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("old.db");
-        {
-            // A schema-7 file: one row an event, bodies with and without run and seq.
-            let conn = Connection::open(&path).unwrap();
-            conn.execute_batch(
-                "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                 INSERT INTO meta VALUES ('schema', '7');
-                 CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL,
-                     body TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
-                 INSERT INTO events VALUES ('r', 0, '{\"at_ms\":7,\"type\":\"run_cancelled\"}');
-                 INSERT INTO events VALUES ('r', 1, '{\"run_id\":\"r\",\"seq\":1,\"at_ms\":8,\"type\":\"run_cancelled\"}');",
-            )
-            .unwrap();
-        }
+        // A schema-7 file: one row an event, bodies with and without run and seq.
+        let path = older_file(
+            &dir,
+            "old.db",
+            7,
+            "CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL,
+                 body TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+             INSERT INTO events VALUES ('r', 0, '{\"at_ms\":7,\"type\":\"run_cancelled\"}');
+             INSERT INTO events VALUES ('r', 1, '{\"run_id\":\"r\",\"seq\":1,\"at_ms\":8,\"type\":\"run_cancelled\"}');",
+        );
         let s = SqliteStore::open(&path, Durability::Process).unwrap();
         let expected = |seq, at_ms| Event {
             run_id: "r".into(),
