@@ -90,6 +90,9 @@ fn new_state() -> mlua::Result<State> {
     let library: Table = lua.load(PRELUDE).set_name("=weft-prelude").eval()?;
     let meta = lua.create_table()?;
     meta.set("__index", library)?;
+    // Shared by every call's environment: code must not reach it (`getmetatable(_ENV)`)
+    // to change what later calls, of any run, see.
+    meta.set("__metatable", false)?;
     let limits = Arc::new(HookLimits::default());
     let seen = limits.clone();
     // A global hook runs on every thread, coroutines included.

@@ -214,6 +214,19 @@ async fn lua_calls_do_not_see_each_others_globals() {
     .await
     .unwrap();
     assert_eq!(v, json!({"hidden": true, "args": 0}));
+    // Nor can a call change the environment the next call gets.
+    let _ = run(
+        &s,
+        "lua",
+        "local m = getmetatable(_ENV); if m then m.__index = {} end; return 1",
+        None,
+        json!({}),
+    )
+    .await;
+    let v = run(&s, "lua", "return string.upper('x')", None, json!({}))
+        .await
+        .unwrap();
+    assert_eq!(v, json!("X"));
     // A syntax error names the source's own line.
     let e = run(&s, "lua", "local a = 1\nreturn a +", None, json!({}))
         .await
