@@ -292,7 +292,7 @@ pub(crate) async fn run_loop(cx: &Cx<'_>, l: &LoopSpec, label: Option<&str>) -> 
             .await
             .map_err(|s| s.after(&patch))?;
         apply(&mut state, &out.patch);
-        patch.extend(out.patch);
+        patch.extend_compacting(out.patch);
         input = out.output;
         exit = out.exit;
         done += 1;

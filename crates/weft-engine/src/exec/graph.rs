@@ -294,7 +294,7 @@ impl<'g> Walk<'g> {
     fn advance(&mut self, mut token: Token<'g>, out: Outcome) -> Result<(), Stop> {
         apply(&mut token.state, &out.patch);
         let targets = self.targets(&token, &out)?;
-        token.patch.extend(out.patch);
+        token.patch.extend_compacting(out.patch);
         let live: Vec<&'g str> = targets.into_iter().filter(|t| *t != END).collect();
         match live.len() {
             0 => self.end(token, out.output, out.exit),
