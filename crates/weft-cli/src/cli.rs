@@ -58,8 +58,8 @@ pub struct OutputArgs {
     #[arg(long, short)]
     pub quiet: bool,
     /// Keep this run's events out of the database: each step costs less, but nothing can
-    /// follow the run or read its events later (`weft runs events`, a server's stream).
-    /// The journal, which resume and retry need, is kept as always.
+    /// follow the run or read its events later (a server's stream, the web page). The
+    /// journal, which resume and retry need, is kept as always.
     #[arg(long)]
     pub no_event_log: bool,
     /// The model for llm blocks that name none (default: $WEFT_MODEL).
