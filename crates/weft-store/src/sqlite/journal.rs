@@ -7,7 +7,7 @@
 //! and SQLite's `AUTOINCREMENT` counter each: a fifth of a loop of Lua steps' CPU.
 //!
 //! A run's chunks are read in `id` order, which is the order they were committed in (a
-//! new row's id is above every row's, deleted or not, that the table holds). Forgetting
+//! new row's id is above every id the table holds, its run's rows among them). Forgetting
 //! entries (retrying a failed run) rewrites the chunks that hold them. Files written
 //! before chunks (one row per entry in `journal`) are moved into chunks when they are
 //! opened (schema 9).
