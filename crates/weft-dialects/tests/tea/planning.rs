@@ -89,12 +89,6 @@ async fn a_plan_runs_in_waves_of_ready_subtasks_and_each_sees_its_dependencies()
         server.base_url()
     );
     let ran = run(&flow(&server.base_url(), &execute), json!({"topic": "tea"})).await;
-    assert_eq!(
-        ran.result.status,
-        RunStatus::Completed,
-        "{:?}",
-        ran.result.error
-    );
     let out = ran.output();
     let planned = &out["plan_result"];
     assert_eq!(planned["success"], true, "{planned}");
@@ -248,12 +242,6 @@ async fn replan_keeps_the_completed_work_and_runs_the_new_subtasks() {
         dir.path(),
     )
     .await;
-    assert_eq!(
-        ran.result.status,
-        RunStatus::Completed,
-        "{:?}",
-        ran.result.error
-    );
     let executed = &ran.output()["executed"];
     assert_eq!(executed["success"], true, "{executed}");
     assert_eq!(executed["replan_count"], 1);
@@ -301,12 +289,6 @@ async fn what_is_no_plan_is_tea_s_error_result_and_the_run_goes_on() {
             json!({"topic": "x"}),
         )
         .await;
-        assert_eq!(
-            ran.result.status,
-            RunStatus::Completed,
-            "{:?}",
-            ran.result.error
-        );
         let out = ran.output();
         assert_eq!(out["plan_result"]["success"], false);
         assert!(
