@@ -33,3 +33,13 @@ pub async fn run(yaml: &str, input: Value) -> Ran {
 pub async fn run_in(yaml: &str, input: Value, dir: &Path) -> Ran {
     support::run_in(yaml, "tea", input, dir, support::test_keys()).await
 }
+
+/// The `step` of each record of a TEA trace (`reasoning_trace`, `planning_trace`).
+pub fn trace_steps(trace: &Value) -> Vec<&str> {
+    trace
+        .as_array()
+        .expect("a trace is a list")
+        .iter()
+        .map(|s| s["step"].as_str().expect("each record names its step"))
+        .collect()
+}

@@ -181,12 +181,7 @@ async fn a_failing_subtask_aborts_skips_or_retries_as_the_strategy_says() {
             json!("A done"),
             "{strategy}: {executed}"
         );
-        let steps: Vec<&str> = executed["planning_trace"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["step"].as_str().unwrap())
-            .collect();
+        let steps = super::trace_steps(&executed["planning_trace"]);
         match strategy {
             "abort" => {
                 assert!(

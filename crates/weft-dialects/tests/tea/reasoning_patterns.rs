@@ -51,12 +51,7 @@ nodes:
     assert_eq!(history[0]["confidence"], 0.4);
     assert_eq!(history[1]["issues_found"], json!(["short"]));
     assert_eq!(history[1]["improvement_score"], 0.8);
-    let steps: Vec<&str> = w["reasoning_trace"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
+    let steps = super::trace_steps(&w["reasoning_trace"]);
     assert_eq!(
         steps,
         [
@@ -186,12 +181,7 @@ async fn reason_react_acts_observes_and_answers() {
         "Unknown action: dance. Available: [\"file.read\",\"web.search\"]"
     );
     assert_eq!(steps[3]["observation"], "Goal achieved.");
-    let trace: Vec<&str> = f["reasoning_trace"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
+    let trace = super::trace_steps(&f["reasoning_trace"]);
     assert_eq!(
         trace,
         [
