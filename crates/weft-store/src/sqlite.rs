@@ -407,6 +407,19 @@ fn append_batch(conn: &mut Connection, batch: &[Write]) -> Result<(), StoreError
     tx.commit().map_err(|e| err("journal commit", e))
 }
 
+/// `items` grouped by their run, runs in the order they first come, each run's items in
+/// theirs: what one commit stores as one chunk a run (journal entries, events).
+fn by_run<'a, T>(items: impl Iterator<Item = (&'a str, T)>) -> Vec<(&'a str, Vec<T>)> {
+    let mut runs: Vec<(&str, Vec<T>)> = Vec::new();
+    for (run_id, item) in items {
+        match runs.iter_mut().find(|(r, _)| *r == run_id) {
+            Some((_, v)) => v.push(item),
+            None => runs.push((run_id, vec![item])),
+        }
+    }
+    runs
+}
+
 fn json_col(v: &Option<serde_json::Value>) -> Option<String> {
     v.as_ref().map(|v| v.to_string())
 }

@@ -11,7 +11,7 @@
 //! chunks (one row per event in `events`) are moved into chunks when they are opened
 //! (schema 8).
 
-use super::err;
+use super::{by_run, err};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::sync::Arc;
 use weft_core::event::{Event, EventKind};
@@ -70,19 +70,13 @@ pub(super) fn write<'a>(
     conn: &Connection,
     events: impl Iterator<Item = &'a Serialized>,
 ) -> Result<(), StoreError> {
-    let mut by_run: Vec<(&str, Vec<(u64, &str)>)> = Vec::new();
-    for (run_id, seq, body) in events {
-        match by_run.iter_mut().find(|(r, _)| *r == &**run_id) {
-            Some((_, v)) => v.push((*seq, body)),
-            None => by_run.push((run_id, vec![(*seq, body)])),
-        }
-    }
+    let runs = by_run(events.map(|(run_id, seq, body)| (&**run_id, (*seq, body.as_str()))));
     let mut insert = conn
         .prepare_cached(
             "INSERT OR IGNORE INTO event_chunks (run_id, first_seq, last_seq, body) VALUES (?1, ?2, ?3, ?4)",
         )
         .map_err(|e| err("events", e))?;
-    for (run_id, events) in by_run {
+    for (run_id, events) in runs {
         let mut after = last_seq(conn, run_id)?;
         let mut body = String::from("[");
         let mut first = None;

@@ -12,7 +12,7 @@
 //! before chunks (one row per entry in `journal`) are moved into chunks when they are
 //! opened (schema 9).
 
-use super::err;
+use super::{by_run, err};
 use rusqlite::{Connection, params};
 use weft_core::ports::{EntryKind, JournalEntry, StoreError};
 
@@ -33,14 +33,7 @@ pub(super) fn write<'a>(
     conn: &Connection,
     entries: impl Iterator<Item = (&'a str, &'a JournalEntry)>,
 ) -> Result<(), StoreError> {
-    let mut by_run: Vec<(&str, Vec<&JournalEntry>)> = Vec::new();
-    for (run_id, entry) in entries {
-        match by_run.iter_mut().find(|(r, _)| *r == run_id) {
-            Some((_, v)) => v.push(entry),
-            None => by_run.push((run_id, vec![entry])),
-        }
-    }
-    for (run_id, entries) in by_run {
+    for (run_id, entries) in by_run(entries) {
         insert(conn, run_id, &entries)?;
     }
     Ok(())
