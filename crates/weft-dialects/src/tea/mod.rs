@@ -108,7 +108,7 @@ fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
         variables: tea.variables.clone(),
         agents: settings_map(&tea, "/agents"),
         llm_settings: settings_map(&tea, "/llm"),
-        nodes: tea.nodes.clone(),
+        nodes: &tea.nodes,
         correcting: Vec::new(),
         extraction: extraction::Defaults::of(&tea),
     };
@@ -142,7 +142,7 @@ pub(crate) struct Compiler<'a> {
     /// `settings.llm`, whose constant options agents inherit.
     llm_settings: IndexMap<String, Value>,
     /// The file's nodes, for actions that run another node (`retry.loop`'s `correct`).
-    nodes: Vec<Node>,
+    nodes: &'a [Node],
     /// The nodes being compiled as a correction, innermost last (a node that corrects
     /// itself through another is refused rather than compiled forever).
     correcting: Vec<String>,

@@ -173,9 +173,9 @@ impl Compiler<'_> {
             ));
             return None;
         }
-        let node = self.nodes[index].clone();
+        let node = &self.nodes[index];
         self.correcting.push(name.to_owned());
-        let block = self.node(&node, &format!("/nodes/{index}"), name, false, false);
+        let block = self.node(node, &format!("/nodes/{index}"), name, false, false);
         self.correcting.pop();
         Some((name.to_owned(), block?))
     }
