@@ -178,10 +178,7 @@ impl Compiler<'_> {
             }
         };
         if let Some(options) = options {
-            for key in mapping.keys().filter(|k| !options.contains(&k.as_str())) {
-                let hint = format!("its options: {}", options.join(", "));
-                self.unknown_option(uses, key, wptr, options, hint);
-            }
+            self.only_options(uses, mapping, wptr, options);
         }
         Some(mapping)
     }
@@ -196,11 +193,22 @@ impl Compiler<'_> {
         options: &[&str],
     ) -> Option<&'w Map<String, Value>> {
         let with = self.with_mapping(uses, with, wptr, needs, example)?;
+        self.only_options(uses, with, wptr, options);
+        Some(with)
+    }
+
+    /// An error for each key of `with` that is not one of `options`.
+    fn only_options(
+        &mut self,
+        uses: &str,
+        with: &Map<String, Value>,
+        wptr: &str,
+        options: &[&str],
+    ) {
         for key in with.keys().filter(|k| !options.contains(&k.as_str())) {
             let hint = format!("its options: {}", options.join(", "));
             self.unknown_option(uses, key, wptr, options, hint);
         }
-        Some(with)
     }
 
     /// The error for option `key` of action `uses`, which has only `options`.
