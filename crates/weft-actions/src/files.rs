@@ -87,7 +87,7 @@ mod tests {
     fn call(config: serde_json::Value) -> NativeCall {
         NativeCall {
             input: Value::Null,
-            state: Arc::new(Value::Null),
+            state: weft_core::State::default(),
             config,
             path: "root".into(),
             run_id: Arc::from("run"),

@@ -23,4 +23,4 @@ pub mod value;
 
 pub use error::{BlockError, Diagnostic, ErrorKind, Loc, Severity};
 pub use ir::{Block, BlockKind, Flow};
-pub use value::{Patch, Value};
+pub use value::{Patch, State, Value};

@@ -138,6 +138,14 @@ pub fn expression_sites(flow: &Flow) -> Vec<ExprSite<'_>> {
     out
 }
 
+/// Every template and expression in `block` and the blocks inside it (not the sub-flows
+/// it calls), with pointers from the block.
+pub fn block_expression_sites(block: &Block) -> Vec<ExprSite<'_>> {
+    let mut out = Vec::new();
+    walk_block(block, "", &mut |ptr, b| block_sites(ptr, b, &mut out));
+    out
+}
+
 fn push_value_sites<'a>(ptr: String, v: &'a Value, out: &mut Vec<ExprSite<'a>>) {
     match v {
         Value::String(s) => out.push(ExprSite {
@@ -278,6 +286,18 @@ pub fn validate(flow: &Flow) -> Vec<Diagnostic> {
     diags
 }
 
+/// What kind of JSON value `v` is, for messages.
+fn value_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Checks `flow` at `base`; `inherited` names the sub-flows of the flows around it, which
 /// its blocks may call too (a sub-flow calls its siblings).
 fn check_flow<'a>(flow: &'a Flow, base: &str, inherited: &[&'a str], diags: &mut Vec<Diagnostic>) {
@@ -295,6 +315,22 @@ fn check_flow<'a>(flow: &'a Flow, base: &str, inherited: &[&'a str], diags: &mut
     }
     if let Some(b) = &flow.budget {
         check_budget(b, &child_pointer(base, "budget"), diags);
+    }
+    if let Some(state) = flow
+        .state
+        .as_ref()
+        .filter(|s| !s.is_object() && !s.is_null())
+    {
+        diags.push(
+            Diagnostic::error(
+                child_pointer(base, "state"),
+                format!(
+                    "the run state is an object of keys, not {}",
+                    value_kind(state)
+                ),
+            )
+            .hint("state: {count: 0, items: []}"),
+        );
     }
     let mut ids: HashMap<&'a str, String> = HashMap::new();
     let mut subflows: Vec<&str> = flow.flows.keys().map(String::as_str).collect();
@@ -899,6 +935,18 @@ mod tests {
             json!({"name": "t", "root": {"loop": {"body": {"passthrough": {}}}}}),
         );
         assert!(missing.unwrap_err().to_string().contains("max_iterations"));
+    }
+
+    #[test]
+    fn the_run_state_is_an_object() {
+        let mut f = flow(json!({"passthrough": {}}));
+        f.state = Some(json!([1]));
+        let d = validate(&f);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].pointer, "/state");
+        assert!(d[0].message.contains("not a list"), "{}", d[0].message);
+        f.state = Some(json!({"items": [1]}));
+        assert!(validate(&f).is_empty());
     }
 
     #[test]

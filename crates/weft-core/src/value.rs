@@ -1,10 +1,83 @@
 //! Values exchanged between blocks, and the state patches blocks return.
 
+use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
+use std::sync::Arc;
 
 /// Every value a block receives or returns is JSON.
 pub type Value = serde_json::Value;
+
+/// An object whose values are shared: copying it copies its keys and pointers, never
+/// the values they point to.
+pub type SharedMap = IndexMap<String, Arc<Value>>;
+
+/// The run state: a JSON object shared by reference, copied on write at its top level.
+///
+/// A branch of a fan-out starts from its parent's state (one pointer); when it writes a
+/// key, it copies the top-level keys and pointers, not the values, so a state holding a
+/// list of 100,000 items costs a branch the same whether it writes or not. A write below
+/// a top-level key copies that key's value if another holder shares it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct State(Arc<SharedMap>);
+
+impl State {
+    /// The state `value` holds: its keys when it is an object; anything else is an
+    /// empty state (a state is always an object).
+    pub fn from_value(value: Value) -> State {
+        match value {
+            Value::Object(map) => State(Arc::new(
+                map.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
+            )),
+            _ => State::default(),
+        }
+    }
+
+    /// The value at top-level `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key).map(|v| &**v)
+    }
+
+    /// The shared object itself, for a reader that walks it without copying.
+    pub fn shared(&self) -> &Arc<SharedMap> {
+        &self.0
+    }
+
+    /// The state as one JSON value: a deep copy, for readers that need one.
+    pub fn to_value(&self) -> Value {
+        Value::Object(
+            self.0
+                .iter()
+                .map(|(k, v)| (k.clone(), (**v).clone()))
+                .collect(),
+        )
+    }
+
+    /// Applies `patch`: see [`Patch::apply_to`] for what each write does.
+    pub fn apply(&mut self, patch: &Patch) {
+        if patch.is_empty() {
+            return;
+        }
+        let map = Arc::make_mut(&mut self.0);
+        for op in &patch.0 {
+            let (first, rest) = op.path.split_first().expect("patch paths are never empty");
+            if rest.is_empty() {
+                map.insert(first.clone(), Arc::new(op.value.clone()));
+                continue;
+            }
+            let slot = map
+                .entry(first.clone())
+                .or_insert_with(|| Arc::new(Value::Null));
+            write_at(Arc::make_mut(slot), rest, &op.value);
+        }
+    }
+}
+
+impl Serialize for State {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, &**v)))
+    }
+}
 
 /// One write to the run state: `path` names nested object keys from the state's root.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -89,26 +162,31 @@ impl Patch {
     /// (a non-object in the way is replaced by an object).
     pub fn apply_to(&self, state: &mut Value) {
         for op in &self.0 {
-            let mut cur = &mut *state;
-            let (last, parents) = op.path.split_last().expect("patch paths are never empty");
-            for key in parents {
-                if !cur.is_object() {
-                    *cur = Value::Object(Default::default());
-                }
-                cur = cur
-                    .as_object_mut()
-                    .expect("just made an object")
-                    .entry(key.clone())
-                    .or_insert(Value::Null);
-            }
-            if !cur.is_object() {
-                *cur = Value::Object(Default::default());
-            }
-            cur.as_object_mut()
-                .expect("just made an object")
-                .insert(last.clone(), op.value.clone());
+            write_at(state, &op.path, &op.value);
         }
     }
+}
+
+/// Writes `value` at `path` below `at`, making objects of whatever is in the way.
+fn write_at(at: &mut Value, path: &[String], value: &Value) {
+    let mut cur = at;
+    let (last, parents) = path.split_last().expect("patch paths are never empty");
+    for key in parents {
+        if !cur.is_object() {
+            *cur = Value::Object(Default::default());
+        }
+        cur = cur
+            .as_object_mut()
+            .expect("just made an object")
+            .entry(key.clone())
+            .or_insert(Value::Null);
+    }
+    if !cur.is_object() {
+        *cur = Value::Object(Default::default());
+    }
+    cur.as_object_mut()
+        .expect("just made an object")
+        .insert(last.clone(), value.clone());
 }
 
 /// Splits a dotted state path (`results.draft`) into its keys.
@@ -183,6 +261,33 @@ mod tests {
         let mut state = json!({});
         p.apply_to(&mut state);
         assert_eq!(state, json!({"count": 99_999, "log": {"last": 99_999}}));
+    }
+
+    #[test]
+    fn a_state_makes_what_a_value_makes_and_shares_what_it_does_not_write() {
+        let base = json!({"items": [1, 2, 3], "x": 5, "deep": {"a": 1}, "s": "t"});
+        let mut p = Patch::default();
+        p.set(split_path("deep.b"), json!(2));
+        p.set(split_path("x.y"), json!(true));
+        p.set(split_path("new"), json!([0]));
+        p.set(split_path("s"), json!("u"));
+        let mut value = base.clone();
+        p.apply_to(&mut value);
+        let parent = State::from_value(base);
+        let mut branch = parent.clone();
+        branch.apply(&p);
+        assert_eq!(branch.to_value(), value);
+        assert_eq!(serde_json::to_value(&branch).unwrap(), value);
+        // Key order is the value's: written keys keep their place, new ones come last.
+        let keys: Vec<&String> = branch.shared().keys().collect();
+        assert_eq!(keys, ["items", "x", "deep", "s", "new"]);
+        // The parent is unchanged, and the key the branch did not write is shared.
+        assert_eq!(parent.get("x"), Some(&json!(5)));
+        assert!(Arc::ptr_eq(
+            &parent.shared()["items"],
+            &branch.shared()["items"]
+        ));
+        assert_eq!(State::from_value(json!(3)), State::default());
     }
 
     #[test]

@@ -726,11 +726,11 @@ impl Engine {
         ));
 
         let flow = &*prepared.flow;
-        let state0 = Arc::new(
-            flow.state
-                .clone()
-                .unwrap_or_else(|| Value::Object(Default::default())),
-        );
+        let state0 = flow
+            .state
+            .clone()
+            .map(weft_core::State::from_value)
+            .unwrap_or_default();
         let budgets = match &flow.budget {
             Some(b) => Budgets::default().push("", b),
             None => Budgets::default(),
@@ -789,7 +789,7 @@ impl Engine {
             Err(Stop::Suspended(suspension)) => {
                 rec.status = RunStatus::Paused;
                 // The paused run's state shows what happened before the pause.
-                suspension.patch.apply_to(Arc::make_mut(&mut state));
+                state.apply(&suspension.patch);
                 waiting = suspension
                     .pending
                     .iter()
@@ -801,7 +801,8 @@ impl Engine {
                 });
             }
         }
-        rec.state = Some((*state).clone());
+        let state = state.to_value();
+        rec.state = Some(state.clone());
         // The run's last events are durable before its record says it ended: a follower
         // that sees the end has every event.
         inner.flush_events().await;
@@ -810,7 +811,7 @@ impl Engine {
             run_id: rec.id.clone(),
             status: rec.status,
             output: rec.output.clone(),
-            state: (*state).clone(),
+            state,
             error: rec
                 .error
                 .as_ref()

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 use weft_core::ir::{Flow, Stall};
 use weft_core::ports::{Durable, EntryKind, JournalEntry, ParentBlock, Usage};
-use weft_core::{BlockError, ErrorKind, Patch, Value};
+use weft_core::{BlockError, ErrorKind, Patch, State, Value};
 use weft_expr::Scope;
 
 /// A journaled fact, ready for replay.
@@ -253,7 +253,7 @@ pub(crate) struct Cx<'r> {
     pub(crate) vars: Arc<Value>,
     pub(crate) key: Arc<str>,
     pub(crate) input: Arc<Value>,
-    pub(crate) state: Arc<Value>,
+    pub(crate) state: State,
     pub(crate) locals: Scope,
     pub(crate) budgets: Budgets,
     /// Stall thresholds of the enclosing blocks (innermost wins per phase).
@@ -271,7 +271,7 @@ pub(crate) struct Cx<'r> {
 
 impl<'r> Cx<'r> {
     /// The child context reached by path segment `seg`.
-    pub(crate) fn child(&self, seg: &str, input: Arc<Value>, state: Arc<Value>) -> Cx<'r> {
+    pub(crate) fn child(&self, seg: &str, input: Arc<Value>, state: State) -> Cx<'r> {
         let key: Arc<str> = if self.key.is_empty() {
             Arc::from(seg)
         } else {
@@ -329,7 +329,7 @@ impl<'r> Cx<'r> {
         let [input, state, initial, run, vars, secrets] = &*NAMES;
         let mut s = Scope::with_capacity(6 + self.locals.len());
         s.bind(input.clone(), self.input.clone())
-            .bind(state.clone(), self.state.clone())
+            .bind_map(state.clone(), self.state.shared().clone())
             .bind(initial.clone(), self.run.initial.clone())
             .bind(run.clone(), self.run.binding.clone())
             .bind(vars.clone(), self.vars.clone())

@@ -163,6 +163,25 @@ fn omit(obj: Value, keys: Rest<Value>) -> Result<Value, Error> {
     Ok(Value::from_pairs(out))
 }
 
+/// `pick(obj, "k1", "k2")`: an object of those keys of `obj` that it has, in that order:
+/// what a step reads of a large object, without copying the rest.
+fn pick(obj: Value, keys: Rest<Value>) -> Result<Value, Error> {
+    if obj.kind() != ValueKind::Map {
+        return Err(invalid(format!(
+            "pick() takes an object, not {}",
+            obj.kind()
+        )));
+    }
+    let mut out = Vec::with_capacity(keys.len());
+    for k in keys.iter() {
+        let v = obj.get_item(k)?;
+        if !v.is_undefined() {
+            out.push((k.clone(), v));
+        }
+    }
+    Ok(Value::from_pairs(out))
+}
+
 /// A value as prompt text: a string as it is, anything else as its JSON.
 fn text(v: Value) -> Result<Value, Error> {
     if let Some(s) = v.as_str() {
@@ -217,6 +236,7 @@ pub(crate) fn register(env: &mut Environment<'static>) {
     env.add_function("list", to_list);
     env.add_function("merge", merge);
     env.add_function("omit", omit);
+    env.add_function("pick", pick);
     env.add_function("fromjson", fromjson);
     env.add_function("text", text);
     env.add_filter("text", text);

@@ -149,7 +149,10 @@ impl Object for ScopeObject {
             let natives = self.0.natives.clone()?;
             return Some(MjValue::from_object(NativesObject(natives)));
         }
-        self.0.get(key).map(to_mj)
+        self.0.bound(key).map(|b| match b {
+            crate::Bound::Value(v) => to_mj(v),
+            crate::Bound::Map(m) => MjValue::from_object(SharedMapObject(m.clone())),
+        })
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
@@ -160,5 +163,32 @@ impl Object for ScopeObject {
             }
         }
         Enumerator::Values(names.into_iter().map(MjValue::from).collect())
+    }
+}
+
+/// A shared map (the run state), seen without copying: each value it reaches is a view
+/// of that value.
+#[derive(Debug)]
+pub(crate) struct SharedMapObject(pub(crate) Arc<crate::SharedMap>);
+
+impl Object for SharedMapObject {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Map
+    }
+
+    fn get_value(self: &Arc<Self>, key: &MjValue) -> Option<MjValue> {
+        self.0.get(key.as_str()?).map(to_mj)
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Values(self.0.keys().map(|k| MjValue::from(k.as_str())).collect())
+    }
+
+    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
+        Some(self.0.len())
+    }
+
+    fn is_true(self: &Arc<Self>) -> bool {
+        !self.0.is_empty()
     }
 }

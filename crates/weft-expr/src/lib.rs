@@ -70,10 +70,33 @@ pub trait Natives: Send + Sync + std::fmt::Debug {
     fn call(&self, name: &str, args: &[Value]) -> Result<Value, String>;
 }
 
+/// An object whose values are shared (a run state, say): reading it copies nothing, and
+/// neither does handing it on.
+pub type SharedMap = indexmap::IndexMap<String, Arc<Value>>;
+
+/// What a name is bound to.
+#[derive(Debug, Clone)]
+pub(crate) enum Bound {
+    Value(Arc<Value>),
+    Map(Arc<SharedMap>),
+}
+
+impl Bound {
+    /// The bound value as one JSON value (a shared map is copied whole).
+    pub(crate) fn to_value(&self) -> Value {
+        match self {
+            Bound::Value(v) => (**v).clone(),
+            Bound::Map(m) => {
+                Value::Object(m.iter().map(|(k, v)| (k.clone(), (**v).clone())).collect())
+            }
+        }
+    }
+}
+
 /// The names visible to one evaluation: `input`, `state`, `initial`, `vars`, and locals.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
-    bindings: Vec<(Arc<str>, Arc<Value>)>,
+    bindings: Vec<(Arc<str>, Bound)>,
     natives: Option<Arc<dyn Natives>>,
 }
 
@@ -93,7 +116,13 @@ impl Scope {
 
     /// Binds `name` (a later binding of the same name shadows an earlier one).
     pub fn bind(&mut self, name: impl Into<Arc<str>>, value: Arc<Value>) -> &mut Scope {
-        self.bindings.push((name.into(), value));
+        self.bindings.push((name.into(), Bound::Value(value)));
+        self
+    }
+
+    /// Binds `name` to an object whose values are shared, as [`Scope::bind`] does.
+    pub fn bind_map(&mut self, name: impl Into<Arc<str>>, map: Arc<SharedMap>) -> &mut Scope {
+        self.bindings.push((name.into(), Bound::Map(map)));
         self
     }
 
@@ -129,8 +158,12 @@ impl Scope {
         self.bindings.is_empty()
     }
 
-    /// The value bound to `name`.
-    pub fn get(&self, name: &str) -> Option<&Arc<Value>> {
+    /// The value bound to `name` (a copy of a shared map's values).
+    pub fn get(&self, name: &str) -> Option<Value> {
+        self.bound(name).map(Bound::to_value)
+    }
+
+    pub(crate) fn bound(&self, name: &str) -> Option<&Bound> {
         self.bindings
             .iter()
             .rev()
@@ -244,7 +277,8 @@ impl Exprs {
                     .map_err(|e| ExprError::from_mj(source, e))
             }
             Compiled::Single(e, path) => {
-                match path.as_ref().and_then(|p| p.lookup(scope)) {
+                let found = path.as_ref().and_then(|p| p.lookup(scope));
+                match found.as_deref() {
                     Some(Value::String(s)) => return Ok(s.clone()),
                     Some(Value::Null) => return Ok(String::new()),
                     Some(j @ (Value::Array(_) | Value::Object(_))) => return Ok(j.to_string()),
@@ -275,7 +309,7 @@ impl Exprs {
             Compiled::Text => self.render(source, scope).map(Value::String),
             Compiled::Single(e, path) => {
                 if let Some(found) = path.as_ref().and_then(|p| p.lookup(scope)) {
-                    return Ok(found.clone());
+                    return Ok(found.into_owned());
                 }
                 let v = e
                     .eval(scope.to_mj())

@@ -5,8 +5,9 @@
 //! the engine would (a missing key, an unbound name, an index into a string) is left to
 //! the engine.
 
-use crate::Scope;
+use crate::{Bound, Scope};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// One step of a path: an object's key or an array's index.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,17 +48,25 @@ impl Path {
         })
     }
 
-    /// The value the path names in `scope`, when every step finds what it names.
-    pub(crate) fn lookup<'s>(&self, scope: &'s Scope) -> Option<&'s Value> {
-        let mut at: &Value = scope.get(&self.name)?.as_ref();
-        for step in &self.steps {
+    /// The value the path names in `scope`, when every step finds what it names (a
+    /// copy only when the path names a whole shared map).
+    pub(crate) fn lookup<'s>(&self, scope: &'s Scope) -> Option<Cow<'s, Value>> {
+        let (mut at, steps): (&Value, &[Step]) = match scope.bound(&self.name)? {
+            Bound::Value(v) => (v, &self.steps),
+            Bound::Map(m) => match self.steps.split_first() {
+                None => return Some(Cow::Owned(Bound::Map(m.clone()).to_value())),
+                Some((Step::Key(k), rest)) => (m.get(k)?, rest),
+                Some((Step::Index(_), _)) => return None,
+            },
+        };
+        for step in steps {
             at = match (step, at) {
                 (Step::Key(k), Value::Object(m)) => m.get(k)?,
                 (Step::Index(i), Value::Array(a)) => a.get(*i)?,
                 _ => return None,
             };
         }
-        Some(at)
+        Some(Cow::Borrowed(at))
     }
 }
 
@@ -132,12 +141,28 @@ mod tests {
         );
         let p = |s: &str| Path::parse(s).unwrap();
         assert_eq!(
-            p("input.items[0]['a b'].c_2").lookup(&scope),
+            p("input.items[0]['a b'].c_2").lookup(&scope).as_deref(),
             Some(&json!(5))
         );
         assert_eq!(p("input.missing").lookup(&scope), None);
         assert_eq!(p("input.items[3]").lookup(&scope), None);
         assert_eq!(p("input.n.x").lookup(&scope), None);
         assert_eq!(p("unbound").lookup(&scope), None);
+        // A shared map: a key steps into one of its values; the whole map is a copy.
+        scope.bind_map(
+            "state",
+            Arc::new(
+                [("k".to_owned(), Arc::new(json!([7])))]
+                    .into_iter()
+                    .collect(),
+            ),
+        );
+        assert_eq!(p("state.k[0]").lookup(&scope).as_deref(), Some(&json!(7)));
+        assert_eq!(p("state[0]").lookup(&scope), None);
+        assert_eq!(p("state.nope").lookup(&scope), None);
+        assert_eq!(
+            p("state").lookup(&scope).as_deref(),
+            Some(&json!({"k": [7]}))
+        );
     }
 }

@@ -98,6 +98,78 @@ fn merge_and_omit_reshape_objects() {
 }
 
 #[test]
+fn a_shared_map_reads_as_the_object_it_holds() {
+    // The run state is bound as a shared map; every template reads it exactly as it
+    // reads the same object bound as one value.
+    let object = json!({"items": [1, 2, 3], "count": 2, "name": "Ada"});
+    let map: crate::SharedMap = object
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), Arc::new(v.clone())))
+        .collect();
+    let mut shared = Scope::new();
+    shared.bind_map("state", Arc::new(map));
+    let plain = scope(object.clone());
+    let templates = [
+        "{{ state }}",
+        "{{ state.items[1] }}",
+        "{{ state['name'] }}",
+        "{{ state.items | length }}",
+        "{{ pick(state, 'count', 'nope') }}",
+        "{{ merge(state, {'count': 3}) }}",
+        "n={{ state.count }} {{ state }}",
+        "{% for k in state %}{{ k }} {% endfor %}",
+    ];
+    let conditions = [
+        "state.count < 5 and state.get('missing', 7) == 7",
+        "'items' in state",
+        "state",
+    ];
+    let sources: Vec<(&str, bool)> = templates
+        .iter()
+        .map(|t| (*t, false))
+        .chain(conditions.iter().map(|c| (*c, true)))
+        .collect();
+    let e = compiled(&sources);
+    for t in templates {
+        assert_eq!(
+            e.value(t, &shared).unwrap(),
+            e.value(t, &plain).unwrap(),
+            "{t}"
+        );
+        assert_eq!(
+            e.render(t, &shared).unwrap(),
+            e.render(t, &plain).unwrap(),
+            "{t}"
+        );
+    }
+    for c in conditions {
+        assert!(e.truthy(c, &shared).unwrap(), "{c}");
+    }
+    assert_eq!(e.value("{{ state }}", &shared).unwrap(), object);
+    assert_eq!(shared.get("state"), Some(object));
+}
+
+#[test]
+fn pick_keeps_the_named_keys_an_object_has() {
+    let t = "{{ pick(input, 'items', 'missing', 'name') }}";
+    let e = compiled(&[(t, false)]);
+    assert_eq!(
+        e.value(t, &scope(json!({}))).unwrap(),
+        json!({"items": [1, 2, 3], "name": "Ada"})
+    );
+    let wrong = "{{ pick(input.name, 'x') }}";
+    let e = compiled(&[(wrong, false)]);
+    let err = e.value(wrong, &scope(json!({}))).unwrap_err();
+    assert!(
+        err.message.contains("pick() takes an object"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
 fn syntax_errors_are_reported_at_compile_time() {
     let mut e = Exprs::new();
     let err = e.add("state.count <", true).unwrap_err();

@@ -12,10 +12,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use weft_core::ir::{self, BlockKind, HandlerSpec};
 use weft_core::ports::{MessageSink, Native, NativeCall, NativeOutput, ParentBlock, ScopedStore};
-use weft_core::{BlockError, ErrorKind, Patch};
+use weft_core::{BlockError, ErrorKind, Patch, State};
 
 /// Starts a handler named `name`; finish it with [`HandlerBuilder::execute`].
 ///
@@ -57,6 +57,7 @@ impl Native for HandlerFn {
         let writes = Arc::new(Mutex::new(Writes::default()));
         let ctx = Ctx {
             state: call.state,
+            state_value: Arc::new(OnceLock::new()),
             path: call.path,
             run_id: call.run_id,
             writes: writes.clone(),
@@ -90,7 +91,9 @@ struct Writes {
 /// write to the run state and pick an exit.
 #[derive(Clone)]
 pub struct Ctx {
-    state: Arc<Value>,
+    state: State,
+    /// The state as one value, made the first time a handler asks for it.
+    state_value: Arc<OnceLock<Value>>,
     path: String,
     run_id: Arc<str>,
     writes: Arc<Mutex<Writes>>,
@@ -114,7 +117,7 @@ pub struct Parent {
 impl Ctx {
     /// The run state when the handler started.
     pub fn state(&self) -> &Value {
-        &self.state
+        self.state_value.get_or_init(|| self.state.to_value())
     }
 
     /// The block's path in the flow (its journal key).

@@ -3,7 +3,7 @@
 
 use super::store::{Scopes, Store};
 use crate::error::BlockError;
-use crate::value::{Patch, Value};
+use crate::value::{Patch, State, Value};
 use async_trait::async_trait;
 use std::sync::Arc;
 
@@ -12,8 +12,8 @@ use std::sync::Arc;
 pub struct NativeCall {
     /// The block's input.
     pub input: Value,
-    /// A snapshot of the run state.
-    pub state: Arc<Value>,
+    /// A snapshot of the run state (shared, not copied: [`State::to_value`] copies it).
+    pub state: State,
     /// The block's configuration (`config` of a handler, rendered `with` of an action).
     pub config: Value,
     /// The block's path.

@@ -8,13 +8,11 @@ use std::sync::Arc;
 use weft_core::event::{EventKind, LoopExit};
 use weft_core::ir::{Block, BranchSpec, LoopSpec, MapSpec, OnError, ParallelSpec, step_segment};
 use weft_core::ports::EntryKind;
-use weft_core::{BlockError, ErrorKind, Patch, Value};
+use weft_core::{BlockError, ErrorKind, Patch, State, Value};
 
-/// Applies `patch` to `state`, copying the state only if another holder shares it.
-pub(crate) fn apply(state: &mut Arc<Value>, patch: &Patch) {
-    if !patch.is_empty() {
-        patch.apply_to(Arc::make_mut(state));
-    }
+/// Applies `patch` to `state`, copying its top level only if another holder shares it.
+pub(crate) fn apply(state: &mut State, patch: &Patch) {
+    state.apply(patch);
 }
 
 pub(crate) async fn sequence(cx: &Cx<'_>, steps: &[Block]) -> Exec {
@@ -298,7 +296,7 @@ pub(crate) async fn run_loop(cx: &Cx<'_>, l: &LoopSpec, label: Option<&str>) -> 
         done += 1;
         if let Some(u) = &l.until {
             let mut scope = icx.scope();
-            scope.bind("state", state.clone());
+            scope.bind_map("state", state.shared().clone());
             scope.bind("output", input.clone());
             scope.bind(
                 "exit",
@@ -395,11 +393,7 @@ pub(crate) async fn run_subflow(
     let state = if share_state {
         cx.state.clone()
     } else {
-        Arc::new(
-            sub.state
-                .clone()
-                .unwrap_or_else(|| Value::Object(Default::default())),
-        )
+        sub.state.clone().map(State::from_value).unwrap_or_default()
     };
     let mut scx = cx.child(seg, input, state);
     scx.flow = sub;

@@ -19,12 +19,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use weft_core::event::EventKind;
 use weft_core::ir::{END, Edge, GraphSpec, Routing};
-use weft_core::{BlockError, ErrorKind, Patch, Value};
+use weft_core::{BlockError, ErrorKind, Patch, State, Value};
 
 struct Token<'g> {
     node: &'g str,
     input: Arc<Value>,
-    state: Arc<Value>,
+    state: State,
     /// State writes since this token's frame forked (or since the graph began).
     patch: Patch,
     lineage: String,
@@ -34,7 +34,7 @@ struct Token<'g> {
 
 struct Arrival {
     output: Arc<Value>,
-    state: Arc<Value>,
+    state: State,
     patch: Patch,
 }
 
@@ -42,7 +42,7 @@ struct Frame<'g> {
     parent: Option<usize>,
     parent_branch: usize,
     lineage: String,
-    base_state: Arc<Value>,
+    base_state: State,
     base_patch: Patch,
     open: usize,
     arrived: Vec<Option<Arrival>>,
@@ -247,7 +247,7 @@ impl<'g> Walk<'g> {
         };
         let mut scope = self.cx.scope();
         scope.bind("input", token.input.clone());
-        scope.bind("state", token.state.clone());
+        scope.bind_map("state", token.state.shared().clone());
         scope.bind("output", out.output.clone());
         scope.bind(
             "exit",
@@ -407,7 +407,7 @@ impl<'g> Walk<'g> {
                 if !isolate {
                     merged.extend(a.patch);
                 }
-                arrivals.push(serde_json::json!({"output": *a.output, "state": *a.state}));
+                arrivals.push(serde_json::json!({"output": *a.output, "state": a.state}));
                 last_output = Some(a.output);
             } else if let Some((output, patch)) = frame.ended[i].take() {
                 if !isolate {

@@ -163,7 +163,7 @@ pub(crate) async fn code(cx: &Cx<'_>, spec: &CodeSpec) -> Exec {
         })?;
     let args = match &spec.args {
         Some(t) => cx.value(&t.0, &cx.scope())?,
-        None => serde_json::json!({"input": *cx.input, "state": *cx.state}),
+        None => serde_json::json!({"input": *cx.input, "state": cx.state}),
     };
     let output = runner
         .run(CodeRequest {

@@ -395,6 +395,6 @@ fn boxed<'a>(f: impl std::future::Future<Output = Exec> + Send + 'a) -> BoxFutur
 }
 
 /// Applies a patch to a shared state (copy-on-write).
-pub(crate) fn apply_patch(state: &mut Arc<Value>, patch: &weft_core::Patch) {
+pub(crate) fn apply_patch(state: &mut weft_core::State, patch: &weft_core::Patch) {
     composite::apply(state, patch);
 }
