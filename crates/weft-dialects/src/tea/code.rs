@@ -50,6 +50,11 @@ pub(super) fn code_spec(
     let (source, entry, body_line) = match language {
         "python" => {
             let (source, body_line) = wrap_python(source, fan_in);
+            if let Some(keys) = super::state_reads::python_state_keys(&source) {
+                if let Some(picked) = picked_state(&keys) {
+                    args["state"] = Value::from(picked);
+                }
+            }
             (source, Some(ENTRY.to_owned()), Some(body_line))
         }
         "lua" => (source.to_owned(), None, Some(1)),
@@ -71,6 +76,19 @@ pub(super) fn code_spec(
         builtins: None,
         limits: CodeLimits::default(),
     }
+}
+
+/// The template of a state of only `keys` (those the state has), or None when a key
+/// is not plain enough to write in a template literal.
+fn picked_state(keys: &[String]) -> Option<String> {
+    let plain = |k: &String| {
+        k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ' '))
+    };
+    keys.iter().all(plain).then(|| {
+        let names: String = keys.iter().map(|k| format!(", '{k}'")).collect();
+        format!("{{{{ pick(state{names}) }}}}")
+    })
 }
 
 /// `def _tea_node(...)` around the dedented body; `json` is always imported and
@@ -97,7 +115,7 @@ pub(super) fn wrap_python(body: &str, fan_in: bool) -> (String, u32) {
 }
 
 /// Whether `word` appears in `text` as a whole identifier.
-fn mentions(text: &str, word: &str) -> bool {
+pub(super) fn mentions(text: &str, word: &str) -> bool {
     text.match_indices(word).any(|(i, _)| {
         let before = text[..i].chars().next_back();
         let after = text[i + word.len()..].chars().next();

@@ -105,7 +105,8 @@ pub(super) struct ActionDoc {
     pub uses: String,
     #[serde(rename = "with")]
     pub with: Option<Value>,
-    pub output: Option<String>,
+    /// A state key, or a mapping of keys to templates that read the result as `result`.
+    pub output: Option<Value>,
 }
 
 /// One entry of the legacy `edges` section.

@@ -14,6 +14,7 @@ mod code;
 mod code_execute;
 mod coordinate;
 mod doc;
+mod dynamic_parallel;
 mod embed;
 mod end_node;
 mod events;
@@ -31,6 +32,7 @@ mod result_fields;
 mod retry;
 mod runtime;
 mod self_correct;
+mod state_reads;
 
 use crate::diagnostics::{Compiled, Diagnostics, read_document};
 use crate::dialect::{CompileContext, Confidence, Dialect};
@@ -41,8 +43,8 @@ use indexmap::IndexMap;
 use serde_json::{Value, json};
 use std::path::Path;
 use weft_core::ir::{
-    Block, BlockKind, CodeLimits, CodeSpec, Expr, Flow, GraphSpec, LoopSpec, MapSpec, ModelDef,
-    OnError, Rescue, SubFlowSpec, TransformSpec, ValueTemplate,
+    Block, BlockKind, CodeLimits, CodeSpec, Expr, Flow, GraphSpec, LoopSpec, ModelDef, SubFlowSpec,
+    TransformSpec, ValueTemplate,
 };
 use weft_core::{Diagnostic, Loc};
 
@@ -692,152 +694,6 @@ impl Compiler<'_> {
             fail_at_max: false,
             warn_at_max: false,
         })))
-    }
-
-    fn dynamic_parallel(
-        &mut self,
-        n: &Node,
-        ptr: &str,
-        name: &str,
-        in_loop: bool,
-    ) -> Option<Block> {
-        let Some(items) = &n.items else {
-            self.diags.push(
-                Diagnostic::error(ptr, format!("dynamic_parallel `{name}` needs `items`"))
-                    .hint("items: \"{{ state.urls }}\""),
-            );
-            return None;
-        };
-        let items = match items {
-            Value::String(s) if !s.contains("{{") => Value::from(format!("{{{{ {s} }}}}")),
-            other => other.clone(),
-        };
-        let modes: Vec<&str> = [
-            (n.action.is_some(), "action"),
-            (n.steps.is_some(), "steps"),
-            (n.subgraph.is_some(), "subgraph"),
-        ]
-        .into_iter()
-        .filter_map(|(on, m)| on.then_some(m))
-        .collect();
-        if modes.len() != 1 {
-            self.diags.push(
-                Diagnostic::error(
-                    ptr,
-                    match modes.len() {
-                        0 => format!(
-                            "dynamic_parallel `{name}` needs one of `action`, `steps` or `subgraph`"
-                        ),
-                        _ => format!(
-                            "dynamic_parallel `{name}` has {}; the modes are mutually exclusive",
-                            modes.join(" and ")
-                        ),
-                    },
-                )
-                .hint("spec 004: \"Three execution modes (mutually exclusive)\""),
-            );
-            return None;
-        }
-        if let Some(c) = n.max_concurrency
-            && c < 1
-        {
-            self.diags.push(Diagnostic::error(
-                format!("{ptr}/max_concurrency"),
-                "max_concurrency must be a positive integer",
-            ));
-            return None;
-        }
-        if n.input.is_some() && n.subgraph.is_none() {
-            self.diags.push(Diagnostic::error(
-                format!("{ptr}/input"),
-                "`input` belongs to subgraph mode",
-            ));
-        }
-        let item_var = n.item_var.clone().unwrap_or_else(|| "item".into());
-        let index_var = n.index_var.clone().unwrap_or_else(|| "index".into());
-        let work = match modes[0] {
-            "action" => {
-                let a = n.action.as_ref().expect("action mode");
-                let aptr = format!("{ptr}/action");
-                let output = a.output.clone().map(Value::from);
-                self.action_into_state(&a.uses, a.with.as_ref(), output.as_ref(), &aptr, name)?
-            }
-            "steps" => self.steps(
-                n.steps.as_deref().unwrap_or_default(),
-                &format!("{ptr}/steps"),
-                in_loop,
-            )?,
-            _ => self.subgraph(n, ptr, name)?,
-        };
-        // Each branch starts from a copy of the state with the item and index set in it,
-        // and ends as {state, source_node, index}.
-        let mut enter = Block::new(BlockKind::Passthrough);
-        enter.data.set.insert(
-            item_var.clone(),
-            ValueTemplate(Value::from(format!("{{{{ {item_var} }}}}"))),
-        );
-        enter.data.set.insert(
-            index_var.clone(),
-            ValueTemplate(Value::from(format!("{{{{ {index_var} }}}}"))),
-        );
-        let index = format!("{{{{ {index_var} }}}}");
-        let result = transform(json!({
-            "state": "{{ state }}",
-            "source_node": name,
-            "index": index,
-            "success": true,
-            "error": null,
-        }));
-        let fail_fast = n.fail_fast.unwrap_or(false);
-        let mut body = Block::new(BlockKind::Sequence(vec![enter, work, result]));
-        if !fail_fast {
-            // TEA keeps a failed branch as a result whose state holds its item and
-            // index and whose error is the message (tea-notes: "kept in the results
-            // with its error"); the error itself stays in the run's events.
-            body.policy.rescue.push(Rescue {
-                when: Vec::new(),
-                then: transform(json!({
-                    "state": {
-                        item_var.clone(): format!("{{{{ {item_var} }}}}"),
-                        index_var.clone(): index,
-                    },
-                    "source_node": name,
-                    "index": index,
-                    "success": false,
-                    "error": "{{ input.error.message }}",
-                })),
-            });
-        }
-        let mut map = Block::new(BlockKind::Map(MapSpec {
-            items: ValueTemplate(items),
-            item_var,
-            index_var,
-            item_input: None,
-            body: Box::new(body),
-            max_concurrency: n.max_concurrency.map(|c| c as u32),
-            fail_fast,
-            on_error: if fail_fast {
-                OnError::Fail
-            } else {
-                OnError::Collect
-            },
-            isolate: true,
-        }));
-        let key = match &n.output {
-            None => "parallel_results".to_owned(),
-            Some(Value::String(k)) => k.clone(),
-            Some(_) => {
-                self.diags.push(Diagnostic::error(
-                    format!("{ptr}/output"),
-                    "a dynamic_parallel's output is the state key of its results",
-                ));
-                return None;
-            }
-        };
-        map.data
-            .set
-            .insert(key, ValueTemplate(Value::from("{{ output }}")));
-        Some(map)
     }
 
     /// Subgraph mode: the file is loaded now (any dialect) and becomes a sub-flow.

@@ -974,6 +974,95 @@ nodes:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_nodes_see_the_keys_they_read_as_in_the_whole_state() {
+    // A node whose code reads `state` only by literal keys is sent only those keys
+    // (docs/dialects/tea.md); what it sees of them, missing ones included, is the same.
+    let yaml = r#"
+name: reads
+nodes:
+  - name: picked
+    run: |
+      return {"a2": state["a"] * 2, "d": state.get("nope", 5), "n": state.get("n")}
+  - name: whole
+    run: |
+      return {"keys": sorted(list(state.keys()))}
+"#;
+    let s = run(yaml, json!({"a": 4, "big": [1, 2, 3]}))
+        .await
+        .output()
+        .clone();
+    assert_eq!(s["a2"], 8);
+    assert_eq!(s["d"], 5);
+    assert_eq!(s["n"], json!(null));
+    assert_eq!(s["keys"], json!(["a", "a2", "big", "d", "n"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamic_parallel_action_mode_results_hold_what_the_action_wrote() {
+    // TEA's engine (yaml_nodes.py, `run_action`): an action-mode branch returns the
+    // action's result under `output` (or each key of an `output` mapping, or the result
+    // itself, `{result: ...}` when it is no mapping), then the item and index; steps
+    // mode returns the branch's whole state. The run's other keys stay out of it.
+    let yaml = r#"
+name: parse
+nodes:
+  - name: by_key
+    type: dynamic_parallel
+    items: "{{ state.texts }}"
+    item_var: text
+    action:
+      uses: json.parse
+      with: {text: "{{ text }}"}
+      output: parsed
+    output: keyed
+  - name: merged
+    type: dynamic_parallel
+    items: "{{ state.texts }}"
+    action:
+      uses: json.parse
+      with: {text: "{{ item }}"}
+    output: merged
+  - name: mapped
+    type: dynamic_parallel
+    items: "{{ state.texts }}"
+    index_var: at
+    action:
+      uses: json.parse
+      # Reads the branch's state: the item and index are state keys there, as in TEA.
+      with: {text: "{{ state.item }}"}
+      output: {doubled: "{{ result * 2 if result is number else state.label }}"}
+    output: mapped
+"#;
+    let s = run(yaml, json!({"texts": ["1", "{\"a\": 2}"], "label": "x"}))
+        .await
+        .output()
+        .clone();
+    assert_eq!(
+        s["keyed"][0]["state"],
+        json!({"parsed": 1, "text": "1", "index": 0})
+    );
+    assert_eq!(
+        s["keyed"][1]["state"],
+        json!({"parsed": {"a": 2}, "text": "{\"a\": 2}", "index": 1})
+    );
+    assert_eq!(s["keyed"][1]["source_node"], "by_key");
+    assert_eq!(s["keyed"][1]["success"], true);
+    assert_eq!(
+        s["merged"][0]["state"],
+        json!({"result": 1, "item": "1", "index": 0})
+    );
+    assert_eq!(
+        s["merged"][1]["state"],
+        json!({"a": 2, "item": "{\"a\": 2}", "index": 1})
+    );
+    assert_eq!(
+        s["mapped"][0]["state"],
+        json!({"doubled": 2, "item": "1", "at": 0})
+    );
+    assert_eq!(s["mapped"][1]["state"]["doubled"], "x");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llm_call_returns_content_and_usage_from_a_real_server() {
     // tea-notes: "`uses: llm.call` with `with: {model, messages: [{role, content}], ...}`
     // ... returns `{"content": TEXT, "usage": {"prompt_tokens": N, "completion_tokens": N}}`,
