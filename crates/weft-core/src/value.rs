@@ -62,7 +62,7 @@ impl State {
         for op in &patch.0 {
             let (first, rest) = op.path.split_first().expect("patch paths are never empty");
             if rest.is_empty() {
-                map.insert(first.clone(), Arc::new(op.value.clone()));
+                map.insert(first.clone(), op.value.clone());
                 continue;
             }
             let slot = map
@@ -84,8 +84,9 @@ impl Serialize for State {
 pub struct PatchOp {
     /// Object keys from the root of the state; never empty.
     pub path: Vec<String>,
-    /// The value stored there.
-    pub value: Value,
+    /// The value stored there, shared with whoever else holds it (the block's output,
+    /// say): writing it into the state copies nothing at the top level.
+    pub value: Arc<Value>,
 }
 
 /// An ordered list of state writes. Patches compose by concatenation, so the patches of
@@ -102,6 +103,11 @@ impl Patch {
 
     /// Adds a write of `value` at the dotted or split `path`.
     pub fn set(&mut self, path: Vec<String>, value: Value) {
+        self.set_shared(path, Arc::new(value));
+    }
+
+    /// Adds a write of a shared `value` at `path`.
+    pub fn set_shared(&mut self, path: Vec<String>, value: Arc<Value>) {
         if !path.is_empty() {
             self.0.push(PatchOp { path, value });
         }
@@ -113,7 +119,7 @@ impl Patch {
             for (k, v) in map {
                 self.0.push(PatchOp {
                     path: vec![k.clone()],
-                    value: v.clone(),
+                    value: Arc::new(v.clone()),
                 });
             }
         }

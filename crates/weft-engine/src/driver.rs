@@ -769,11 +769,11 @@ impl Engine {
             Ok(Outcome { output, patch, .. }) => {
                 crate::exec::apply_patch(&mut state, &patch);
                 rec.status = RunStatus::Completed;
-                rec.output = Some((*output).clone());
                 rec.error = None;
                 run.emitter.emit(|| EventKind::RunCompleted {
                     output: (*output).clone(),
                 });
+                rec.output = Some(Arc::unwrap_or_clone(output));
             }
             Err(Stop::Failed(e)) if e.kind == ErrorKind::Cancelled || cancel.is_cancelled() => {
                 rec.status = RunStatus::Cancelled;
@@ -801,8 +801,7 @@ impl Engine {
                 });
             }
         }
-        let state = state.to_value();
-        rec.state = Some(state.clone());
+        rec.state = Some(state.to_value());
         // The run's last events are durable before its record says it ended: a follower
         // that sees the end has every event.
         inner.flush_events().await;
@@ -810,8 +809,10 @@ impl Engine {
         Ok(RunResult {
             run_id: rec.id.clone(),
             status: rec.status,
-            output: rec.output.clone(),
-            state,
+            // The record is not read again: its output and state move, not copied (a
+            // fan-out's results can be most of a run's memory).
+            output: rec.output.take(),
+            state: rec.state.take().unwrap_or_default(),
             error: rec
                 .error
                 .as_ref()

@@ -359,6 +359,19 @@ impl<'r> Cx<'r> {
             .map_err(|e| BlockError::new(ErrorKind::Expression, e.message))
     }
 
+    /// Evaluates a value template; one that only names a bound value shares it.
+    pub(crate) fn value_shared(
+        &self,
+        template: &Value,
+        scope: &Scope,
+    ) -> Result<Arc<Value>, BlockError> {
+        self.run
+            .prepared
+            .exprs
+            .value_template_shared(template, scope)
+            .map_err(|e| BlockError::new(ErrorKind::Expression, e.message))
+    }
+
     /// Evaluates a condition.
     pub(crate) fn truthy(&self, source: &str, scope: &Scope) -> Result<bool, BlockError> {
         self.run

@@ -79,6 +79,40 @@ async fn map_respects_max_concurrency_and_keeps_item_order() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_map_without_max_concurrency_keeps_1024_branches_in_flight() {
+    // docs/engine.md: without `max_concurrency`, at most 1,024 branches at once; a
+    // larger `max_concurrency` lets more wait together.
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (f2, p2) = (in_flight.clone(), peak.clone());
+    let h = harness(
+        memory(),
+        vec![(
+            "wait",
+            native(move |_| {
+                let (f, p) = (f2.clone(), p2.clone());
+                async move {
+                    let now = f.fetch_add(1, Ordering::SeqCst) + 1;
+                    p.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    f.fetch_sub(1, Ordering::SeqCst);
+                    ok(json!(1))
+                }
+            }),
+        )],
+    );
+    for (limit, expected) in [("", 1024), ("    max_concurrency: 1100\n", 1100)] {
+        peak.store(0, Ordering::SeqCst);
+        let f = flow(&format!(
+            "weft: 1\nname: m\ninput: {{n: 1100}}\nroot:\n  map:\n    items: \"{{{{ range(input.n) | list }}}}\"\n{limit}    body: {{handler: {{name: wait}}}}\n"
+        ));
+        let r = h.run(f).await;
+        assert_eq!(r.output.unwrap().as_array().map(Vec::len), Some(1100));
+        assert_eq!(peak.load(Ordering::SeqCst), expected, "{limit:?}");
+    }
+}
+
 #[tokio::test]
 async fn parallel_outputs_and_state_writes_merge_in_declaration_order() {
     let h = harness(

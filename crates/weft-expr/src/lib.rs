@@ -348,6 +348,22 @@ impl Exprs {
         })
     }
 
+    /// [`Exprs::value_template`], except that a template that only names a bound value
+    /// (`"{{ output }}"`) gives that value itself, shared rather than copied.
+    pub fn value_template_shared(
+        &self,
+        template: &Value,
+        scope: &Scope,
+    ) -> Result<Arc<Value>, ExprError> {
+        if let Value::String(source) = template
+            && let Some(Compiled::Single(_, Some(path))) = self.templates.get(source.as_str())
+            && let Some(Bound::Value(v)) = path.bare_name().and_then(|n| scope.bound(n))
+        {
+            return Ok(v.clone());
+        }
+        self.value_template(template, scope).map(Arc::new)
+    }
+
     fn eval_mj(&self, source: &str, scope: &Scope) -> Result<MjValue, ExprError> {
         let e = self.exprs.get(source).ok_or_else(|| not_compiled(source))?;
         e.eval(scope.to_mj())

@@ -48,6 +48,11 @@ impl Path {
         })
     }
 
+    /// The name, when the path is only a name (`output`, not `output.x`).
+    pub(crate) fn bare_name(&self) -> Option<&str> {
+        self.steps.is_empty().then_some(self.name.as_str())
+    }
+
     /// The value the path names in `scope`, when every step finds what it names (a
     /// copy only when the path names a whole shared map).
     pub(crate) fn lookup<'s>(&self, scope: &'s Scope) -> Option<Cow<'s, Value>> {

@@ -152,6 +152,21 @@ fn a_shared_map_reads_as_the_object_it_holds() {
 }
 
 #[test]
+fn a_template_naming_a_bound_value_shares_it() {
+    let output = Arc::new(json!({"big": [1, 2, 3]}));
+    let s = Scope::new().with("output", output.clone());
+    let e = compiled(&[("{{ output }}", false), ("{{ output.big }}", false)]);
+    let shared = e.value_template_shared(&json!("{{ output }}"), &s).unwrap();
+    assert!(Arc::ptr_eq(&shared, &output));
+    let part = e
+        .value_template_shared(&json!("{{ output.big }}"), &s)
+        .unwrap();
+    assert_eq!(*part, json!([1, 2, 3]));
+    let literal = e.value_template_shared(&json!({"k": 1}), &s).unwrap();
+    assert_eq!(*literal, json!({"k": 1}));
+}
+
+#[test]
 fn pick_keeps_the_named_keys_an_object_has() {
     let t = "{{ pick(input, 'items', 'missing', 'name') }}";
     let e = compiled(&[(t, false)]);

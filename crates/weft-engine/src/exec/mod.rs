@@ -169,8 +169,8 @@ fn write_state(cx: &Cx<'_>, block: &Block, out: &mut Outcome) -> Result<(), Bloc
             scope.bind("exit", Arc::new(Value::String(x.to_string())));
         }
         for (path, t) in &block.data.set {
-            let v = cx.value(&t.0, &scope)?;
-            out.patch.set(split_path(path), v);
+            let v = cx.value_shared(&t.0, &scope)?;
+            out.patch.set_shared(split_path(path), v);
         }
         if let Some(t) = &block.data.emit {
             let message = cx.value(&t.0, &scope)?;
