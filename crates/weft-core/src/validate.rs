@@ -286,18 +286,6 @@ pub fn validate(flow: &Flow) -> Vec<Diagnostic> {
     diags
 }
 
-/// What kind of JSON value `v` is, for messages.
-fn value_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Checks `flow` at `base`; `inherited` names the sub-flows of the flows around it, which
 /// its blocks may call too (a sub-flow calls its siblings).
 fn check_flow<'a>(flow: &'a Flow, base: &str, inherited: &[&'a str], diags: &mut Vec<Diagnostic>) {
@@ -326,7 +314,7 @@ fn check_flow<'a>(flow: &'a Flow, base: &str, inherited: &[&'a str], diags: &mut
                 child_pointer(base, "state"),
                 format!(
                     "the run state is an object of keys, not {}",
-                    value_kind(state)
+                    crate::value::kind_of(state)
                 ),
             )
             .hint("state: {count: 0, items: []}"),

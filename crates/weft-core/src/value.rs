@@ -8,6 +8,18 @@ use std::sync::Arc;
 /// Every value a block receives or returns is JSON.
 pub type Value = serde_json::Value;
 
+/// What kind of JSON value `v` is, as messages name it (`a list`, `an object`, ...).
+pub fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// An object whose values are shared: copying it copies its keys and pointers, never
 /// the values they point to.
 pub type SharedMap = IndexMap<String, Arc<Value>>;

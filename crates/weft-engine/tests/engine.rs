@@ -44,29 +44,36 @@ async fn parallel_branches_really_run_concurrently() {
     assert_eq!(r.output.unwrap(), json!({"a": "a", "b": "b", "c": "c"}));
 }
 
-#[tokio::test]
-async fn map_respects_max_concurrency_and_keeps_item_order() {
+/// A handler that waits and answers as `plan` says for its input, and the most of its
+/// calls that were in flight at once.
+fn peak_counting(
+    plan: fn(&serde_json::Value) -> (u64, serde_json::Value),
+) -> (Arc<dyn weft_core::ports::Native>, Arc<AtomicUsize>) {
     let in_flight = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
-    let (f2, p2) = (in_flight.clone(), peak.clone());
-    let h = harness(
-        memory(),
-        vec![(
-            "work",
-            native(move |c| {
-                let (f, p) = (f2.clone(), p2.clone());
-                async move {
-                    let now = f.fetch_add(1, Ordering::SeqCst) + 1;
-                    p.fetch_max(now, Ordering::SeqCst);
-                    // Later items finish first, so completion order is the reverse of item order.
-                    let n = c.input.as_u64().unwrap();
-                    tokio::time::sleep(Duration::from_millis(40 - n * 5)).await;
-                    f.fetch_sub(1, Ordering::SeqCst);
-                    ok(json!(n * 10))
-                }
-            }),
-        )],
-    );
+    let p2 = peak.clone();
+    let handler = native(move |c| {
+        let (f, p) = (in_flight.clone(), p2.clone());
+        async move {
+            let now = f.fetch_add(1, Ordering::SeqCst) + 1;
+            p.fetch_max(now, Ordering::SeqCst);
+            let (ms, answer) = plan(&c.input);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            f.fetch_sub(1, Ordering::SeqCst);
+            ok(answer)
+        }
+    });
+    (handler, peak)
+}
+
+#[tokio::test]
+async fn map_respects_max_concurrency_and_keeps_item_order() {
+    // Later items finish first, so completion order is the reverse of item order.
+    let (work, peak) = peak_counting(|input| {
+        let n = input.as_u64().unwrap();
+        (40 - n * 5, json!(n * 10))
+    });
+    let h = harness(memory(), vec![("work", work)]);
     let f = flow(
         "weft: 1\nname: m\ninput: {xs: [1, 2, 3, 4, 5, 6]}\nroot:\n  map:\n    items: \"{{ input.xs }}\"\n    max_concurrency: 2\n    body: {handler: {name: work}}\n",
     );
@@ -83,25 +90,8 @@ async fn map_respects_max_concurrency_and_keeps_item_order() {
 async fn a_map_without_max_concurrency_keeps_1024_branches_in_flight() {
     // docs/engine.md: without `max_concurrency`, at most 1,024 branches at once; a
     // larger `max_concurrency` lets more wait together.
-    let in_flight = Arc::new(AtomicUsize::new(0));
-    let peak = Arc::new(AtomicUsize::new(0));
-    let (f2, p2) = (in_flight.clone(), peak.clone());
-    let h = harness(
-        memory(),
-        vec![(
-            "wait",
-            native(move |_| {
-                let (f, p) = (f2.clone(), p2.clone());
-                async move {
-                    let now = f.fetch_add(1, Ordering::SeqCst) + 1;
-                    p.fetch_max(now, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(300)).await;
-                    f.fetch_sub(1, Ordering::SeqCst);
-                    ok(json!(1))
-                }
-            }),
-        )],
-    );
+    let (wait, peak) = peak_counting(|_| (300, json!(1)));
+    let h = harness(memory(), vec![("wait", wait)]);
     for (limit, expected) in [("", 1024), ("    max_concurrency: 1100\n", 1100)] {
         peak.store(0, Ordering::SeqCst);
         let f = flow(&format!(

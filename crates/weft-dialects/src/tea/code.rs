@@ -50,10 +50,11 @@ pub(super) fn code_spec(
     let (source, entry, body_line) = match language {
         "python" => {
             let (source, body_line) = wrap_python(source, fan_in);
-            if let Some(keys) = super::state_reads::python_state_keys(&source) {
-                if let Some(picked) = picked_state(&keys) {
-                    args["state"] = Value::from(picked);
-                }
+            if let Some(picked) = super::state_reads::python_state_keys(&source)
+                .as_deref()
+                .and_then(picked_state)
+            {
+                args["state"] = Value::from(picked);
             }
             (source, Some(ENTRY.to_owned()), Some(body_line))
         }

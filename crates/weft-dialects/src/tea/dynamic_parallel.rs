@@ -7,7 +7,7 @@
 //! fan-out over a list held in the state never copies that list into a branch: unless
 //! the action's templates read `state`, the branch's state is the parent's, unchanged.
 
-use super::{Compiler, doc::Node, result_as_output, transform};
+use super::{Compiler, doc::Node, transform};
 use serde_json::{Value, json};
 use weft_core::Diagnostic;
 use weft_core::ir::{Block, BlockKind, MapSpec, OnError, Rescue, ValueTemplate};
@@ -193,36 +193,15 @@ impl Compiler<'_> {
         ptr: &str,
         names: &Names,
     ) -> Option<Value> {
-        let mut state = serde_json::Map::new();
-        match output {
-            None => {
-                return Some(Value::from(format!(
-                    "{{{{ merge(output if output is mapping else {{'result': output}}, {{{}: {}, {}: {}}}) }}}}",
-                    Value::from(names.item.as_str()),
-                    names.item,
-                    Value::from(names.index.as_str()),
-                    names.index,
-                )));
-            }
-            Some(Value::String(key)) => {
-                state.insert(key.clone(), Value::from("{{ output }}"));
-            }
-            Some(Value::Object(map)) => {
-                for (key, template) in map {
-                    state.insert(key.clone(), result_as_output(template));
-                }
-            }
-            Some(_) => {
-                self.diags.push(
-                    Diagnostic::error(
-                        format!("{ptr}/output"),
-                        "output is a state key, or a mapping of state keys to templates",
-                    )
-                    .hint("output: answer   or   output: {title: \"{{ result.content }}\"}"),
-                );
-                return None;
-            }
-        }
+        let Some(mut state) = self.action_output(output, ptr)? else {
+            return Some(Value::from(format!(
+                "{{{{ merge(output if output is mapping else {{'result': output}}, {{{}: {}, {}: {}}}) }}}}",
+                Value::from(names.item.as_str()),
+                names.item,
+                Value::from(names.index.as_str()),
+                names.index,
+            )));
+        };
         state.insert(names.item.clone(), Value::from(names.item_template()));
         state.insert(names.index.clone(), Value::from(names.index_template()));
         Some(Value::Object(state))

@@ -604,21 +604,38 @@ impl Compiler<'_> {
         node: &str,
     ) -> Option<Block> {
         let mut b = self.action(uses, with, ptr, node)?;
-        match output {
-            Some(Value::String(key)) => {
-                b.data
-                    .set
-                    .insert(key.clone(), ValueTemplate(Value::from("{{ output }}")));
-            }
-            // `{key: template}`: each key is set from its template, `result` being the
-            // action's result.
-            Some(Value::Object(map)) => {
-                for (key, template) in map {
-                    b.data
-                        .set
-                        .insert(key.clone(), ValueTemplate(result_as_output(template)));
+        match self.action_output(output, ptr)? {
+            Some(keys) => {
+                for (key, template) in keys {
+                    b.data.set.insert(key, ValueTemplate(template));
                 }
             }
+            None => b.data.merge_output = true,
+        }
+        Some(b)
+    }
+
+    /// An action's `output:` as the state keys it writes and their templates, with the
+    /// action's result as `output` in them: a key (`output: answer`) is the result
+    /// itself; a mapping's templates read the result as TEA's `result`. `Some(None)`
+    /// without `output` (the result merges); None when `output` is neither.
+    fn action_output(
+        &mut self,
+        output: Option<&Value>,
+        ptr: &str,
+    ) -> Option<Option<serde_json::Map<String, Value>>> {
+        match output {
+            None => Some(None),
+            Some(Value::String(key)) => Some(Some(
+                [(key.clone(), Value::from("{{ output }}"))]
+                    .into_iter()
+                    .collect(),
+            )),
+            Some(Value::Object(map)) => Some(Some(
+                map.iter()
+                    .map(|(key, template)| (key.clone(), result_as_output(template)))
+                    .collect(),
+            )),
             Some(_) => {
                 self.diags.push(
                     Diagnostic::error(
@@ -627,11 +644,9 @@ impl Compiler<'_> {
                     )
                     .hint("output: answer   or   output: {title: \"{{ result.content }}\"}"),
                 );
-                return None;
+                None
             }
-            None => b.data.merge_output = true,
         }
-        Some(b)
     }
 
     fn while_loop(&mut self, n: &Node, ptr: &str, name: &str, in_loop: bool) -> Option<Block> {

@@ -183,16 +183,7 @@ fn write_state(cx: &Cx<'_>, block: &Block, out: &mut Outcome) -> Result<(), Bloc
     Ok(())
 }
 
-pub(crate) fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
+pub(crate) use weft_core::value::kind_of;
 
 fn should_retry(retry: &Retry, e: &BlockError) -> bool {
     if matches!(
