@@ -72,7 +72,11 @@ impl State {
         }
         let map = Arc::make_mut(&mut self.0);
         for op in &patch.0 {
-            let (first, rest) = op.path.split_first().expect("patch paths are never empty");
+            // A patch read back from a damaged journal may hold an empty path: it writes
+            // nothing rather than failing the run.
+            let Some((first, rest)) = op.path.split_first() else {
+                continue;
+            };
             if rest.is_empty() {
                 map.insert(first.clone(), op.value.clone());
                 continue;
@@ -188,7 +192,9 @@ impl Patch {
 /// Writes `value` at `path` below `at`, making objects of whatever is in the way.
 fn write_at(at: &mut Value, path: &[String], value: &Value) {
     let mut cur = at;
-    let (last, parents) = path.split_last().expect("patch paths are never empty");
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
     for key in parents {
         if !cur.is_object() {
             *cur = Value::Object(Default::default());
@@ -306,6 +312,17 @@ mod tests {
             &branch.shared()["items"]
         ));
         assert_eq!(State::from_value(json!(3)), State::default());
+    }
+
+    #[test]
+    fn an_empty_path_read_back_from_a_journal_writes_nothing() {
+        let p: Patch = serde_json::from_value(json!([{"path": [], "value": 1}])).unwrap();
+        let mut value = json!({"a": 1});
+        p.apply_to(&mut value);
+        assert_eq!(value, json!({"a": 1}));
+        let mut state = State::from_value(json!({"a": 1}));
+        state.apply(&p);
+        assert_eq!(state.to_value(), json!({"a": 1}));
     }
 
     #[test]
