@@ -86,11 +86,14 @@ impl Bound {
     pub(crate) fn to_value(&self) -> Value {
         match self {
             Bound::Value(v) => (**v).clone(),
-            Bound::Map(m) => {
-                Value::Object(m.iter().map(|(k, v)| (k.clone(), (**v).clone())).collect())
-            }
+            Bound::Map(m) => map_value(m),
         }
     }
+}
+
+/// A shared map as one JSON object: a deep copy.
+pub(crate) fn map_value(m: &SharedMap) -> Value {
+    Value::Object(m.iter().map(|(k, v)| (k.clone(), (**v).clone())).collect())
 }
 
 /// The names visible to one evaluation: `input`, `state`, `initial`, `vars`, and locals.

@@ -59,7 +59,7 @@ impl Path {
         let (mut at, steps): (&Value, &[Step]) = match scope.bound(&self.name)? {
             Bound::Value(v) => (v, &self.steps),
             Bound::Map(m) => match self.steps.split_first() {
-                None => return Some(Cow::Owned(Bound::Map(m.clone()).to_value())),
+                None => return Some(Cow::Owned(crate::map_value(m))),
                 Some((Step::Key(k), rest)) => (m.get(k)?, rest),
                 Some((Step::Index(_), _)) => return None,
             },
