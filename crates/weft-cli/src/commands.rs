@@ -384,27 +384,27 @@ impl RunLine<'_> {
     }
 }
 
+/// Writes `value` to standard output as indented JSON and a newline, as it serializes:
+/// a run's output can be hundreds of megabytes, and needs no second copy as text.
+fn print_json(value: &impl serde::Serialize) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    // A closed pipe (`weft run ... | head`) is not an error of the run.
+    let _ = serde_json::to_writer_pretty(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out))
+        .and_then(|()| out.flush());
+}
+
 /// Prints a run's result and returns its exit code.
 pub(crate) fn report(r: &RunResult, as_json: bool, log: Option<&DialectLog>) -> u8 {
     if let Some(shaped) = log.filter(|_| as_json).and_then(|l| l.result(r)) {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&shaped).unwrap_or_default()
-        );
+        print_json(&shaped);
     } else if as_json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r.to_json()).unwrap_or_default()
-        );
+        print_json(&r.json_view());
     } else {
         match r.status {
-            RunStatus::Completed => {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(r.output.as_ref().unwrap_or(&Value::Null))
-                        .unwrap_or_default()
-                );
-            }
+            RunStatus::Completed => print_json(r.output.as_ref().unwrap_or(&Value::Null)),
             RunStatus::Failed | RunStatus::Cancelled => {
                 if let Some(e) = &r.error {
                     eprintln!("error: run {} {}: {e}", r.run_id, r.status.as_str());

@@ -92,18 +92,32 @@ impl RunResult {
     /// The object `weft run --json` prints and the server's and MCP's waits answer:
     /// `{run_id, status, output, state, error, usage}`, and `waiting` when paused.
     pub fn to_json(&self) -> Value {
-        let mut v = serde_json::json!({
-            "run_id": self.run_id,
-            "status": self.status.as_str(),
-            "output": self.output,
-            "state": self.state,
-            "error": self.error,
-            "usage": self.usage,
-        });
-        if !self.waiting.is_empty() {
-            v["waiting"] = Value::Array(self.waiting.clone());
+        serde_json::to_value(self.json_view()).unwrap_or(Value::Null)
+    }
+
+    /// [`RunResult::to_json`]'s object as a view of this result, to write out without
+    /// copying it first (a fan-out's output can be most of a run's memory).
+    pub fn json_view(&self) -> impl serde::Serialize + '_ {
+        #[derive(serde::Serialize)]
+        struct View<'a> {
+            run_id: &'a str,
+            status: &'a str,
+            output: &'a Option<Value>,
+            state: &'a Value,
+            error: &'a Option<BlockError>,
+            usage: &'a Usage,
+            #[serde(skip_serializing_if = "<[Value]>::is_empty")]
+            waiting: &'a [Value],
         }
-        v
+        View {
+            run_id: &self.run_id,
+            status: self.status.as_str(),
+            output: &self.output,
+            state: &self.state,
+            error: &self.error,
+            usage: &self.usage,
+            waiting: &self.waiting,
+        }
     }
 }
 
