@@ -49,14 +49,15 @@ pub(super) fn code_spec(
     }
     let (source, entry, body_line) = match language {
         "python" => {
-            let (source, body_line) = wrap_python(source, fan_in);
-            if let Some(picked) = super::state_reads::python_state_keys(&source)
-                .as_deref()
-                .and_then(picked_state)
-            {
+            let wrapped = wrap_python(source, fan_in);
+            if let Some(picked) = wrapped.state_keys.as_deref().and_then(picked_state) {
                 args["state"] = Value::from(picked);
             }
-            (source, Some(ENTRY.to_owned()), Some(body_line))
+            (
+                wrapped.source,
+                Some(ENTRY.to_owned()),
+                Some(wrapped.body_line),
+            )
         }
         "lua" => (source.to_owned(), None, Some(1)),
         // A Prolog body is rewritten into clauses, so its lines are not the file's.
@@ -92,10 +93,21 @@ fn picked_state(keys: &[String]) -> Option<String> {
     })
 }
 
+/// A Python body made a module.
+pub(super) struct WrappedPython {
+    /// `def _tea_node(...)` around the body.
+    pub(super) source: String,
+    /// The line of `source` on which the body starts.
+    pub(super) body_line: u32,
+    /// The state keys the body reads, or None when it may read any
+    /// ([`super::state_reads`]).
+    pub(super) state_keys: Option<Vec<String>>,
+}
+
 /// `def _tea_node(...)` around the dedented body; `json` is always imported and
 /// `datetime` when the body names it without importing it, as The Edge Agent does.
-/// Also returns the line of the result on which the body starts.
-pub(super) fn wrap_python(body: &str, fan_in: bool) -> (String, u32) {
+/// The module is parsed once, for both passes over it.
+pub(super) fn wrap_python(body: &str, fan_in: bool) -> WrappedPython {
     let mut prelude = String::from("import json\n");
     if mentions(body, "datetime") && !body.contains("import datetime") {
         prelude.push_str("import datetime\n");
@@ -106,12 +118,28 @@ pub(super) fn wrap_python(body: &str, fan_in: bool) -> (String, u32) {
     }
     let source = crate::python_body::define(&prelude, ENTRY, &params, body);
     let body_line = crate::python_body::body_line(&prelude);
-    match super::result_fields::rewrite(&source) {
-        Some(rewritten) => (
-            format!("{}{rewritten}", super::result_fields::HELPER),
-            body_line + 1,
-        ),
-        None => (source, body_line),
+    // Code that does not parse is run as it is: the sandbox reports the error at its line.
+    let Ok(parsed) = ruff_python_parser::parse_module(&source) else {
+        return WrappedPython {
+            source,
+            body_line,
+            state_keys: None,
+        };
+    };
+    // Read on the module before the rewrite: a rewritten `state.FIELD` becomes
+    // `_tea_field(state, ...)`, a use of the whole state either way.
+    let state_keys = super::state_reads::python_state_keys(&parsed);
+    match super::result_fields::rewrite(&source, &parsed) {
+        Some(rewritten) => WrappedPython {
+            source: format!("{}{rewritten}", super::result_fields::HELPER),
+            body_line: body_line + 1,
+            state_keys,
+        },
+        None => WrappedPython {
+            source,
+            body_line,
+            state_keys,
+        },
     }
 }
 
@@ -131,10 +159,10 @@ mod tests {
 
     #[test]
     fn python_bodies_become_functions() {
-        let (w, body_line) = wrap_python("  x = state['a']\n  return {'b': x}\n", false);
-        assert_eq!(body_line, 3);
+        let w = wrap_python("  x = state['a']\n  return {'b': x}\n", false);
+        assert_eq!(w.body_line, 3);
         assert_eq!(
-            w,
+            w.source,
             "import json\ndef _tea_node(state, variables, secrets):\n    x = state['a']\n    return {'b': x}\n"
         );
     }
@@ -143,12 +171,12 @@ mod tests {
     fn datetime_is_imported_when_named() {
         assert!(
             wrap_python("return {'t': str(datetime.date.today())}", false)
-                .0
+                .source
                 .contains("import datetime\n")
         );
         assert!(
             !wrap_python("return {'mydatetime': 1}", false)
-                .0
+                .source
                 .contains("import datetime")
         );
     }

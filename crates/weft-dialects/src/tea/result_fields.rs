@@ -6,7 +6,8 @@
 //! same line, so errors keep their line numbers.
 
 use ruff_python_ast::visitor::{self, Visitor};
-use ruff_python_ast::{Expr, ExprContext};
+use ruff_python_ast::{Expr, ExprContext, ModModule};
+use ruff_python_parser::Parsed;
 use ruff_text_size::Ranged;
 
 /// The fields of TEA's parallel results (`ParallelFlowResult`) and of its branch
@@ -26,13 +27,12 @@ const FIELDS: &[&str] = &[
 pub(super) const HELPER: &str =
     "def _tea_field(o, k): return o[k] if isinstance(o, dict) else getattr(o, k)\n";
 
-/// `source` (a whole Python module) with each `NAME.FIELD` load read through
-/// `_tea_field`, or None when it has none (or does not parse: the sandbox reports that).
-pub(super) fn rewrite(source: &str) -> Option<String> {
+/// `source` (a whole Python module, `parsed`) with each `NAME.FIELD` load read through
+/// `_tea_field`, or None when it has none.
+pub(super) fn rewrite(source: &str, parsed: &Parsed<ModModule>) -> Option<String> {
     if !FIELDS.iter().any(|f| source.contains(&format!(".{f}"))) {
         return None;
     }
-    let parsed = ruff_python_parser::parse_module(source).ok()?;
     let mut finder = Reads::default();
     for stmt in &parsed.syntax().body {
         finder.visit_stmt(stmt);
@@ -82,7 +82,9 @@ impl<'a> Visitor<'a> for Reads {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    fn rewrite(source: &str) -> Option<String> {
+        super::rewrite(source, &ruff_python_parser::parse_module(source).unwrap())
+    }
 
     #[test]
     fn field_reads_of_a_name_go_through_the_helper() {

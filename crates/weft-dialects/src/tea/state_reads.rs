@@ -9,16 +9,15 @@
 //! `"k" in state`, a key that is not a literal) sends the whole state, as before.
 
 use ruff_python_ast::visitor::{self, Visitor};
-use ruff_python_ast::{Expr, ExprName};
+use ruff_python_ast::{Expr, ExprName, ModModule};
+use ruff_python_parser::Parsed;
 
 /// The name the state has in a node's code.
 const STATE: &str = "state";
 
-/// The keys of `state` that `source` (a whole Python module) reads, in first-read
-/// order, or None when the code may read more (or does not parse: the sandbox reports
-/// that).
-pub(super) fn python_state_keys(source: &str) -> Option<Vec<String>> {
-    let parsed = ruff_python_parser::parse_module(source).ok()?;
+/// The keys of `state` that a Python module reads, in first-read order, or None when
+/// the code may read more.
+pub(super) fn python_state_keys(parsed: &Parsed<ModModule>) -> Option<Vec<String>> {
     let mut reads = Reads::default();
     for stmt in &parsed.syntax().body {
         reads.visit_stmt(stmt);
@@ -86,11 +85,8 @@ impl<'a> Visitor<'a> for Reads {
 
 #[cfg(test)]
 mod tests {
-    use super::python_state_keys;
-
     fn keys(body: &str) -> Option<Vec<String>> {
-        let (source, _) = super::super::code::wrap_python(body, false);
-        python_state_keys(&source)
+        super::super::code::wrap_python(body, false).state_keys
     }
 
     #[test]
@@ -126,6 +122,6 @@ mod tests {
 
     #[test]
     fn code_that_does_not_parse_reads_the_whole_state() {
-        assert_eq!(python_state_keys("def f(:\n"), None);
+        assert_eq!(keys("return {'a': state['a']\n"), None);
     }
 }
