@@ -16,7 +16,11 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         max_depth: 100,
         output_bytes: 1 << 16,
     };
-    let args = serde_json::json!({"state": {"count": 1, "items": [1, 2, 3]}});
+    // Large enough that the state and its list are read through views (lua_view.rs).
+    let items: Vec<u32> = (0..70).collect();
+    let args = std::sync::Arc::new(serde_json::json!({
+        "state": {"count": 1, "items": items, "rows": [{"id": 1, "tags": ["a"]}]}
+    }));
     let _ = POOL
         .get_or_init(LuaPool::default)
         .run(source, None, &args, &limits);

@@ -20,6 +20,7 @@ mod confine;
 pub mod files;
 mod lines;
 mod lua;
+mod lua_view;
 mod policy;
 mod pool;
 #[cfg(feature = "prolog")]
@@ -199,7 +200,7 @@ impl Sandboxes {
                 let (source, entry, args, limits) = (
                     req.source.to_owned(),
                     req.entry.map(str::to_owned),
-                    req.args,
+                    Arc::new(req.args),
                     req.limits.clone(),
                 );
                 let inline = limits.time_ms <= INLINE_MAX_MS;

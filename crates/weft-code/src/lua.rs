@@ -7,8 +7,9 @@
 //! Each call gets a fresh global table; the libraries are shared through read-only
 //! proxies, so one call cannot change what the next one sees.
 
+use crate::lua_view::{Views, to_json};
 use crate::protocol::{Failure, FailureKind};
-use mlua::{Function, HookTriggers, Lua, LuaOptions, LuaSerdeExt, StdLib, Table, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, VmState};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -39,6 +40,8 @@ struct State {
     compiled: HashMap<String, Function>,
     /// The running call's limits, read by the instruction hook installed once.
     limits: Arc<HookLimits>,
+    /// Large arguments are read through views ([`crate::lua_view`]).
+    views: Views,
 }
 
 #[derive(Default)]
@@ -61,7 +64,13 @@ pub struct LuaPool {
     idle: Mutex<Vec<State>>,
 }
 
+/// Global through which the prelude receives `materialize` (then removes it).
+const MATERIALIZE: &str = "__weft_materialize";
+
 const PRELUDE: &str = r#"
+local materialize = __weft_materialize
+__weft_materialize = nil
+local raw_next, raw_get, raw_len = next, rawget, rawlen
 local blocked = { "load", "loadfile", "dofile", "require", "collectgarbage", "rawset", "print" }
 for _, name in ipairs(blocked) do _G[name] = nil end
 string.dump = nil
@@ -79,6 +88,10 @@ for k, v in pairs(_G) do
 end
 safe._G = nil
 safe.print = function() end
+-- A view's own table is empty until it is made plain (see lua_view.rs).
+safe.next = function(t, k) materialize(t) return raw_next(t, k) end
+safe.rawget = function(t, k) materialize(t) return raw_get(t, k) end
+safe.rawlen = function(t) materialize(t) return raw_len(t) end
 return readonly(safe, "the global library")
 "#;
 
@@ -87,6 +100,8 @@ fn new_state() -> mlua::Result<State> {
         StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8 | StdLib::COROUTINE,
         LuaOptions::default(),
     )?;
+    let (views, materialize) = Views::new(&lua)?;
+    lua.globals().raw_set(MATERIALIZE, materialize)?;
     let library: Table = lua.load(PRELUDE).set_name("=weft-prelude").eval()?;
     let meta = lua.create_table()?;
     meta.set("__index", library)?;
@@ -119,6 +134,7 @@ fn new_state() -> mlua::Result<State> {
         meta,
         compiled: HashMap::new(),
         limits,
+        views,
     })
 }
 
@@ -161,11 +177,12 @@ impl LuaPool {
         &self,
         source: &str,
         entry: Option<&str>,
-        args: &Value,
+        args: &Arc<Value>,
         limits: &CodeLimits,
     ) -> Result<Value, Failure> {
         let mut state = self.take()?;
         let result = call(&mut state, source, entry, args, limits);
+        state.views.end_call();
         // A state whose call failed may hold a half-built environment; it is cheap to replace.
         if result.is_ok() {
             let _ = state.lua.set_memory_limit(0);
@@ -209,7 +226,7 @@ fn call(
     state: &mut State,
     source: &str,
     entry: Option<&str>,
-    args: &Value,
+    args: &Arc<Value>,
     limits: &CodeLimits,
 ) -> Result<Value, Failure> {
     let fail = |e: mlua::Error| failure(&e);
@@ -225,10 +242,10 @@ fn call(
 
     let env = lua.create_table().map_err(fail)?;
     env.set_metatable(Some(state.meta.clone())).map_err(fail)?;
-    if let (None, Value::Object(m)) = (entry, args) {
-        for (k, v) in m {
-            env.set(k.as_str(), lua.to_value(v).map_err(fail)?)
-                .map_err(fail)?;
+    if let (None, Value::Object(m)) = (entry, &**args) {
+        for k in m.keys() {
+            let v = state.views.expose_arg(lua, args, Some(k)).map_err(fail)?;
+            env.set(k.as_str(), v).map_err(fail)?;
         }
     }
     let chunk = match state.compiled.get(source) {
@@ -257,10 +274,11 @@ fn call(
                     format!("the code defines no function `{name}`"),
                 )
             })?;
-            f.call(lua.to_value(args).map_err(fail)?).map_err(fail)?
+            f.call(state.views.expose_arg(lua, args, None).map_err(fail)?)
+                .map_err(fail)?
         }
     };
-    let value: Value = lua.from_value(out).map_err(|e| {
+    let value: Value = to_json(lua, &state.views, out).map_err(|e| {
         Failure::new(
             FailureKind::Code,
             format!("the result cannot be converted to JSON: {e}"),

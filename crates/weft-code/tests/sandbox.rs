@@ -1425,3 +1425,171 @@ with tempfile.TemporaryDirectory(prefix="x") as d:
     // Nothing of it reached the files directory.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// A state large enough that Lua reads it through views: `items` 0..100, `rows` 100
+/// objects, `big` an object of 100 keys, and small values beside them.
+fn large_state() -> Value {
+    let rows: Vec<Value> = (0..100)
+        .map(|i| json!({"id": i, "tags": ["a", "b"]}))
+        .collect();
+    let big: serde_json::Map<String, Value> =
+        (0..100).map(|i| (format!("k{i}"), json!(i))).collect();
+    json!({"state": {"items": (0..100).collect::<Vec<_>>(), "rows": rows, "big": big,
+                     "count": 1, "name": "n", "small": [1, 2]}})
+}
+
+async fn lua_on_large_state(source: &str) -> Value {
+    run(&sandboxes(), "lua", source, None, large_state())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lua_reads_a_large_state_as_the_tables_it_holds() {
+    let cases: &[(&str, Value)] = &[
+        (
+            "return {#state.items, state.items[1], state.items[100], state.items[101]}",
+            json!([100, 0, 99]),
+        ),
+        (
+            "return {state.rows[3].id, state.rows[3].tags[2], state.big.k42, state.count}",
+            json!([2, "b", 42, 1]),
+        ),
+        (
+            "return {type(state), type(state.items), state.items[2.0], state.items[0], state.missing}",
+            json!(["table", "table", 1]),
+        ),
+        (
+            "local s = 0 for _, v in ipairs(state.items) do s = s + v end return s",
+            json!(4950),
+        ),
+        (
+            "local n = 0 for k, v in pairs(state.big) do n = n + v end return n",
+            json!(4950),
+        ),
+        (
+            "local n = 0 for k in pairs(state) do n = n + 1 end return n",
+            json!(6),
+        ),
+        (
+            "return {next(state.items) ~= nil, rawlen(state.items), rawget(state.big, 'k7')}",
+            json!([true, 100, 7]),
+        ),
+        (
+            "return state.items == state.items and state.rows[5] == state.rows[5]",
+            json!(true),
+        ),
+        (
+            "return table.concat(state.items, ',', 1, 3)",
+            json!("0,1,2"),
+        ),
+        ("return tostring(getmetatable(state))", json!("false")),
+        ("return state.small", json!([1, 2])),
+        ("return state.rows[1]", json!({"id": 0, "tags": ["a", "b"]})),
+    ];
+    for (source, expected) in cases {
+        assert_eq!(&lua_on_large_state(source).await, expected, "{source}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lua_writes_to_a_large_state_as_to_the_tables_it_holds() {
+    let items: Vec<i64> = (0..100).collect();
+    let mut appended = items.clone();
+    appended.push(7);
+    let cases: &[(&str, Value)] = &[
+        // A table read twice is one table: a write through one name is seen by the other.
+        (
+            "local a = state.items table.insert(a, 7) return {#state.items, state.items[101]}",
+            json!([101, 7]),
+        ),
+        (
+            "table.insert(state.items, 7) return state.items",
+            json!(appended),
+        ),
+        (
+            "table.sort(state.items, function(a, b) return a > b end) return {state.items[1], state.items[100]}",
+            json!([99, 0]),
+        ),
+        (
+            "state.items[1] = 'x' return {state.items[1], state.items[2], #state.items}",
+            json!(["x", 1, 100]),
+        ),
+        (
+            "local r = state.rows[2] r.id = 'two' return state.rows[2].id",
+            json!("two"),
+        ),
+        (
+            "state.big.k1 = nil return {state.big.k1, state.big.k2}",
+            json!([null, 2]),
+        ),
+        (
+            "local b = state.big local x = b.k1 b.k1 = nil return {x, state.big.k1 == nil}",
+            json!([1, true]),
+        ),
+        (
+            "state.count = state.count + 1 return {count = state.count, n = #state.items}",
+            json!({"count": 2, "n": 100}),
+        ),
+        ("state.items = nil return state.items == nil", json!(true)),
+        (
+            "return {first = state.rows[1], all = #state.rows}",
+            json!({"first": {"id": 0, "tags": ["a", "b"]}, "all": 100}),
+        ),
+    ];
+    for (source, expected) in cases {
+        assert_eq!(&lua_on_large_state(source).await, expected, "{source}");
+    }
+    // The whole state, returned after changes, is the state with those changes.
+    let v = lua_on_large_state("state.count = 5 state.rows[1].id = 'z' return state").await;
+    let mut expected = large_state()["state"].clone();
+    expected["count"] = json!(5);
+    expected["rows"][0]["id"] = json!("z");
+    assert_eq!(v, expected);
+    // Unchanged, it is the state itself; from a function, the same.
+    let v = lua_on_large_state("return state").await;
+    assert_eq!(v, large_state()["state"]);
+    let s = sandboxes();
+    let v = run(
+        &s,
+        "lua",
+        "function f(a) return {a.state.items[100], #a.state.rows} end",
+        Some("f"),
+        large_state(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, json!([99, 100]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lua_views_do_not_outlive_their_call() {
+    let s = sandboxes();
+    // A view cannot be kept for a later call (the environment is fresh), and a call
+    // that reads a large state leaves the next call's small one alone.
+    run(&s, "lua", "return #state.items", None, large_state())
+        .await
+        .unwrap();
+    let v = run(
+        &s,
+        "lua",
+        "return {state.items, kept == nil}",
+        None,
+        json!({"state": {"items": [1]}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(v, json!([[1], true]));
+    // A read past the memory limit fails as a memory error, not a crash.
+    let huge = json!({"state": {"items": vec!["x".repeat(1000); 100_000]}});
+    let e = run(
+        &s,
+        "lua",
+        "local t = {} for k, v in pairs(state.items) do t[k] = v .. v end return #t",
+        None,
+        huge,
+    )
+    .await
+    .unwrap_err();
+    assert!(e.message.contains("memory"), "{e:?}");
+}
