@@ -36,8 +36,9 @@ pub enum Durability {
 /// Schema version written in the database; a newer one is refused.
 /// 2 added runs.scopes and the scoped table; 3 added runs.view; 4 added runs.settings
 /// and runs.retries; 5 the events table; 6 runs.flow_id; 8 moved the events into
-/// event_chunks; 9 the journal into journal_chunks. Older files are upgraded on open.
-const SCHEMA_VERSION: i64 = 9;
+/// event_chunks; 9 the journal into journal_chunks; 10 compressed event chunks (which
+/// a version reading up to 9 could not read). Older files are upgraded on open.
+const SCHEMA_VERSION: i64 = 10;
 /// Appends committed together at most.
 const MAX_BATCH: usize = 4096;
 /// Requests waiting for the writer before senders wait too.
@@ -226,6 +227,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (7, ""),
     (8, events::MIGRATION),
     (9, journal::MIGRATION),
+    (10, ""),
 ];
 
 /// How long opening waits for other processes that hold the database's locks.
@@ -1295,7 +1297,7 @@ mod tests {
             s.append_events(&[step(0), step(1), step(2)]).await.unwrap();
         }
         let conn = Connection::open(&path).unwrap();
-        let (first, last, body): (i64, i64, String) = conn
+        let (first, last, body): (i64, i64, Vec<u8>) = conn
             .query_row(
                 "SELECT first_seq, last_seq, body FROM event_chunks WHERE run_id = 'r'",
                 [],
@@ -1303,6 +1305,8 @@ mod tests {
             )
             .unwrap();
         assert_eq!((first, last), (0, 2));
+        let body = lz4_flex::block::decompress_size_prepended(&body).unwrap();
+        let body = String::from_utf8(body).unwrap();
         assert!(
             !body.contains("run_id") && body.starts_with("[{\"seq\":0,"),
             "{body}"
@@ -1313,6 +1317,32 @@ mod tests {
             s.events("r", None, 10).await.unwrap(),
             [step(0), step(1), step(2)]
         );
+    }
+
+    #[tokio::test]
+    async fn a_damaged_event_chunk_is_reported_not_trusted() {
+        use weft_core::event::{Event, EventKind};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        let event = |seq| Event {
+            run_id: "r".into(),
+            seq,
+            at_ms: 7,
+            kind: EventKind::RunCancelled,
+        };
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        s.append_events(&[event(0)]).await.unwrap();
+        let conn = Connection::open(&path).unwrap();
+        // A length of 4 GiB before a few bytes, then bytes that are not LZ4.
+        for body in [
+            &b"\xff\xff\xff\xffabc"[..],
+            &b"\x10\x00\x00\x00\xf0\xf0"[..],
+        ] {
+            conn.execute("UPDATE event_chunks SET body = ?1", [body])
+                .unwrap();
+            let e = s.events("r", None, 10).await.unwrap_err();
+            assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
+        }
     }
 
     #[tokio::test]
