@@ -7,8 +7,8 @@
 //! a 20,000-iteration loop of transforms spent 45% of its CPU in SQLite.
 //!
 //! Bodies are stored compressed (LZ4, as a BLOB whose first four bytes are the JSON's
-//! length): a loop's events repeat their keys and paths, and compressed they are a
-//! tenth of the bytes SQLite writes twice (the WAL, then the checkpoint). Chunks
+//! length): a loop's events repeat their keys and paths, and compressed they are an
+//! eighth of the bytes SQLite writes twice (the WAL, then the checkpoint). Chunks
 //! written as TEXT by earlier versions are read as they are.
 //!
 //! The log is append-only: an event whose `seq` is not after the run's last stored one
@@ -110,7 +110,7 @@ pub(super) fn write<'a>(
 }
 
 /// A stored chunk's events: LZ4-compressed JSON, or JSON as earlier versions wrote it.
-fn parse_chunk(body: rusqlite::types::ValueRef<'_>) -> Result<Vec<StoredEvent>, StoreError> {
+fn parse_chunk(body: ValueRef<'_>) -> Result<Vec<StoredEvent>, StoreError> {
     let corrupt =
         |e: &dyn std::fmt::Display| StoreError::Corrupt(format!("a stored event chunk: {e}"));
     let parsed = match body {
