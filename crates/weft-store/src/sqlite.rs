@@ -887,7 +887,18 @@ impl Store for SqliteStore {
 mod tests {
     use super::*;
     use serde_json::json;
+    use weft_core::event::{Event, EventKind};
     use weft_core::ports::{EntryKind, Scopes};
+
+    /// Run `run`'s event `seq`, stamped `at_ms`.
+    fn event_of(run: &str, seq: u64, at_ms: u64, kind: EventKind) -> Event {
+        Event {
+            run_id: run.into(),
+            seq,
+            at_ms,
+            kind,
+        }
+    }
 
     fn run(id: &str) -> RunRecord {
         RunRecord::new(id.into(), "h".into(), "f".into(), json!({"a": 1}), 1)
@@ -1245,15 +1256,9 @@ mod tests {
 
     #[tokio::test]
     async fn event_logs_are_read_from_any_point_and_survive_reopening() {
-        use weft_core::event::EventKind;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("e.db");
-        let event = |run: &str, seq| weft_core::event::Event {
-            run_id: run.into(),
-            seq,
-            at_ms: 1,
-            kind: EventKind::RunCancelled,
-        };
+        let event = |run: &str, seq| event_of(run, seq, 1, EventKind::RunCancelled);
         {
             let s = SqliteStore::open(&path, Durability::Process).unwrap();
             assert_eq!(s.next_event_seq("r").await.unwrap(), 0);
@@ -1279,18 +1284,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_commit_stores_a_run_s_events_as_one_chunk_without_its_run_id() {
-        use weft_core::event::{Event, EventKind};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("b.db");
-        let step = |seq| Event {
-            run_id: "r".into(),
-            seq,
-            at_ms: 7,
-            kind: EventKind::StepStarted {
+        let step = |seq| {
+            let kind = EventKind::StepStarted {
                 path: "root/a".into(),
                 kind: "code".into(),
                 input: Some(std::sync::Arc::new(json!({"x": 1}))),
-            },
+            };
+            event_of("r", seq, 7, kind)
         };
         {
             let s = SqliteStore::open(&path, Durability::Process).unwrap();
@@ -1321,17 +1323,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_damaged_event_chunk_is_reported_not_trusted() {
-        use weft_core::event::{Event, EventKind};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.db");
-        let event = |seq| Event {
-            run_id: "r".into(),
-            seq,
-            at_ms: 7,
-            kind: EventKind::RunCancelled,
-        };
         let s = SqliteStore::open(&path, Durability::Process).unwrap();
-        s.append_events(&[event(0)]).await.unwrap();
+        s.append_events(&[event_of("r", 0, 7, EventKind::RunCancelled)])
+            .await
+            .unwrap();
         let conn = Connection::open(&path).unwrap();
         // A length of 4 GiB before a few bytes, then bytes that are not LZ4.
         for body in [
@@ -1347,7 +1344,6 @@ mod tests {
 
     #[tokio::test]
     async fn a_file_with_one_row_per_event_is_moved_into_chunks_when_opened() {
-        use weft_core::event::{Event, EventKind};
         let dir = tempfile::tempdir().unwrap();
         // A schema-7 file: one row an event, bodies with and without run and seq.
         let path = older_file(
@@ -1360,12 +1356,7 @@ mod tests {
              INSERT INTO events VALUES ('r', 1, '{\"run_id\":\"r\",\"seq\":1,\"at_ms\":8,\"type\":\"run_cancelled\"}');",
         );
         let s = SqliteStore::open(&path, Durability::Process).unwrap();
-        let expected = |seq, at_ms| Event {
-            run_id: "r".into(),
-            seq,
-            at_ms,
-            kind: EventKind::RunCancelled,
-        };
+        let expected = |seq, at_ms| event_of("r", seq, at_ms, EventKind::RunCancelled);
         assert_eq!(
             s.events("r", None, 10).await.unwrap(),
             [expected(0, 7), expected(1, 8)]
