@@ -781,7 +781,7 @@ impl Engine {
         };
         match result {
             Ok(Outcome { output, patch, .. }) => {
-                crate::exec::apply_patch(&mut state, &patch);
+                state.apply(&patch);
                 rec.status = RunStatus::Completed;
                 rec.error = None;
                 run.emitter.emit(|| EventKind::RunCompleted {

@@ -10,11 +10,6 @@ use weft_core::ir::{Block, BranchSpec, LoopSpec, MapSpec, OnError, ParallelSpec,
 use weft_core::ports::EntryKind;
 use weft_core::{BlockError, ErrorKind, Patch, State, Value};
 
-/// Applies `patch` to `state`, copying its top level only if another holder shares it.
-pub(crate) fn apply(state: &mut State, patch: &Patch) {
-    state.apply(patch);
-}
-
 pub(crate) async fn sequence(cx: &Cx<'_>, steps: &[Block]) -> Exec {
     let mut input = cx.input.clone();
     let mut state = cx.state.clone();
@@ -27,7 +22,7 @@ pub(crate) async fn sequence(cx: &Cx<'_>, steps: &[Block]) -> Exec {
         )
         .await
         .map_err(|s| s.after(&patch))?;
-        apply(&mut state, &out.patch);
+        state.apply(&out.patch);
         patch.extend(out.patch);
         input = out.output;
         exit = out.exit;
@@ -297,7 +292,7 @@ pub(crate) async fn run_loop(cx: &Cx<'_>, l: &LoopSpec, label: Option<&str>) -> 
         let out = exec(icx.clone(), &l.body)
             .await
             .map_err(|s| s.after(&patch))?;
-        apply(&mut state, &out.patch);
+        state.apply(&out.patch);
         patch.extend_compacting(out.patch);
         input = out.output;
         exit = out.exit;

@@ -10,7 +10,6 @@
 //! Step keys name the branch lineage and the visit count of the node within it, so a
 //! replayed run reaches the same keys in the same order whatever the scheduling was.
 
-use super::composite::apply;
 use super::exec;
 use crate::run::{Cx, Exec, Outcome, Stop, Suspension};
 use futures::future::BoxFuture;
@@ -292,7 +291,7 @@ impl<'g> Walk<'g> {
     }
 
     fn advance(&mut self, mut token: Token<'g>, out: Outcome) -> Result<(), Stop> {
-        apply(&mut token.state, &out.patch);
+        token.state.apply(&out.patch);
         let targets = self.targets(&token, &out)?;
         token.patch.extend_compacting(out.patch);
         let live: Vec<&'g str> = targets.into_iter().filter(|t| *t != END).collect();
@@ -417,7 +416,7 @@ impl<'g> Walk<'g> {
             }
         }
         let mut state = frame.base_state.clone();
-        apply(&mut state, &merged);
+        state.apply(&merged);
         let mut patch = std::mem::take(&mut frame.base_patch);
         patch.extend(merged);
         let token = Token {

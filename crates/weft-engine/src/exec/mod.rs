@@ -384,8 +384,3 @@ async fn dispatch(cx: &Cx<'_>, block: &Block) -> Exec {
 fn boxed<'a>(f: impl std::future::Future<Output = Exec> + Send + 'a) -> BoxFuture<'a, Exec> {
     Box::pin(f)
 }
-
-/// Applies a patch to a shared state (copy-on-write).
-pub(crate) fn apply_patch(state: &mut weft_core::State, patch: &weft_core::Patch) {
-    composite::apply(state, patch);
-}
