@@ -163,7 +163,11 @@ pub(crate) async fn code(cx: &Cx<'_>, spec: &CodeSpec) -> Exec {
         })?;
     let args = match &spec.args {
         Some(t) => cx.value(&t.0, &cx.scope())?,
-        None => serde_json::json!({"input": *cx.input, "state": cx.state}),
+        // Copies, not `json!`, which would serialize each value into a new one.
+        None => Value::Object(serde_json::Map::from_iter([
+            ("input".to_owned(), (*cx.input).clone()),
+            ("state".to_owned(), cx.state.to_value()),
+        ])),
     };
     let output = runner
         .run(CodeRequest {
