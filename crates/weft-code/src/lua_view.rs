@@ -41,6 +41,11 @@ enum Step {
     Index(usize),
 }
 
+/// Entry `i` of `a`, and the step to it.
+fn at_index(a: &[Value], i: usize) -> Option<(Step, &Value)> {
+    Some((Step::Index(i), a.get(i)?))
+}
+
 /// What a view stands for: the entry of the call's arguments at `path`.
 struct View {
     root: Arc<Value>,
@@ -57,30 +62,20 @@ impl View {
         })
     }
 
-    /// The step a Lua key names in this view's value, if it names an entry.
-    fn step(&self, key: &LuaValue) -> Option<Step> {
+    /// The entry a Lua key names in this view's value, and the step to it.
+    fn entry(&self, key: &LuaValue) -> Option<(Step, &Value)> {
         match (self.value(), key) {
             (Value::Array(a), LuaValue::Integer(i)) => {
-                let i = usize::try_from(*i).ok()?.checked_sub(1)?;
-                (i < a.len()).then_some(Step::Index(i))
+                at_index(a, usize::try_from(*i).ok()?.checked_sub(1)?)
             }
             (Value::Array(a), LuaValue::Number(n)) if n.fract() == 0.0 && *n >= 1.0 => {
-                let i = *n as usize - 1;
-                (i < a.len()).then_some(Step::Index(i))
+                at_index(a, *n as usize - 1)
             }
             (Value::Object(m), LuaValue::String(s)) => {
-                let k = s.to_str().ok()?;
-                m.contains_key(&*k).then(|| Step::Key(k.to_owned()))
+                let (k, v) = m.get_key_value(&*s.to_str().ok()?)?;
+                Some((Step::Key(k.clone()), v))
             }
             _ => None,
-        }
-    }
-
-    fn entry(&self, step: &Step) -> &Value {
-        let v = self.value();
-        match step {
-            Step::Key(k) => &v[k.as_str()],
-            Step::Index(i) => &v[*i],
         }
     }
 
@@ -196,13 +191,12 @@ impl Views {
         };
         let (step, root, path) = {
             let view = ud.borrow::<View>()?;
-            let Some(step) = view.step(key) else {
+            let Some((step, entry)) = view.entry(key) else {
                 return Ok(LuaValue::Nil);
             };
             if let Some(c) = view.children.get(&step) {
                 return Ok(c.clone());
             }
-            let entry = view.entry(&step);
             if !entry.is_array() && !entry.is_object() {
                 return lua.to_value(entry);
             }
@@ -229,30 +223,29 @@ impl Views {
         } else {
             None
         })?;
-        let steps: Vec<Step> = match view.value() {
-            Value::Array(a) => (0..a.len()).map(Step::Index).collect(),
-            Value::Object(m) => m.keys().cloned().map(Step::Key).collect(),
-            _ => Vec::new(),
-        };
-        for step in steps {
+        // Each entry as `index` would give it: a table already read stays that table.
+        let put = |step: Step, entry: &Value| {
             let x = match view.children.get(&step) {
                 Some(c) => c.clone(),
-                None => {
-                    let entry = view.entry(&step);
-                    if entry.is_array() || entry.is_object() {
-                        let (root, path) = view.child(step.clone());
-                        self.expose(lua, &root, path)?
-                    } else {
-                        lua.to_value(entry)?
-                    }
+                None if entry.is_array() || entry.is_object() => {
+                    let (root, path) = view.child(step.clone());
+                    self.expose(lua, &root, path)?
                 }
+                None => lua.to_value(entry)?,
             };
             match step {
-                Step::Index(i) => t.raw_set(i + 1, x)?,
-                Step::Key(k) => t.raw_set(k, x)?,
+                Step::Index(i) => t.raw_set(i + 1, x),
+                Step::Key(k) => t.raw_set(k, x),
             }
+        };
+        match view.value() {
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, e)| put(Step::Index(i), e)),
+            Value::Object(m) => m.iter().try_for_each(|(k, e)| put(Step::Key(k.clone()), e)),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// Makes every view reachable from `result` plain, so that it converts to JSON as
