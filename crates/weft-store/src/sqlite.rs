@@ -9,6 +9,7 @@
 
 mod events;
 mod journal;
+mod shared_values;
 mod sources;
 
 use async_trait::async_trait;
@@ -110,6 +111,8 @@ enum Request {
 pub struct SqliteStore {
     tx: mpsc::Sender<Request>,
     path: PathBuf,
+    /// Large values each run's event log holds, for later events to refer to.
+    shared_values: shared_values::SharedValues,
 }
 
 fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
@@ -146,7 +149,11 @@ impl SqliteStore {
             .name("weft-sqlite".into())
             .spawn(move || writer(conn, rx))
             .map_err(|e| err("cannot start the database thread", e))?;
-        Ok(SqliteStore { tx, path })
+        Ok(SqliteStore {
+            tx,
+            path,
+            shared_values: Default::default(),
+        })
     }
 
     /// The database file.
@@ -838,14 +845,20 @@ impl Store for SqliteStore {
         if events.is_empty() {
             return Ok(());
         }
-        let serialized = events::serialize(events)?;
-        self.ask(|durable| {
-            Request::Write(Box::new(Write::Events(EventBatch {
-                events: serialized,
-                durable,
-            })))
-        })
-        .await
+        let serialized = events::serialize(events, &self.shared_values)?;
+        let written = self
+            .ask(|durable| {
+                Request::Write(Box::new(Write::Events(EventBatch {
+                    events: serialized,
+                    durable,
+                })))
+            })
+            .await;
+        if written.is_err() {
+            // What was remembered as written may not be: refer to none of it.
+            self.shared_values.forget_all();
+        }
+        written
     }
     async fn run_stats(&self) -> Result<RunStats, StoreError> {
         self.ask(Request::Stats).await
@@ -889,6 +902,7 @@ mod tests {
     use serde_json::json;
     use weft_core::event::{Event, EventKind};
     use weft_core::ports::{EntryKind, Scopes};
+    use weft_core::value::Value;
 
     /// Run `run`'s event `seq`, stamped `at_ms`.
     fn event_of(run: &str, seq: u64, at_ms: u64, kind: EventKind) -> Event {
@@ -1319,6 +1333,114 @@ mod tests {
             s.events("r", None, 10).await.unwrap(),
             [step(0), step(1), step(2)]
         );
+    }
+
+    /// The stored bodies of run `r`'s event chunks, decompressed.
+    fn stored_bodies(path: &Path) -> Vec<String> {
+        let conn = Connection::open(path).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT body FROM event_chunks WHERE run_id = 'r' ORDER BY first_seq")
+            .unwrap();
+        stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))
+            .unwrap()
+            .map(|b| {
+                String::from_utf8(lz4_flex::block::decompress_size_prepended(&b.unwrap()).unwrap())
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_large_value_passed_from_step_to_step_is_stored_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.db");
+        let big = std::sync::Arc::new(json!({"items": (0..10_000).collect::<Vec<_>>()}));
+        let small = std::sync::Arc::new(json!({"n": 1}));
+        let started = |seq, v: &std::sync::Arc<Value>| {
+            let kind = EventKind::StepStarted {
+                path: format!("root/s{seq}"),
+                kind: "transform".into(),
+                input: Some(v.clone()),
+            };
+            event_of("r", seq, 7, kind)
+        };
+        let completed = |seq, v: &std::sync::Arc<Value>| {
+            let kind = EventKind::StepCompleted {
+                path: format!("root/s{seq}"),
+                kind: "transform".into(),
+                elapsed_us: 1,
+                replayed: false,
+                exit: None,
+                output: Some(v.clone()),
+            };
+            event_of("r", seq, 7, kind)
+        };
+        // Five steps pass `big` on, in three commits (references cross chunks); two
+        // pass `small`, which stays inline.
+        let all: Vec<Event> = (0..5)
+            .flat_map(|i| [started(2 * i, &big), completed(2 * i + 1, &big)])
+            .chain([started(10, &small), completed(11, &small)])
+            .collect();
+        {
+            let s = SqliteStore::open(&path, Durability::Process).unwrap();
+            for part in [&all[..3], &all[3..7], &all[7..]] {
+                s.append_events(part).await.unwrap();
+            }
+            let bodies = stored_bodies(&path);
+            let total: usize = bodies.iter().map(String::len).sum();
+            let once = serde_json::to_string(&*big).unwrap().len();
+            assert!(
+                total < once + 4096,
+                "{total} bytes stored for a value of {once}"
+            );
+            assert_eq!(bodies.concat().matches("\"value_of\"").count(), 9);
+            assert_eq!(s.events("r", None, 100).await.unwrap(), all);
+        }
+        // Read back by another process, from any point: the same events, and those
+        // that referred to one value share it.
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        for after in [None, Some(0), Some(4), Some(8)] {
+            let from = after.map_or(0, |a| a as usize + 1);
+            assert_eq!(
+                s.events("r", after, 100).await.unwrap(),
+                all[from..],
+                "{after:?}"
+            );
+        }
+        let read = s.events("r", Some(4), 100).await.unwrap();
+        let (a, b) = (carried_of(&read[0]), carried_of(&read[3]));
+        assert!(std::sync::Arc::ptr_eq(a, b));
+        // That process has not seen `big` written: it writes it again rather than
+        // refer to what it did not write.
+        s.append_events(&[started(12, &big), completed(13, &big)])
+            .await
+            .unwrap();
+        let last = stored_bodies(&path).pop().unwrap();
+        assert!(last.contains("\"items\"") && last.matches("\"value_of\"").count() == 1);
+        assert_eq!(s.events("r", Some(11), 10).await.unwrap().len(), 2);
+        // A reference to an event that holds no value is damage.
+        let broken = concat!(
+            r#"[{"seq":14,"at_ms":7,"type":"run_cancelled"},"#,
+            r#"{"seq":15,"at_ms":7,"value_of":14,"type":"step_started","path":"x","kind":"y"}]"#
+        );
+        let conn = Connection::open(&path).unwrap();
+        conn.execute(
+            "INSERT INTO event_chunks VALUES ('r', 14, 15, ?1)",
+            [lz4_flex::block::compress_prepend_size(broken.as_bytes())],
+        )
+        .unwrap();
+        let e = s.events("r", Some(13), 10).await.unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
+    }
+
+    fn carried_of(e: &Event) -> &std::sync::Arc<Value> {
+        match &e.kind {
+            EventKind::StepStarted { input: Some(v), .. } => v,
+            EventKind::StepCompleted {
+                output: Some(v), ..
+            } => v,
+            other => panic!("no value in {other:?}"),
+        }
     }
 
     #[tokio::test]

@@ -16,12 +16,16 @@
 //! chunks (one row per event in `events`) are moved into chunks when they are opened
 //! (schema 8).
 
+use super::shared_values::{LARGE, SharedValues, carried, restore_carried, without_carried};
 use super::{by_run, err};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, params};
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
 use weft_core::event::{Event, EventKind};
 use weft_core::ports::StoreError;
+use weft_core::value::Value;
 
 /// Schema 8: the rows of `events` (schema 5 to 7) as chunks of one event each.
 pub(super) const MIGRATION: &str = "
@@ -37,8 +41,12 @@ pub(super) const MIGRATION: &str = "
 struct EventBody<'a> {
     seq: u64,
     at_ms: u64,
+    /// The event's input or output is that of event `value_of`, stored once there
+    /// ([`super::shared_values`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value_of: Option<u64>,
     #[serde(flatten)]
-    kind: &'a EventKind,
+    kind: Cow<'a, EventKind>,
 }
 
 /// [`EventBody`], read back. (Bodies moved from `events` may also hold the run id,
@@ -47,6 +55,8 @@ struct EventBody<'a> {
 struct StoredEvent {
     seq: u64,
     at_ms: u64,
+    #[serde(default)]
+    value_of: Option<u64>,
     #[serde(flatten)]
     kind: EventKind,
 }
@@ -54,17 +64,35 @@ struct StoredEvent {
 /// One event ready to store: its run, its `seq` and its body.
 pub(super) type Serialized = (Arc<str>, u64, String);
 
-/// `events` serialized, in the order they came.
-pub(super) fn serialize(events: &[Event]) -> Result<Vec<Serialized>, StoreError> {
+/// `events` serialized, in the order they came; a large value already written for the
+/// run is referred to, not written again.
+pub(super) fn serialize(
+    events: &[Event],
+    shared: &SharedValues,
+) -> Result<Vec<Serialized>, StoreError> {
     events
         .iter()
         .map(|e| {
+            let carried = carried(&e.kind);
+            let value_of = carried.and_then(|v| shared.seq_of(&e.run_id, v));
+            let kind = match value_of {
+                Some(_) => Cow::Owned(without_carried(&e.kind)),
+                None => Cow::Borrowed(&e.kind),
+            };
             let body = serde_json::to_string(&EventBody {
                 seq: e.seq,
                 at_ms: e.at_ms,
-                kind: &e.kind,
+                value_of,
+                kind,
             })
             .map_err(|x| err("events", x))?;
+            if e.kind.is_final() {
+                shared.forget(&e.run_id);
+            } else if let (None, Some(v)) = (value_of, carried)
+                && body.len() >= LARGE
+            {
+                shared.remember(&e.run_id, v, e.seq);
+            }
             Ok((e.run_id.clone(), e.seq, body))
         })
         .collect()
@@ -107,6 +135,66 @@ pub(super) fn write<'a>(
             .map_err(|e| err("events", e))?;
     }
     Ok(())
+}
+
+/// Puts back the values `chunk`'s events refer to (`value_of`), from earlier events of
+/// the chunk, `resolved` (what this read has resolved so far) or the chunk that holds
+/// them.
+fn restore_values(
+    conn: &Connection,
+    run_id: &str,
+    chunk: &mut [StoredEvent],
+    resolved: &mut HashMap<u64, Arc<Value>>,
+) -> Result<(), StoreError> {
+    for i in 0..chunk.len() {
+        let Some(of) = chunk[i].value_of else {
+            continue;
+        };
+        let value = match resolved.get(&of) {
+            Some(v) => v.clone(),
+            None => {
+                let here = chunk[..i].iter().find(|e| e.seq == of);
+                let value = match here {
+                    Some(e) => carried(&e.kind).cloned(),
+                    None => carried_at(conn, run_id, of)?,
+                };
+                let value = value.ok_or_else(|| {
+                    StoreError::Corrupt(format!(
+                        "event {} of run {run_id} refers to event {of}, which holds no value",
+                        chunk[i].seq
+                    ))
+                })?;
+                resolved.insert(of, value.clone());
+                value
+            }
+        };
+        if !restore_carried(&mut chunk[i].kind, value) {
+            return Err(StoreError::Corrupt(format!(
+                "event {} of run {run_id} refers to a value but carries none",
+                chunk[i].seq
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The value event `seq` of the run holds inline, read from the chunk that has it.
+fn carried_at(conn: &Connection, run_id: &str, seq: u64) -> Result<Option<Arc<Value>>, StoreError> {
+    let chunk = conn
+        .prepare_cached(
+            "SELECT body FROM event_chunks WHERE run_id = ?1 AND first_seq <= ?2 ORDER BY first_seq DESC LIMIT 1",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![run_id, seq as i64], |r| Ok(parse_chunk(r.get_ref(0)?)))
+                .optional()
+        })
+        .map_err(|e| err("events", e))?
+        .transpose()?;
+    Ok(chunk
+        .into_iter()
+        .flatten()
+        .find(|e| e.seq == seq)
+        .and_then(|e| carried(&e.kind).cloned()))
 }
 
 /// A stored chunk's events: LZ4-compressed JSON, or JSON as earlier versions wrote it.
@@ -177,12 +265,14 @@ pub(super) fn read(
         .map_err(|e| err("events", e))?;
     let run: Arc<str> = run_id.into();
     let mut out = Vec::new();
+    let mut resolved = HashMap::new();
     while out.len() < limit {
         let Some(row) = rows.next().map_err(|e| err("events", e))? else {
             break;
         };
         let body = row.get_ref(0).map_err(|e| err("events", e))?;
-        let chunk = parse_chunk(body)?;
+        let mut chunk = parse_chunk(body)?;
+        restore_values(conn, run_id, &mut chunk, &mut resolved)?;
         let room = limit - out.len();
         out.extend(
             chunk
