@@ -84,14 +84,15 @@ fn decode(v: &Value) -> Result<Outcome, BlockError> {
 
 pub(crate) fn transform(cx: &Cx<'_>, t: &TransformSpec) -> Exec {
     let scope = cx.scope();
-    let output = cx.value(&t.output.0, &scope)?;
+    // `output: "{{ input }}"` passes the value on itself, not a copy of it.
+    let output = cx.value_shared(&t.output.0, &scope)?;
     let exit = match &t.exit {
         Some(e) => Some(Arc::from(cx.render(&e.0, &scope)?.as_str())),
         None => None,
     };
     Ok(Outcome {
         exit,
-        ..Outcome::of(Arc::new(output))
+        ..Outcome::of(output)
     })
 }
 
