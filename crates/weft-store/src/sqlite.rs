@@ -1418,18 +1418,23 @@ mod tests {
         let last = stored_bodies(&path).pop().unwrap();
         assert!(last.contains("\"items\"") && last.matches("\"value_of\"").count() == 1);
         assert_eq!(s.events("r", Some(11), 10).await.unwrap().len(), 2);
+        // A pause lets go of the run's values: after it, `big` is written again.
+        let paused = event_of("r", 14, 7, EventKind::RunPaused { waiting: json!([]) });
+        s.append_events(&[paused, started(15, &big)]).await.unwrap();
+        let last = stored_bodies(&path).pop().unwrap();
+        assert!(last.contains("\"items\"") && !last.contains("\"value_of\""));
         // A reference to an event that holds no value is damage.
         let broken = concat!(
-            r#"[{"seq":14,"at_ms":7,"type":"run_cancelled"},"#,
-            r#"{"seq":15,"at_ms":7,"value_of":14,"type":"step_started","path":"x","kind":"y"}]"#
+            r#"[{"seq":16,"at_ms":7,"type":"run_cancelled"},"#,
+            r#"{"seq":17,"at_ms":7,"value_of":16,"type":"step_started","path":"x","kind":"y"}]"#
         );
         let conn = Connection::open(&path).unwrap();
         conn.execute(
-            "INSERT INTO event_chunks VALUES ('r', 14, 15, ?1)",
+            "INSERT INTO event_chunks VALUES ('r', 16, 17, ?1)",
             [lz4_flex::block::compress_prepend_size(broken.as_bytes())],
         )
         .unwrap();
-        let e = s.events("r", Some(13), 10).await.unwrap_err();
+        let e = s.events("r", Some(15), 10).await.unwrap_err();
         assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
     }
 

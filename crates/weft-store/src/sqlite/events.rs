@@ -86,7 +86,9 @@ pub(super) fn serialize(
                 kind,
             })
             .map_err(|x| err("events", x))?;
-            if e.kind.is_final() {
+            // A run that ended or paused (perhaps for days) holds none of its values
+            // here; after a resume it stores its next large value again.
+            if e.kind.is_final() || matches!(e.kind, EventKind::RunPaused { .. }) {
                 shared.forget(&e.run_id);
             } else if let (None, Some(v)) = (value_of, carried)
                 && body.len() >= LARGE

@@ -60,8 +60,8 @@ impl SharedValues {
         kept.push_back((value.clone(), seq));
     }
 
-    /// `run` will write no more (its log ended), or what was remembered may not have
-    /// been stored (a failed write): nothing of it is referred to again.
+    /// `run` ended or paused: nothing of it is referred to again, and its values are
+    /// not held.
     pub(super) fn forget(&self, run: &str) {
         if let Ok(mut runs) = self.by_run.lock() {
             runs.remove(run);
