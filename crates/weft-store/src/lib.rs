@@ -2,12 +2,15 @@
 //!
 //! Owns run storage behind `weft-core`'s `Store` port: [`SqliteStore`], the durable
 //! default (one file, WAL, group commit of journal appends on a writer thread), and
-//! [`MemoryStore`], for tests, benchmarks and embedders that need no durability.
+//! [`PostgresStore`], for many Weft processes sharing one database, and [`MemoryStore`],
+//! for tests, benchmarks and embedders that need no durability.
 //!
 //! Must not depend on the engine or any dialect: it stores opaque JSON under keys.
 
 mod memory;
+mod postgres;
 mod sqlite;
 
 pub use memory::MemoryStore;
+pub use postgres::PostgresStore;
 pub use sqlite::{Durability, SqliteStore};

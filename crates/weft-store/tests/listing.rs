@@ -3,20 +3,10 @@
 
 use serde_json::json;
 use std::collections::HashSet;
-use std::sync::Arc;
 use weft_core::ports::{Cursor, FlowSource, RunQuery, RunRecord, RunStatus, Store};
-use weft_store::{Durability, MemoryStore, SqliteStore};
+use weft_store::{Durability, SqliteStore};
 
-fn stores(dir: &tempfile::TempDir) -> Vec<(&'static str, Arc<dyn Store>)> {
-    let path = dir.path().join("runs.db");
-    vec![
-        ("memory", Arc::new(MemoryStore::new())),
-        (
-            "sqlite",
-            Arc::new(SqliteStore::open(path, Durability::Process).unwrap()),
-        ),
-    ]
-}
+mod stores;
 
 fn run(i: i64) -> RunRecord {
     let mut r = RunRecord::new(
@@ -36,7 +26,7 @@ fn run(i: i64) -> RunRecord {
 #[tokio::test]
 async fn run_pages_cover_every_run_once_while_new_runs_arrive() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, store) in stores(&dir) {
+    for (name, store) in stores::all(&dir).await {
         // Creation times repeat (three runs a millisecond): the id breaks the ties.
         for i in 0..100 {
             store.create_run(&run(i)).await.unwrap();
@@ -79,7 +69,7 @@ async fn run_pages_cover_every_run_once_while_new_runs_arrive() {
 #[tokio::test]
 async fn flow_texts_keep_the_first_and_page_newest_first() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, store) in stores(&dir) {
+    for (name, store) in stores::all(&dir).await {
         let source = |i: i64| FlowSource {
             id: FlowSource::id_of("native", &format!("text {i}")),
             name: format!("f{i}"),
@@ -148,7 +138,7 @@ async fn a_version_5_database_gains_flow_texts_and_run_flow_ids() {
 #[tokio::test]
 async fn named_flows_keep_every_changed_version() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, store) in stores(&dir) {
+    for (name, store) in stores::all(&dir).await {
         let v1 = store.save_version("triage", "aaa", 1).await.unwrap();
         assert_eq!(v1.version, 1, "{name}");
         // Saving the latest text again is not a new version.
@@ -184,7 +174,7 @@ async fn named_flows_keep_every_changed_version() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_saves_of_one_name_get_distinct_versions() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, store) in stores(&dir) {
+    for (name, store) in stores::all(&dir).await {
         let saves = (0..20).map(|i| {
             let store = store.clone();
             tokio::spawn(async move {

@@ -1,0 +1,125 @@
+//! Weft's tables in PostgreSQL: all in the schema `weft`, created and migrated when a
+//! store connects, under an advisory lock so that workers starting together create them
+//! once.
+//!
+//! JSON is kept as `text`, not `jsonb`: `jsonb` reorders object keys, and a run's output
+//! must read back in the order it was written. Ids are `COLLATE "C"` so that PostgreSQL
+//! orders and pages them by bytes, as the other stores do.
+
+use super::pg_err;
+use deadpool_postgres::{Client, Transaction};
+use weft_core::ports::StoreError;
+
+/// The schema version this Weft writes; a database at a higher one is refused.
+pub(super) const SCHEMA_VERSION: i64 = 1;
+
+/// The advisory lock key that serializes schema creation (any constant of Weft's own).
+const SCHEMA_LOCK: i64 = 0x5745_4654_0001;
+
+const SCHEMA: &str = r#"
+CREATE SCHEMA IF NOT EXISTS weft;
+CREATE TABLE IF NOT EXISTS weft.meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS weft.flows (hash text PRIMARY KEY, ir text NOT NULL);
+CREATE TABLE IF NOT EXISTS weft.runs (
+    id text COLLATE "C" PRIMARY KEY, flow_hash text NOT NULL, flow_name text NOT NULL,
+    source text, source_hash text, dialect text, input text NOT NULL,
+    status text NOT NULL, output text, state text, error text, waiting text,
+    usage text NOT NULL, owner text, created_ms bigint NOT NULL, updated_ms bigint NOT NULL,
+    scopes text, view text, settings text, retries integer NOT NULL DEFAULT 0,
+    flow_id text);
+CREATE INDEX IF NOT EXISTS runs_by_time ON weft.runs (created_ms DESC, id DESC);
+CREATE INDEX IF NOT EXISTS runs_by_status ON weft.runs (status, created_ms DESC, id DESC);
+CREATE TABLE IF NOT EXISTS weft.sources (
+    id text COLLATE "C" PRIMARY KEY, name text NOT NULL, dialect text NOT NULL,
+    text text NOT NULL, created_ms bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS sources_by_time ON weft.sources (created_ms DESC, id DESC);
+CREATE TABLE IF NOT EXISTS weft.flow_versions (
+    name text COLLATE "C" NOT NULL, version integer NOT NULL, flow_id text NOT NULL,
+    created_ms bigint NOT NULL, PRIMARY KEY (name, version));
+CREATE TABLE IF NOT EXISTS weft.scoped (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS weft.journal (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, run_id text COLLATE "C" NOT NULL,
+    key text NOT NULL, kind text NOT NULL, value text NOT NULL);
+CREATE INDEX IF NOT EXISTS journal_by_run ON weft.journal (run_id, id);
+CREATE TABLE IF NOT EXISTS weft.events (
+    run_id text COLLATE "C" NOT NULL, seq bigint NOT NULL, at_ms bigint NOT NULL,
+    body text NOT NULL, PRIMARY KEY (run_id, seq));
+"#;
+
+/// What each schema version adds to the one before, by the version it leads to.
+const MIGRATIONS: &[(i64, &str)] = &[];
+
+/// Creates Weft's schema, or checks and upgrades the one there; `shown` names the
+/// database in errors.
+pub(super) async fn prepare(client: &mut Client, shown: &str) -> Result<(), StoreError> {
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| pg_err("schema", e))?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+        .await
+        .map_err(|e| pg_err("schema lock", e))?;
+    let found = existing_version(&tx, shown).await?;
+    if let Some(v) = found
+        && v > SCHEMA_VERSION
+    {
+        return Err(StoreError::TooNew(format!(
+            "{shown} was written by a newer Weft (schema {v}; this one reads up to {SCHEMA_VERSION}): upgrade Weft to use it, or choose another database with --db or WEFT_DB"
+        )));
+    }
+    tx.batch_execute(SCHEMA)
+        .await
+        .map_err(|e| pg_err("creating Weft's tables", e))?;
+    let from = found.unwrap_or(SCHEMA_VERSION);
+    for (_, sql) in MIGRATIONS.iter().filter(|(to, _)| *to > from) {
+        tx.batch_execute(sql)
+            .await
+            .map_err(|e| pg_err("upgrading Weft's tables", e))?;
+    }
+    tx.execute(
+        "INSERT INTO weft.meta (key, value) VALUES ('schema_version', $1)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        &[&SCHEMA_VERSION.to_string()],
+    )
+    .await
+    .map_err(|e| pg_err("schema version", e))?;
+    tx.commit().await.map_err(|e| pg_err("schema commit", e))
+}
+
+/// The schema version recorded in `weft.meta`; `None` when there is no `weft` schema.
+/// A `weft` schema without Weft's `meta` table belongs to something else.
+async fn existing_version(tx: &Transaction<'_>, shown: &str) -> Result<Option<i64>, StoreError> {
+    let row = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'weft'),
+                    to_regclass('weft.meta') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(|e| pg_err("schema", e))?;
+    let (schema, meta): (bool, bool) = (row.get(0), row.get(1));
+    if !schema {
+        return Ok(None);
+    }
+    if !meta {
+        return Err(StoreError::Unusable(format!(
+            "{shown} has a schema `weft` that is not Weft's (it has no table weft.meta); Weft leaves it alone: choose another database with --db or WEFT_DB"
+        )));
+    }
+    let value: Option<String> = tx
+        .query_opt(
+            "SELECT value FROM weft.meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .await
+        .map_err(|e| pg_err("schema version", e))?
+        .map(|r| r.get(0));
+    match value {
+        None => Ok(None),
+        Some(v) => v.parse().map(Some).map_err(|_| {
+            StoreError::Corrupt(format!(
+                "{shown}: weft.meta holds the schema version `{v}`, which is not a number"
+            ))
+        }),
+    }
+}
