@@ -18,8 +18,10 @@ pub struct Cli {
 /// Where runs are stored.
 #[derive(Args, Debug, Clone)]
 pub struct DbArgs {
-    /// The run database (default: $WEFT_DB, else ~/.local/share/weft/weft.db).
-    #[arg(long, value_name = "PATH", global = true)]
+    /// The run database: a SQLite file, or a PostgreSQL database that many Weft
+    /// processes share (postgres://USER@HOST/DB). Default: $WEFT_DB, else
+    /// ~/.local/share/weft/weft.db.
+    #[arg(long, value_name = "PATH|URL", global = true)]
     pub db: Option<PathBuf>,
 }
 

@@ -5,7 +5,7 @@ use crate::event_file::{DialectLog, EventFile};
 use crate::exit;
 use crate::progress::Progress;
 use crate::run_settings::RunSettings;
-use crate::settings::Settings;
+use crate::settings::{Database, Settings};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use weft_core::ports::{RunStatus, Store};
 use weft_core::{Diagnostic, Severity};
 use weft_dialects::{EventView, LoadError, Loaded};
 use weft_engine::{Engine, EngineError, Prepared, Revision, RunOptions, RunResult};
-use weft_store::SqliteStore;
+use weft_store::{PostgresStore, SqliteStore};
 
 /// A command's failure: what to print and the exit code.
 pub(crate) struct Failure {
@@ -151,10 +151,17 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
     }
 }
 
-fn open_store(db: &DbArgs, settings: &Settings) -> Result<Arc<SqliteStore>, Failure> {
-    SqliteStore::open(settings.db(db.db.as_deref()), settings.durability)
-        .map(Arc::new)
-        .map_err(|e| Failure::invalid(format!("error: {e}")))
+/// The store `--db` or `WEFT_DB` names: a SQLite file or a PostgreSQL database.
+async fn open_store(db: &DbArgs, settings: &Settings) -> Result<Arc<dyn Store>, Failure> {
+    let opened: Result<Arc<dyn Store>, _> = match settings.db(db.db.as_deref()) {
+        Database::File(path) => {
+            SqliteStore::open(path, settings.durability).map(|s| Arc::new(s) as Arc<dyn Store>)
+        }
+        Database::Postgres(url) => PostgresStore::connect(&url)
+            .await
+            .map(|s| Arc::new(s) as Arc<dyn Store>),
+    };
+    opened.map_err(|e| Failure::invalid(format!("error: {e}")))
 }
 
 /// A command that drives runs: its engine, the progress it shows, and the dialect log
@@ -180,7 +187,7 @@ impl Session {
 /// The session of a command that runs flows over `store`, naming events as `view` does
 /// and acting as `run` says.
 fn session(
-    store: Arc<SqliteStore>,
+    store: Arc<dyn Store>,
     settings: &Settings,
     out: &OutputArgs,
     view: EventView,
@@ -207,7 +214,7 @@ fn session(
 /// The engine the CLI drives runs with; `events` names a file for every event, and
 /// `event_log` says whether the store keeps runs' events.
 fn engine(
-    store: Arc<SqliteStore>,
+    store: Arc<dyn Store>,
     adapters: &crate::engines::Adapters,
     events: Option<&Path>,
     progress: Option<Arc<Progress>>,
@@ -244,7 +251,7 @@ fn engine(
 /// The engine of a long-lived command (`serve`, `mcp`): no progress and no events file;
 /// every run's events are stored, for the streams that follow them.
 fn serving_engine(
-    store: Arc<SqliteStore>,
+    store: Arc<dyn Store>,
     adapters: &crate::engines::Adapters,
     run: &RunSettings,
 ) -> Result<Engine, Failure> {
@@ -300,7 +307,7 @@ async fn run(
         eprintln!("{}", w.render(&flow.display().to_string()));
     }
     let input = read_input(input, input_file)?;
-    let store = open_store(db, settings)?;
+    let store = open_store(db, settings).await?;
     let run_settings = RunSettings::for_new_run(out);
     let session = session(store, settings, out, loaded.events.clone(), &run_settings)?;
     let opts = RunOptions {
@@ -590,11 +597,7 @@ pub(crate) fn normalize_answer(text: &str) -> Value {
 /// How run `id`, which continues, names its events and where it acts: as stored with
 /// the run, with the flags given now winning over its settings. A run that cannot be
 /// read gets the defaults, and the engine reports why.
-async fn continued_run(
-    store: &SqliteStore,
-    id: &str,
-    out: &OutputArgs,
-) -> (EventView, RunSettings) {
+async fn continued_run(store: &dyn Store, id: &str, out: &OutputArgs) -> (EventView, RunSettings) {
     match store.get_run(id).await {
         Ok(Some(rec)) => (
             weft_dialects::view_of_run(&rec),
@@ -612,15 +615,15 @@ async fn approve(
     out: &OutputArgs,
     settings: &Settings,
 ) -> Result<u8, Failure> {
-    let store = open_store(db, settings)?;
-    let (view, run) = continued_run(&store, id, out).await;
+    let store = open_store(db, settings).await?;
+    let (view, run) = continued_run(&*store, id, out).await;
     let session = session(store, settings, out, view, &run)?;
     let result = session.engine.answer(id, step, answer).await?;
     Ok(session.report(&result))
 }
 
 async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<u8, Failure> {
-    let store = open_store(db, settings)?;
+    let store = open_store(db, settings).await?;
     match command {
         RunsCommand::List { limit, json } => {
             let list = store
@@ -656,7 +659,7 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
             force,
             out,
         } => {
-            let (view, run) = continued_run(&store, &id, &out).await;
+            let (view, run) = continued_run(&*store, &id, &out).await;
             let session = session(store, settings, &out, view, &run)?;
             let result = match input {
                 Some(text) => {
@@ -748,7 +751,7 @@ async fn serve(
         ),
         None => settings.token.clone(),
     };
-    let store = open_store(db, settings)?;
+    let store = open_store(db, settings).await?;
     let adapters = crate::engines::Adapters::new(settings)?;
     let engine = serving_engine(store, &adapters, run)?;
     let config = weft_server::ServerConfig {
@@ -803,7 +806,7 @@ async fn mcp(
     run: &RunSettings,
     settings: &Settings,
 ) -> Result<u8, Failure> {
-    let store = open_store(db, settings)?;
+    let store = open_store(db, settings).await?;
     let adapters = crate::engines::Adapters::new(settings)?;
     let engine = serving_engine(store, &adapters, run)?;
     let options = weft_mcp::McpOptions {

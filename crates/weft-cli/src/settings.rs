@@ -9,6 +9,28 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use weft_store::Durability;
 
+/// Where runs are kept: a SQLite file, or a PostgreSQL database that many processes
+/// share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Database {
+    /// A SQLite file (created when missing).
+    File(PathBuf),
+    /// A `postgres://` or `postgresql://` connection string.
+    Postgres(String),
+}
+
+impl Database {
+    /// What `--db` or `WEFT_DB` names: a connection string by its scheme, else a file.
+    pub fn named(name: &Path) -> Database {
+        match name.to_str() {
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Database::Postgres(url.to_owned())
+            }
+            _ => Database::File(name.to_path_buf()),
+        }
+    }
+}
+
 /// The environment, as the commands see it.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -105,8 +127,8 @@ impl Settings {
     }
 
     /// The database a command uses: `--db`, else the default.
-    pub fn db(&self, flag: Option<&Path>) -> PathBuf {
-        flag.map_or_else(|| self.default_db.clone(), Path::to_path_buf)
+    pub fn db(&self, flag: Option<&Path>) -> Database {
+        Database::named(flag.unwrap_or(&self.default_db))
     }
 
     /// The variables, for model providers.
@@ -141,14 +163,29 @@ mod tests {
     #[test]
     fn the_database_comes_from_the_flag_then_weft_db_then_xdg_then_home() {
         let s = settings(&[("WEFT_DB", "/x/runs.db"), ("HOME", "/home/a")]);
-        assert_eq!(s.db(Some(Path::new("/flag.db"))), PathBuf::from("/flag.db"));
-        assert_eq!(s.db(None), PathBuf::from("/x/runs.db"));
+        let file = |p: &str| Database::File(PathBuf::from(p));
+        assert_eq!(s.db(Some(Path::new("/flag.db"))), file("/flag.db"));
+        assert_eq!(s.db(None), file("/x/runs.db"));
         let s = settings(&[("XDG_DATA_HOME", "/data"), ("HOME", "/home/a")]);
-        assert_eq!(s.db(None), PathBuf::from("/data/weft/weft.db"));
+        assert_eq!(s.db(None), file("/data/weft/weft.db"));
         let s = settings(&[("WEFT_DB", ""), ("HOME", "/home/a")]);
+        assert_eq!(s.db(None), file("/home/a/.local/share/weft/weft.db"));
+    }
+
+    #[test]
+    fn a_postgres_url_names_a_shared_database() {
+        let url = "postgres://weft@db:5432/runs";
+        let s = settings(&[("WEFT_DB", url)]);
+        assert_eq!(s.db(None), Database::Postgres(url.into()));
+        let other = "postgresql://u:p@h/d";
         assert_eq!(
-            s.db(None),
-            PathBuf::from("/home/a/.local/share/weft/weft.db")
+            s.db(Some(Path::new(other))),
+            Database::Postgres(other.into())
+        );
+        // A file whose name merely mentions postgres is a file.
+        assert_eq!(
+            s.db(Some(Path::new("postgres.db"))),
+            Database::File(PathBuf::from("postgres.db"))
         );
     }
 

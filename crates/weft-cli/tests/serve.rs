@@ -1,5 +1,6 @@
 //! `weft serve` as an operator runs it: the real binary on 127.0.0.1, a real HTTP
-//! client, a SQLite file, and a SIGKILL in the middle of fifty runs.
+//! client, a SQLite file or a PostgreSQL database, and a SIGKILL in the middle of fifty
+//! runs.
 
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -62,11 +63,22 @@ async fn events(
 /// resumed from its middle, has every event once, numbered without a gap.
 #[test]
 fn a_killed_server_finishes_every_accepted_run_on_restart() {
-    let env = Env::new();
+    killed_server_finishes_every_accepted_run(&Env::new());
+}
+
+/// The same with the runs in PostgreSQL.
+#[test]
+fn a_killed_server_on_postgres_finishes_every_accepted_run_on_restart() {
+    if let Some(env) = Env::on_postgres() {
+        killed_server_finishes_every_accepted_run(&env);
+    }
+}
+
+fn killed_server_finishes_every_accepted_run(env: &Env) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let client = reqwest::Client::new();
     let flow = slow_flow();
-    let server = Served::start(&env);
+    let server = Served::start(env);
     let base = server.base.clone();
     let ids: Vec<String> = runtime.block_on(async {
         let mut ids = Vec::new();
@@ -86,7 +98,7 @@ fn a_killed_server_finishes_every_accepted_run_on_restart() {
     // Inside the runs: some steps done, most to come.
     std::thread::sleep(Duration::from_millis(150));
     server.kill();
-    let before: Vec<HashSet<String>> = ids.iter().map(|id| journaled_steps(&env, id)).collect();
+    let before: Vec<HashSet<String>> = ids.iter().map(|id| journaled_steps(env, id)).collect();
     let logs_before: Vec<BTreeMap<String, usize>> = (0..50)
         .map(|i| line_counts(&env.path(&format!("log{i}.txt"))))
         .collect();
@@ -95,7 +107,7 @@ fn a_killed_server_finishes_every_accepted_run_on_restart() {
         "the kill came after every run had finished"
     );
 
-    let server = Served::start(&env);
+    let server = Served::start(env);
     let base = server.base.clone();
     let deadline = Instant::now() + Duration::from_secs(120);
     runtime.block_on(async {

@@ -8,17 +8,55 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-/// A scratch directory: the database (`runs.db`) and the files directory of every
-/// command run through it.
+/// A scratch directory, the files directory of every command run through it, and its
+/// database: `runs.db` in it, or a fresh PostgreSQL database.
 pub struct Env {
     pub dir: tempfile::TempDir,
+    /// What `WEFT_DB` names.
+    pub db: String,
 }
 
 impl Env {
     pub fn new() -> Env {
-        Env {
-            dir: tempfile::tempdir().unwrap(),
-        }
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runs.db").display().to_string();
+        Env { dir, db }
+    }
+
+    /// An `Env` whose database is a new one on the cluster `WEFT_TEST_POSTGRES` names
+    /// (`scripts/test` starts one); `None`, with a note, when none is named outside CI.
+    pub fn on_postgres() -> Option<Env> {
+        let Ok(admin) = std::env::var("WEFT_TEST_POSTGRES") else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "WEFT_TEST_POSTGRES is not set: CI runs these tests on PostgreSQL too (scripts/test starts a cluster)"
+            );
+            eprintln!(
+                "note: WEFT_TEST_POSTGRES is not set, skipping the PostgreSQL case (run scripts/test)"
+            );
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!(
+            "weft_cli_{}_{}",
+            std::process::id(),
+            dir.path()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_lowercase()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "")
+        );
+        let created = Command::new("psql")
+            .args([admin.as_str(), "-qc", &format!("CREATE DATABASE {name}")])
+            .output()
+            .expect("psql runs");
+        assert!(created.status.success(), "{}", stderr(&created));
+        let base = admin.rsplit_once('/').expect("a URL with a database").0;
+        Some(Env {
+            dir,
+            db: format!("{base}/{name}"),
+        })
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -33,7 +71,7 @@ impl Env {
 
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_weft"));
-        c.env("WEFT_DB", self.path("runs.db"))
+        c.env("WEFT_DB", &self.db)
             .env("WEFT_FILES", self.dir.path())
             .env_remove("WEFT_MODEL")
             .env_remove("WEFT_SERVER")
