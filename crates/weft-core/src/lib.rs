@@ -4,8 +4,8 @@
 //! values blocks exchange ([`value`]), typed runtime errors and located diagnostics
 //! ([`error`]), static validation ([`validate`]), the typed event stream ([`event`]), and
 //! the port traits the engine drives ([`ports`], one module each: models, code sandboxes,
-//! native handlers, stores, event sinks), model [`usage`], and the [`diagram`] of a flow
-//! that front ends draw.
+//! native handlers, stores, the work queue of shared stores, event sinks), model
+//! [`usage`], and the [`diagram`] of a flow that front ends draw.
 //!
 //! It must not depend on an async runtime, on I/O, on any adapter, or on any dialect: the
 //! dialect compilers produce this IR and the engine executes it, and neither needs to know

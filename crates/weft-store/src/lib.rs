@@ -12,5 +12,5 @@ mod postgres;
 mod sqlite;
 
 pub use memory::MemoryStore;
-pub use postgres::PostgresStore;
+pub use postgres::{DEFAULT_LEASE, PostgresStore};
 pub use sqlite::{Durability, SqliteStore};

@@ -7,16 +7,24 @@
 //! queued up as one transaction ([`writer`]): appends become durable in the order they
 //! were made, and concurrent branches and runs share commits, as on SQLite.
 //!
+//! Many processes share one database safely: a process that drives a run holds a lease
+//! on it with a fencing number that every one of its writes of the run checks
+//! ([`leases`]), and workers take runs that wait for one with `FOR UPDATE SKIP LOCKED`,
+//! woken by `LISTEN`/`NOTIFY` ([`WorkQueue`]).
+//!
 //! Connections are made without TLS: point Weft at a server on the same host or a
 //! private network, or through a TLS-terminating proxy.
 
 mod catalog;
+mod leases;
+mod listen;
 mod runs;
 mod schema;
 mod writer;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use leases::Leases;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -24,7 +32,7 @@ use tokio_postgres::NoTls;
 use weft_core::event::{Event, EventKind};
 use weft_core::ports::{
     Claim, Claimed, Cursor, Durable, FlowSource, FlowVersion, JournalEntry, RunQuery, RunRecord,
-    RunStats, ScopedChange, Store, StoreError,
+    RunStats, ScopedChange, Store, StoreError, WorkQueue,
 };
 use writer::{EventRow, Write};
 
@@ -37,11 +45,19 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Appends that may wait for the writer at once.
 const QUEUE: usize = 8192;
 
+/// How long a lease lasts unrenewed by default: a run whose process died is taken over
+/// by a worker within this (and a poll) of its last renewal.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(3);
+
 /// A store in a PostgreSQL database, in the schema `weft`.
 pub struct PostgresStore {
     pool: Pool,
     writes: mpsc::Sender<Write>,
     shown: String,
+    leases: Arc<Leases>,
+    /// Wakes workers when another process makes a run ready; listening starts with the
+    /// first wait.
+    work: listen::WorkSignal,
 }
 
 /// A failure of PostgreSQL while doing `context`, with what the server said.
@@ -91,8 +107,19 @@ fn describe(config: &tokio_postgres::Config) -> String {
 
 impl PostgresStore {
     /// Connects to the database `url` (`postgres://user[:password]@host[:port]/db`),
-    /// creating Weft's tables, or checking and upgrading them.
+    /// creating Weft's tables, or checking and upgrading them; leases last
+    /// [`DEFAULT_LEASE`].
     pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
+        PostgresStore::connect_with_lease(url, DEFAULT_LEASE).await
+    }
+
+    /// [`PostgresStore::connect`], with leases that last `lease` unrenewed: shorter
+    /// takes a dead process's runs over sooner, longer tolerates longer stalls (a
+    /// stopped process, a slow database) before a live process loses its runs.
+    pub async fn connect_with_lease(
+        url: &str,
+        lease: Duration,
+    ) -> Result<PostgresStore, StoreError> {
         let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
             StoreError::Unusable(format!(
                 "the database address is not a PostgreSQL connection string ({e}); write it as postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
@@ -104,7 +131,7 @@ impl PostgresStore {
         config.application_name("weft");
         let shown = describe(&config);
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -124,18 +151,36 @@ impl PostgresStore {
         })?;
         schema::prepare(&mut client, &shown).await?;
         drop(client);
+        let leases = Arc::new(Leases::new(lease));
         let (writes, queued) = mpsc::channel(QUEUE);
-        tokio::spawn(writer::run(pool.clone(), shown.clone(), queued));
+        tokio::spawn(writer::run(
+            pool.clone(),
+            shown.clone(),
+            leases.clone(),
+            queued,
+        ));
+        tokio::spawn(leases::renew(pool.clone(), Arc::downgrade(&leases)));
         Ok(PostgresStore {
             pool,
             writes,
             shown,
+            leases,
+            work: listen::WorkSignal::new(config),
         })
     }
 
     /// The database, as `postgres://host:port/database` (without credentials).
     pub fn describe(&self) -> &str {
         &self.shown
+    }
+
+    /// The fencing number of this process's lease on `run_id` for a write, `None`
+    /// when it holds none; refused at once when it has lost the run.
+    fn held_epoch(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+        match self.leases.epoch_of(run_id) {
+            Some(_) if self.leases.lost(run_id) => Err(runs::fenced(run_id)),
+            epoch => Ok(epoch),
+        }
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
@@ -156,13 +201,15 @@ impl PostgresStore {
     }
 }
 
-/// `events` as rows: each body is the event's kind (the run, `seq` and time are columns).
-fn event_rows(events: &[Event]) -> Result<Vec<EventRow>, StoreError> {
+/// `events` as rows: each body is the event's kind (the run, `seq` and time are
+/// columns), with the fencing number of this process's lease on its run.
+fn event_rows(events: &[Event], leases: &Leases) -> Result<Vec<EventRow>, StoreError> {
     events
         .iter()
         .map(|e| {
             Ok(EventRow {
                 run_id: e.run_id.to_string(),
+                epoch: leases.epoch_of(&e.run_id),
                 seq: i64::try_from(e.seq)
                     .map_err(|_| StoreError::backend("events", "seq out of range"))?,
                 at_ms: i64::try_from(e.at_ms).unwrap_or(i64::MAX),
@@ -182,10 +229,10 @@ impl Store for PostgresStore {
         catalog::get_flow(&self.client().await?, hash).await
     }
     async fn create_run(&self, run: &RunRecord) -> Result<(), StoreError> {
-        runs::write(&self.client().await?, run, true).await
+        runs::write(&self.client().await?, &self.leases, run, true).await
     }
     async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError> {
-        runs::write(&self.client().await?, run, false).await
+        runs::write(&self.client().await?, &self.leases, run, false).await
     }
     async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
         runs::get(&self.client().await?, id).await
@@ -231,9 +278,11 @@ impl Store for PostgresStore {
         writer::journal(&self.client().await?, run_id).await
     }
     async fn append(&self, run_id: &str, entry: JournalEntry) -> Result<(), StoreError> {
+        let epoch = self.held_epoch(run_id)?;
         let run_id = run_id.to_owned();
         self.queue(|durable| Write::Entry {
             run_id,
+            epoch,
             entry,
             durable,
         })
@@ -246,10 +295,12 @@ impl Store for PostgresStore {
         run_id: &str,
         entry: JournalEntry,
     ) -> Result<Durable, StoreError> {
+        let epoch = self.held_epoch(run_id)?;
         let run_id = run_id.to_owned();
         let outcome = self
             .queue(|durable| Write::Entry {
                 run_id,
+                epoch,
                 entry,
                 durable,
             })
@@ -262,7 +313,12 @@ impl Store for PostgresStore {
         if events.is_empty() {
             return Ok(());
         }
-        let rows = event_rows(events)?;
+        let mut rows = event_rows(events, &self.leases)?;
+        // The events of a run this process has let go are not its to write.
+        rows.retain(|r| r.epoch.is_none() || !self.leases.lost(&r.run_id));
+        if rows.is_empty() {
+            return Ok(());
+        }
         self.queue(|durable| Write::Events { rows, durable })
             .await?
             .await
@@ -315,9 +371,11 @@ impl Store for PostgresStore {
         Ok(last.map_or(0, |s| s as u64 + 1))
     }
     async fn forget(&self, run_id: &str, keys: &[String]) -> Result<(), StoreError> {
+        let epoch = self.held_epoch(run_id)?;
         let (run_id, keys) = (run_id.to_owned(), keys.to_vec());
         self.queue(|durable| Write::Forget {
             run_id,
+            epoch,
             keys,
             durable,
         })
@@ -326,7 +384,7 @@ impl Store for PostgresStore {
         .map_err(|_| stopped())?
     }
     async fn claim_run(&self, claim: Claim) -> Result<Claimed, StoreError> {
-        runs::claim(&mut self.client().await?, claim).await
+        runs::claim(&mut self.client().await?, &self.leases, claim).await
     }
     async fn scoped_state(&self, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
         catalog::scoped_state(&self.client().await?, key).await
@@ -337,5 +395,25 @@ impl Store for PostgresStore {
         changes: &[ScopedChange],
     ) -> Result<serde_json::Value, StoreError> {
         catalog::change_scoped_state(&mut self.client().await?, key, changes).await
+    }
+    fn lease_lost(&self, run_id: &str) -> bool {
+        self.leases.lost(run_id)
+    }
+    fn let_go(&self, run_id: &str) {
+        self.leases.mark_lost(run_id);
+    }
+}
+
+#[async_trait]
+impl WorkQueue for PostgresStore {
+    async fn claim_ready(&self, owner: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        runs::claim_ready(&self.client().await?, &self.leases, owner, limit).await
+    }
+
+    async fn wait_for_work(&self, timeout: Duration) {
+        self.work.wait(timeout).await;
     }
 }

@@ -470,6 +470,7 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         view: parse_col(r.get(17)?)?,
         settings: parse_col(r.get(18)?)?,
         retries: r.get(19)?,
+        lease_until_ms: None,
         flow_id: r.get(20)?,
     })
 }

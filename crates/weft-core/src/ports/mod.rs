@@ -9,6 +9,7 @@ pub mod listing;
 pub mod model;
 pub mod native;
 pub mod store;
+pub mod work;
 
 pub use code::*;
 pub use events::*;
@@ -16,3 +17,4 @@ pub use listing::*;
 pub use model::*;
 pub use native::*;
 pub use store::*;
+pub use work::*;

@@ -131,6 +131,13 @@ pub struct RunRecord {
     /// deduplicates, a resume after a crash is the same one.
     #[serde(default)]
     pub retries: u32,
+    /// Until when (Unix milliseconds, the database's clock) the process driving this
+    /// running run holds its lease, which that process renews while it lives; once it
+    /// has passed, another process may take the run over. `None` where the store keeps
+    /// no leases (SQLite, memory), which check the owner's process instead. Kept by the
+    /// store: [`Store::update_run`] does not write it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_until_ms: Option<i64>,
 }
 
 /// The session, user and project a run belongs to. Each names a scoped-state document
@@ -278,6 +285,7 @@ impl RunRecord {
             view: None,
             settings: None,
             retries: 0,
+            lease_until_ms: None,
         }
     }
 }
@@ -397,6 +405,11 @@ pub enum StoreError {
     /// poisoned by a panic).
     #[error("{0}")]
     Closed(String),
+    /// This process no longer holds the run it wrote to: its lease lapsed and another
+    /// process took the run over. Nothing was written; the process must stop driving
+    /// the run, which goes on elsewhere.
+    #[error("{0}")]
+    Fenced(String),
 }
 
 impl StoreError {
@@ -508,4 +521,18 @@ pub trait Store: Send + Sync {
         key: &str,
         changes: &[ScopedChange],
     ) -> Result<Value, StoreError>;
+    /// Whether this process has lost the lease of run `run_id`, which it drives: the
+    /// lease lapsed before it was renewed, or another process took the run over. The
+    /// process must then stop driving the run (its writes are refused). Stores that
+    /// keep no leases never lose one.
+    fn lease_lost(&self, run_id: &str) -> bool {
+        let _ = run_id;
+        false
+    }
+    /// This process stops driving run `run_id` without finishing it (it could not read
+    /// what it needs to): a store that keeps leases stops renewing this one, so another
+    /// process takes the run over once it lapses. Others need do nothing.
+    fn let_go(&self, run_id: &str) {
+        let _ = run_id;
+    }
 }

@@ -2,6 +2,12 @@
 //! store connects, under an advisory lock so that workers starting together create them
 //! once.
 //!
+//! A run's row also carries its lease (see [`super::leases`]): `lease_epoch`, the
+//! fencing number every claim raises, `lease_expires_ms`, and `ready_ms`, since when a
+//! queued run has waited (workers take the longest-waiting first). A journal entry
+//! records the lease it was written under (`epoch`, none when unfenced) and when, so
+//! an operator can tell which holder of a run committed what.
+//!
 //! JSON is kept as `text`, not `jsonb`: `jsonb` reorders object keys, and a run's output
 //! must read back in the order it was written. Ids are `COLLATE "C"` so that PostgreSQL
 //! orders and pages them by bytes, as the other stores do.
@@ -26,9 +32,12 @@ CREATE TABLE IF NOT EXISTS weft.runs (
     status text NOT NULL, output text, state text, error text, waiting text,
     usage text NOT NULL, owner text, created_ms bigint NOT NULL, updated_ms bigint NOT NULL,
     scopes text, view text, settings text, retries integer NOT NULL DEFAULT 0,
-    flow_id text);
+    flow_id text,
+    lease_epoch bigint NOT NULL DEFAULT 0, lease_expires_ms bigint, ready_ms bigint);
 CREATE INDEX IF NOT EXISTS runs_by_time ON weft.runs (created_ms DESC, id DESC);
 CREATE INDEX IF NOT EXISTS runs_by_status ON weft.runs (status, created_ms DESC, id DESC);
+CREATE INDEX IF NOT EXISTS runs_ready ON weft.runs (ready_ms, id) WHERE status = 'queued';
+CREATE INDEX IF NOT EXISTS runs_leased ON weft.runs (lease_expires_ms) WHERE status = 'running';
 CREATE TABLE IF NOT EXISTS weft.sources (
     id text COLLATE "C" PRIMARY KEY, name text NOT NULL, dialect text NOT NULL,
     text text NOT NULL, created_ms bigint NOT NULL);
@@ -39,7 +48,9 @@ CREATE TABLE IF NOT EXISTS weft.flow_versions (
 CREATE TABLE IF NOT EXISTS weft.scoped (key text PRIMARY KEY, value text NOT NULL);
 CREATE TABLE IF NOT EXISTS weft.journal (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, run_id text COLLATE "C" NOT NULL,
-    key text NOT NULL, kind text NOT NULL, value text NOT NULL);
+    key text NOT NULL, kind text NOT NULL, value text NOT NULL,
+    epoch bigint, written_ms bigint NOT NULL
+        DEFAULT (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
 CREATE INDEX IF NOT EXISTS journal_by_run ON weft.journal (run_id, id);
 CREATE TABLE IF NOT EXISTS weft.events (
     run_id text COLLATE "C" NOT NULL, seq bigint NOT NULL, at_ms bigint NOT NULL,

@@ -5,9 +5,18 @@
 //! entries read back in the order they were appended. An event is a row of
 //! `weft.events` keyed by `(run_id, seq)`; a second event at a `seq` is ignored, so the
 //! log is append-only.
+//!
+//! Writes of a run this process holds the lease of carry its fencing number. The commit
+//! locks those runs' rows (`FOR SHARE`, so a claim by another process waits for it) and
+//! leaves out every write of a run whose number has changed: a process that lost a run
+//! commits nothing more of it.
 
+use super::leases::Leases;
+use super::runs::{fenced, let_go};
 use super::{pg_err, pool_err};
-use deadpool_postgres::{Client, GenericClient, Pool};
+use deadpool_postgres::{Client, GenericClient, Pool, Transaction};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use weft_core::ports::{EntryKind, JournalEntry, StoreError};
 
@@ -19,6 +28,7 @@ pub(super) enum Write {
     /// A journal entry.
     Entry {
         run_id: String,
+        epoch: Option<i64>,
         entry: JournalEntry,
         durable: oneshot::Sender<Result<(), StoreError>>,
     },
@@ -30,12 +40,60 @@ pub(super) enum Write {
     /// Removes the run's entries under these keys, after the entries queued before it.
     Forget {
         run_id: String,
+        epoch: Option<i64>,
         keys: Vec<String>,
         durable: oneshot::Sender<Result<(), StoreError>>,
     },
 }
 
 impl Write {
+    /// The run whose lease this write is fenced by, if any (events are fenced row by
+    /// row instead).
+    fn fenced_run(&self) -> Option<&str> {
+        match self {
+            Write::Entry { run_id, .. } | Write::Forget { run_id, .. } => Some(run_id),
+            Write::Events { .. } => None,
+        }
+    }
+
+    /// The runs this process holds whose writes are in this one.
+    fn held_runs(&self) -> Vec<&str> {
+        match self {
+            Write::Entry {
+                run_id,
+                epoch: Some(_),
+                ..
+            }
+            | Write::Forget {
+                run_id,
+                epoch: Some(_),
+                ..
+            } => vec![run_id],
+            Write::Events { rows, .. } => rows
+                .iter()
+                .filter(|r| r.epoch.is_some())
+                .map(|r| r.run_id.as_str())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Answers a write that failed with `e`. A held run's write of unknown outcome lets
+    /// the run go (see [`let_go`]); its events are the log of a run that goes on
+    /// elsewhere from what was committed.
+    fn failed(self, leases: &Leases, e: &StoreError) {
+        let held: Vec<String> = self.held_runs().into_iter().map(str::to_owned).collect();
+        let outcome = match (&self, held.first()) {
+            (Write::Events { .. }, _) => {
+                held.iter().for_each(|id| leases.mark_lost(id));
+                Err(e.clone())
+            }
+            (_, Some(id)) => Err(let_go(leases, id, e)),
+            (_, None) => Err(e.clone()),
+        };
+        self.reply(outcome);
+    }
+
     fn reply(self, outcome: Result<(), StoreError>) {
         let durable = match self {
             Write::Entry { durable, .. }
@@ -50,42 +108,130 @@ impl Write {
 /// One event as stored.
 pub(super) struct EventRow {
     pub(super) run_id: String,
+    /// The fencing number of the writer's lease on the run, if it holds one.
+    pub(super) epoch: Option<i64>,
     pub(super) seq: i64,
     pub(super) at_ms: i64,
     pub(super) body: String,
 }
 
 /// Commits queued writes until the store is dropped.
-pub(super) async fn run(pool: Pool, shown: String, mut queued: mpsc::Receiver<Write>) {
+pub(super) async fn run(
+    pool: Pool,
+    shown: String,
+    leases: Arc<Leases>,
+    mut queued: mpsc::Receiver<Write>,
+) {
     let mut batch = Vec::new();
     while queued.recv_many(&mut batch, MAX_BATCH).await > 0 {
         match commit(&pool, &shown, &batch).await {
-            Ok(()) => batch.drain(..).for_each(|w| w.reply(Ok(()))),
+            Ok(lost) => {
+                for w in batch.drain(..) {
+                    match w.fenced_run().filter(|r| lost.contains(*r)) {
+                        Some(run_id) => {
+                            leases.mark_lost(run_id);
+                            let e = fenced(run_id);
+                            w.reply(Err(e));
+                        }
+                        // An event of a lost run is left out silently: the events of
+                        // the runs it was written with are stored, and the lost run's
+                        // journal writes say it was lost.
+                        None => w.reply(Ok(())),
+                    }
+                }
+            }
             // One write the database refuses (a value it cannot hold) must not fail the
             // others that shared its commit: write each alone, and report each outcome.
             Err(StoreError::Backend { .. }) if batch.len() > 1 => {
                 for w in batch.drain(..) {
-                    let outcome = commit(&pool, &shown, std::slice::from_ref(&w)).await;
-                    w.reply(outcome);
+                    match commit(&pool, &shown, std::slice::from_ref(&w)).await {
+                        Ok(lost) => match w.fenced_run().filter(|r| lost.contains(*r)) {
+                            Some(run_id) => {
+                                leases.mark_lost(run_id);
+                                let e = fenced(run_id);
+                                w.reply(Err(e));
+                            }
+                            None => w.reply(Ok(())),
+                        },
+                        Err(e) => w.failed(&leases, &e),
+                    }
                 }
             }
-            Err(e) => batch.drain(..).for_each(|w| w.reply(Err(e.clone()))),
+            Err(e) => batch.drain(..).for_each(|w| w.failed(&leases, &e)),
         }
     }
 }
 
-/// Writes `batch` in one transaction, in order.
-async fn commit(pool: &Pool, shown: &str, batch: &[Write]) -> Result<(), StoreError> {
+/// The runs among the fenced writes of `batch` that another process has claimed since
+/// this one did, with their rows locked until the transaction ends.
+async fn lost_runs(tx: &Transaction<'_>, batch: &[Write]) -> Result<HashSet<String>, StoreError> {
+    let mut held: BTreeMap<&str, i64> = BTreeMap::new();
+    for w in batch {
+        match w {
+            Write::Entry {
+                run_id,
+                epoch: Some(e),
+                ..
+            }
+            | Write::Forget {
+                run_id,
+                epoch: Some(e),
+                ..
+            } => {
+                held.insert(run_id, *e);
+            }
+            Write::Events { rows, .. } => {
+                for r in rows {
+                    if let Some(e) = r.epoch {
+                        held.insert(&r.run_id, e);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if held.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let ids: Vec<&str> = held.keys().copied().collect();
+    // In id order, so two processes locking the same runs never wait on each other.
+    let rows = tx
+        .query(
+            "SELECT id, lease_epoch FROM weft.runs WHERE id = ANY($1) ORDER BY id FOR SHARE",
+            &[&ids],
+        )
+        .await
+        .map_err(|e| pg_err("checking leases", e))?;
+    let current: BTreeMap<String, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    Ok(held
+        .into_iter()
+        .filter(|(id, epoch)| current.get(*id) != Some(epoch))
+        .map(|(id, _)| id.to_owned())
+        .collect())
+}
+
+/// Writes `batch` in one transaction, in order, leaving out the writes of runs this
+/// process lost; returns those runs.
+async fn commit(pool: &Pool, shown: &str, batch: &[Write]) -> Result<HashSet<String>, StoreError> {
     let mut client = pool.get().await.map_err(|e| pool_err(shown, e))?;
     let tx = client
         .transaction()
         .await
         .map_err(|e| pg_err("journal", e))?;
+    let lost = lost_runs(&tx, batch).await?;
     let mut entries = Columns::default();
     let mut events = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for w in batch {
+        if w.fenced_run().is_some_and(|r| lost.contains(r)) {
+            continue;
+        }
         match w {
-            Write::Entry { run_id, entry, .. } => entries.push(run_id, entry),
+            Write::Entry {
+                run_id,
+                epoch,
+                entry,
+                ..
+            } => entries.push(run_id, *epoch, entry),
             Write::Forget { run_id, keys, .. } => {
                 entries.insert(&tx).await?;
                 entries = Columns::default();
@@ -97,7 +243,7 @@ async fn commit(pool: &Pool, shown: &str, batch: &[Write]) -> Result<(), StoreEr
                 .map_err(|e| pg_err("journal", e))?;
             }
             Write::Events { rows, .. } => {
-                for r in rows {
+                for r in rows.iter().filter(|r| !lost.contains(&r.run_id)) {
                     events.0.push(r.run_id.as_str());
                     events.1.push(r.seq);
                     events.2.push(r.at_ms);
@@ -120,21 +266,24 @@ async fn commit(pool: &Pool, shown: &str, batch: &[Write]) -> Result<(), StoreEr
             .await
             .map_err(|e| pg_err("events", e))?;
     }
-    tx.commit().await.map_err(|e| pg_err("journal commit", e))
+    tx.commit().await.map_err(|e| pg_err("journal commit", e))?;
+    Ok(lost)
 }
 
 /// Journal entries as columns, for one multi-row insert.
 #[derive(Default)]
 struct Columns<'a> {
     runs: Vec<&'a str>,
+    epochs: Vec<Option<i64>>,
     keys: Vec<&'a str>,
     kinds: Vec<&'a str>,
     values: Vec<String>,
 }
 
 impl<'a> Columns<'a> {
-    fn push(&mut self, run_id: &'a str, entry: &'a JournalEntry) {
+    fn push(&mut self, run_id: &'a str, epoch: Option<i64>, entry: &'a JournalEntry) {
         self.runs.push(run_id);
+        self.epochs.push(epoch);
         self.keys.push(&entry.key);
         self.kinds.push(entry.kind.as_str());
         self.values.push(entry.value.to_string());
@@ -148,9 +297,10 @@ impl<'a> Columns<'a> {
         }
         let statement = client
             .prepare_cached(
-                "INSERT INTO weft.journal (run_id, key, kind, value)
-                 SELECT r, k, c, v FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
-                     WITH ORDINALITY AS t (r, k, c, v, n)
+                "INSERT INTO weft.journal (run_id, key, kind, value, epoch)
+                 SELECT r, k, c, v, e
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+                     WITH ORDINALITY AS t (r, k, c, v, e, n)
                  ORDER BY n",
             )
             .await
@@ -158,7 +308,13 @@ impl<'a> Columns<'a> {
         client
             .execute(
                 &statement,
-                &[&self.runs, &self.keys, &self.kinds, &self.values],
+                &[
+                    &self.runs,
+                    &self.keys,
+                    &self.kinds,
+                    &self.values,
+                    &self.epochs,
+                ],
             )
             .await
             .map(|_| ())
@@ -166,14 +322,16 @@ impl<'a> Columns<'a> {
     }
 }
 
-/// Inserts one entry (inside a caller's transaction: a claim's answer).
+/// Inserts one entry under lease `epoch` (inside a caller's transaction: a claim's
+/// answer).
 pub(super) async fn insert_entry(
     client: &impl GenericClient,
     run_id: &str,
+    epoch: i64,
     entry: &JournalEntry,
 ) -> Result<(), StoreError> {
     let mut columns = Columns::default();
-    columns.push(run_id, entry);
+    columns.push(run_id, Some(epoch), entry);
     columns.insert(client).await
 }
 
