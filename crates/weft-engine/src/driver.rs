@@ -89,6 +89,22 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// Where stored run `rec` stands, as a result (for a run driven by another process).
+    pub fn of_record(rec: RunRecord) -> RunResult {
+        RunResult {
+            run_id: rec.id,
+            status: rec.status,
+            output: rec.output,
+            state: rec.state.unwrap_or_default(),
+            error: rec.error.and_then(|e| serde_json::from_value(e).ok()),
+            waiting: match rec.waiting {
+                Some(Value::Array(waiting)) => waiting,
+                _ => Vec::new(),
+            },
+            usage: rec.usage,
+        }
+    }
+
     /// The object `weft run --json` prints and the server's and MCP's waits answer:
     /// `{run_id, status, output, state, error, usage}`, and `waiting` when paused.
     pub fn to_json(&self) -> Value {
@@ -198,16 +214,30 @@ fn recorded(entries: Vec<JournalEntry>) -> HashMap<String, Recorded> {
         .collect()
 }
 
-/// `pid:N` owners on this machine that still run.
-fn owner_alive(owner: &str) -> bool {
-    match owner
-        .strip_prefix("pid:")
-        .and_then(|p| p.parse::<u32>().ok())
-    {
-        Some(pid) if pid == std::process::id() => false,
-        Some(pid) => process_running(pid),
-        None => false,
+/// Whether the process that drives running run `rec` is alive: its lease has not
+/// lapsed, where the store keeps leases (and, when its owner is on this machine, that
+/// process still runs), else its owner on this machine runs.
+fn driver_alive(rec: &RunRecord) -> bool {
+    let local = rec.owner.as_deref().and_then(owner_alive);
+    match rec.lease_until_ms {
+        Some(until) => until > now_ms() as i64 && local != Some(false),
+        None => local.unwrap_or(false),
     }
+}
+
+/// Whether owner `pid:N@host` (or `pid:N`, as older versions wrote) runs: `None` when
+/// it is on another machine, which this one cannot tell.
+fn owner_alive(owner: &str) -> Option<bool> {
+    let rest = owner.strip_prefix("pid:")?;
+    let (pid, host) = match rest.split_once('@') {
+        Some((pid, host)) => (pid, Some(host)),
+        None => (rest, None),
+    };
+    if host.is_some_and(|h| h != crate::host_name()) {
+        return None;
+    }
+    let pid: u32 = pid.parse().ok()?;
+    Some(pid != std::process::id() && process_running(pid))
 }
 
 /// Whether process `pid` exists and has not exited. A process killed a moment ago
@@ -304,6 +334,66 @@ impl Engine {
         self.take(&rec, vec![RunStatus::Queued], None, None).await?;
         let prepared = self.stored_flow(&rec).await?;
         Ok(self.spawn(|e| async move { e.drive(rec, prepared, Vec::new(), Entry::New).await }))
+    }
+
+    /// Follows run `run_id`, which another process drives (a worker of a shared store),
+    /// on its own task, until it ends or pauses, reading its record every 50 ms.
+    pub fn follow_elsewhere(&self, run_id: String) -> RunHandle {
+        let store = self.inner.store.clone();
+        tokio::spawn(async move {
+            loop {
+                match store.get_run(&run_id).await? {
+                    None => return Err(EngineError::NotFound(run_id)),
+                    Some(r) if matches!(r.status, RunStatus::Queued | RunStatus::Running) => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    Some(r) => return Ok(RunResult::of_record(r)),
+                }
+            }
+        })
+    }
+
+    /// Drives, on its own task, a run a worker of this process has claimed from a shared
+    /// store ([`weft_core::ports::WorkQueue::claim_ready`]); `rec` is the run as it was
+    /// before the claim: a queued run starts, a running one (its process died or lost
+    /// it) continues from its journal. A run whose stored flow is missing or invalid
+    /// fails, so that it does not stay claimed; one the store could not read right now
+    /// is let go, for a worker to take again.
+    pub async fn continue_claimed(&self, mut rec: RunRecord) -> Result<RunHandle, EngineError> {
+        let store = &self.inner.store;
+        let loaded = match self.stored_flow(&rec).await {
+            Ok(prepared) => store
+                .journal(&rec.id)
+                .await
+                .map(|j| (prepared, j))
+                .map_err(EngineError::from),
+            Err(e) => Err(e),
+        };
+        let (prepared, journal) = match loaded {
+            Ok(loaded) => loaded,
+            // A passing store fault: another worker (or this one) takes the run again.
+            Err(e @ EngineError::Store(_)) => {
+                store.let_go(&rec.id);
+                return Err(e);
+            }
+            Err(e) => {
+                rec.status = RunStatus::Failed;
+                rec.owner = None;
+                rec.updated_ms = now_ms() as i64;
+                let error = BlockError::new(ErrorKind::Store, e.to_string());
+                rec.error = Some(serde_json::to_value(&error).unwrap_or(Value::Null));
+                store.update_run(&rec).await?;
+                return Err(e);
+            }
+        };
+        let entry = if rec.status == RunStatus::Queued && journal.is_empty() {
+            Entry::New
+        } else {
+            Entry::Resumed
+        };
+        rec.status = RunStatus::Running;
+        rec.owner = Some(self.inner.owner.clone());
+        Ok(self.spawn(|e| async move { e.drive(rec, prepared, journal, entry).await }))
     }
 
     /// Stores the flow and a new run of it: `running` and owned by this process, or
@@ -409,12 +499,10 @@ impl Engine {
         match rec.status {
             RunStatus::Paused => {}
             RunStatus::Running => {
-                if let Some(o) = &rec.owner
-                    && owner_alive(o)
-                    && !force
-                {
+                if driver_alive(&rec) && !force {
+                    let by = rec.owner.as_deref().unwrap_or("another process");
                     return Err(EngineError::Refused(format!(
-                        "run {} is still running in {o}; resume it only if that process is gone (--force)",
+                        "run {} is still running in {by}; resume it only if that process is gone (--force)",
                         rec.id
                     )));
                 }
@@ -767,6 +855,13 @@ impl Engine {
         let result = exec(cx, &flow.root).await;
         watcher.abort();
         run.sync().await;
+        if cancel.is_lost() {
+            // Another process drives the run now: its end is not this process's to write.
+            return Err(EngineError::Taken(format!(
+                "run {} was taken over by another process after this one lost its lease; it goes on there",
+                rec.id
+            )));
+        }
         let journal_error = run.journal_error.lock().expect("journal error lock").take();
 
         let mut state = state0;
@@ -837,15 +932,22 @@ impl Engine {
     }
 }
 
-/// Polls the store so that `weft runs cancel` from another process stops this run.
+/// Stops this run when `weft runs cancel` from another process cancels it (read from
+/// the store every half second), or when this process has lost the run's lease (asked
+/// of the store, which knows without a query, every tenth of a second).
 async fn watch_for_cancel(
     store: Arc<dyn weft_core::ports::Store>,
     id: String,
     cancel: Arc<Cancel>,
 ) {
-    loop {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        if let Ok(Some(r)) = store.get_run(&id).await
+    for tick in 1u64.. {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if store.lease_lost(&id) {
+            cancel.lose();
+            return;
+        }
+        if tick % 5 == 0
+            && let Ok(Some(r)) = store.get_run(&id).await
             && r.status == RunStatus::Cancelled
         {
             cancel.cancel();
@@ -856,7 +958,19 @@ async fn watch_for_cancel(
 
 #[cfg(test)]
 mod owner_tests {
-    use super::process_running;
+    use super::{owner_alive, process_running};
+
+    #[test]
+    fn an_owner_on_another_machine_cannot_be_told_dead() {
+        let host = crate::host_name();
+        // PID 1 runs on every Linux machine; this process drives nothing for itself.
+        assert_eq!(owner_alive(&format!("pid:1@{host}")), Some(true));
+        assert_eq!(owner_alive("pid:1"), Some(true));
+        let me = std::process::id();
+        assert_eq!(owner_alive(&format!("pid:{me}@{host}")), Some(false));
+        assert_eq!(owner_alive("pid:1@another-machine"), None);
+        assert_eq!(owner_alive("someone"), None);
+    }
 
     #[test]
     fn an_exited_but_unreaped_process_is_not_running() {

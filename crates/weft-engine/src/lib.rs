@@ -159,7 +159,7 @@ impl Engine {
                 fallback_model: None,
                 capture_model_content: None,
                 secrets: Arc::new(serde_json::Value::Object(Default::default())),
-                owner: format!("pid:{}", std::process::id()),
+                owner: format!("pid:{}@{}", std::process::id(), host_name()),
                 stored: Default::default(),
             },
         }
@@ -168,6 +168,11 @@ impl Engine {
     /// The store this engine keeps runs in.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
+    }
+
+    /// How this process names itself as the owner of the runs it drives.
+    pub fn owner_name(&self) -> &str {
+        &self.inner.owner
     }
 
     /// Follows run `run_id`'s events with `seq` above `after` (from its first event when
@@ -280,4 +285,17 @@ impl EngineBuilder {
             inner: Arc::new(self.inner),
         }
     }
+}
+
+/// This machine's name, as owners of runs name it (`pid:N@host`): the kernel's host
+/// name, read once.
+pub(crate) fn host_name() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|n| n.trim().to_owned())
+            .ok()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "localhost".to_owned())
+    })
 }

@@ -26,6 +26,9 @@ pub(crate) enum Recorded {
 #[derive(Default)]
 pub(crate) struct Cancel {
     flag: AtomicBool,
+    /// The run stops because this process lost its lease: it goes on elsewhere, and
+    /// nothing of its end is written here.
+    lost: AtomicBool,
     notify: Notify,
 }
 
@@ -33,6 +36,17 @@ impl Cancel {
     pub(crate) fn cancel(&self) {
         self.flag.store(true, Ordering::SeqCst);
         self.notify.notify_waiters();
+    }
+
+    /// Stops the run because another process holds it now.
+    pub(crate) fn lose(&self) {
+        self.lost.store(true, Ordering::SeqCst);
+        self.cancel();
+    }
+
+    /// Whether the run stopped because this process lost it.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
     }
 
     pub(crate) fn is_cancelled(&self) -> bool {
@@ -143,8 +157,13 @@ impl RunCtx {
     }
 
     /// Remembers the first store failure; it fails the run at its end, because a step
-    /// whose result cannot be recorded must not be reported as durable.
+    /// whose result cannot be recorded must not be reported as durable. A refusal
+    /// because another process took the run over stops the run at once: no further
+    /// step of it may act from this process.
     fn journal_failed(&self, e: weft_core::ports::StoreError) {
+        if matches!(e, weft_core::ports::StoreError::Fenced(_)) {
+            self.cancel.lose();
+        }
         let mut slot = self.journal_error.lock().expect("journal error lock");
         slot.get_or_insert_with(|| BlockError::from(e));
     }
