@@ -15,6 +15,39 @@ pub struct Cli {
     pub otel: Option<String>,
 }
 
+/// Which part of the work a `weft serve` on a shared database does.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The HTTP API, the page and MCP; new runs are queued for workers.
+    Api,
+    /// A worker: drives runs, serves nothing.
+    Worker,
+    /// Both.
+    All,
+}
+
+/// How a worker takes runs from a shared database.
+#[derive(Args, Debug, Clone)]
+pub struct WorkerArgs {
+    /// Runs a worker drives at once.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub concurrency: u32,
+    /// How long a worker's hold on a run lasts unrenewed: a run whose worker died is
+    /// taken over this long after its last renewal (e.g. 3s, 500ms, 1m).
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_lease)]
+    pub lease: std::time::Duration,
+}
+
+/// A lease length: a duration from 200 ms to an hour.
+fn parse_lease(text: &str) -> Result<std::time::Duration, String> {
+    let d =
+        humantime::parse_duration(text).map_err(|e| format!("{e} (write it as 3s, 500ms, 1m)"))?;
+    if d < std::time::Duration::from_millis(200) || d > std::time::Duration::from_secs(3600) {
+        return Err("a lease lasts from 200ms to 1h".into());
+    }
+    Ok(d)
+}
+
 /// Where runs are stored.
 #[derive(Args, Debug, Clone)]
 pub struct DbArgs {
@@ -197,6 +230,22 @@ pub enum Command {
         /// Open the page in the default browser once the server listens.
         #[arg(long)]
         open: bool,
+        /// On a PostgreSQL database: serve the API only (runs go to workers), be a
+        /// worker only, or both.
+        #[arg(long, value_enum, default_value = "all")]
+        role: Role,
+        #[command(flatten)]
+        working: WorkerArgs,
+        #[command(flatten)]
+        effects: EffectArgs,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Drive the runs of a PostgreSQL database shared with other workers and servers
+    /// (docs/scaling.md), until Ctrl-C.
+    Worker {
+        #[command(flatten)]
+        working: WorkerArgs,
         #[command(flatten)]
         effects: EffectArgs,
         #[command(flatten)]

@@ -5,7 +5,8 @@ use crate::event_file::{DialectLog, EventFile};
 use crate::exit;
 use crate::progress::Progress;
 use crate::run_settings::RunSettings;
-use crate::settings::{Database, Settings};
+use crate::serving::{Serving, Working, mcp, serve, worker};
+use crate::settings::Settings;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +14,6 @@ use weft_core::ports::{RunStatus, Store};
 use weft_core::{Diagnostic, Severity};
 use weft_dialects::{EventView, LoadError, Loaded};
 use weft_engine::{Engine, EngineError, Prepared, Revision, RunOptions, RunResult};
-use weft_store::{PostgresStore, SqliteStore};
 
 /// A command's failure: what to print and the exit code.
 pub(crate) struct Failure {
@@ -112,6 +112,8 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             max_runs,
             allow_mcp_approvals,
             open,
+            role,
+            working,
             effects,
             db,
         } => {
@@ -122,8 +124,18 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
                 max_runs: max_runs.map(|n| n as usize),
                 allow_mcp_approvals,
                 open,
+                role,
+                working: Working::from(&working),
             };
             serve(serving, &db, &run, settings).await
+        }
+        Command::Worker {
+            working,
+            effects,
+            db,
+        } => {
+            let run = RunSettings::new(effects.files, effects.model);
+            worker(Working::from(&working), &db, &run, settings).await
         }
         Command::Mcp {
             allow_mcp_approvals,
@@ -151,17 +163,13 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
     }
 }
 
-/// The store `--db` or `WEFT_DB` names: a SQLite file or a PostgreSQL database.
+/// The store `--db` or `WEFT_DB` names, for a command that drives runs itself.
 async fn open_store(db: &DbArgs, settings: &Settings) -> Result<Arc<dyn Store>, Failure> {
-    let opened: Result<Arc<dyn Store>, _> = match settings.db(db.db.as_deref()) {
-        Database::File(path) => {
-            SqliteStore::open(path, settings.durability).map(|s| Arc::new(s) as Arc<dyn Store>)
-        }
-        Database::Postgres(url) => PostgresStore::connect(&url)
-            .await
-            .map(|s| Arc::new(s) as Arc<dyn Store>),
-    };
-    opened.map_err(|e| Failure::invalid(format!("error: {e}")))
+    Ok(
+        crate::database::open(db, settings, weft_store::DEFAULT_LEASE)
+            .await?
+            .store,
+    )
 }
 
 /// A command that drives runs: its engine, the progress it shows, and the dialect log
@@ -250,7 +258,7 @@ fn engine(
 
 /// The engine of a long-lived command (`serve`, `mcp`): no progress and no events file;
 /// every run's events are stored, for the streams that follow them.
-fn serving_engine(
+pub(crate) fn serving_engine(
     store: Arc<dyn Store>,
     adapters: &crate::engines::Adapters,
     run: &RunSettings,
@@ -717,108 +725,6 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
             Ok(exit::OK)
         }
     }
-}
-
-/// How `weft serve` was asked to serve.
-struct Serving {
-    addr: std::net::SocketAddr,
-    token_file: Option<PathBuf>,
-    max_runs: Option<usize>,
-    allow_mcp_approvals: bool,
-    /// Open the page in a browser once listening.
-    open: bool,
-}
-
-/// `weft serve`: the HTTP API over the same engine `weft run` builds, until Ctrl-C.
-async fn serve(
-    serving: Serving,
-    db: &DbArgs,
-    run: &RunSettings,
-    settings: &Settings,
-) -> Result<u8, Failure> {
-    let addr = serving.addr;
-    let token = match serving.token_file.as_deref() {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .map_err(|e| {
-                    Failure::invalid(format!(
-                        "error: cannot read the token file {}: {e}",
-                        path.display()
-                    ))
-                })?
-                .trim()
-                .to_owned(),
-        ),
-        None => settings.token.clone(),
-    };
-    let store = open_store(db, settings).await?;
-    let adapters = crate::engines::Adapters::new(settings)?;
-    let engine = serving_engine(store, &adapters, run)?;
-    let config = weft_server::ServerConfig {
-        token,
-        run_settings: Some(run.to_value()),
-        max_runs: serving.max_runs,
-        allow_mcp_approvals: serving.allow_mcp_approvals,
-        test_engines: Some(adapters.test_engines(run)),
-        ..weft_server::ServerConfig::new(addr)
-    };
-    let fail = |e: weft_server::ServerError| Failure::invalid(format!("error: {e}"));
-    let listener = weft_server::bind(&config).await.map_err(fail)?;
-    let bound = listener.local_addr().unwrap_or(addr);
-    let page = page_url(bound, config.token.is_some());
-    eprintln!(
-        "weft serve: listening on http://{bound} (the page: {page}; the API: docs/server.md)"
-    );
-    if serving.open
-        && let Err(e) = open::that_detached(&page)
-    {
-        eprintln!("weft serve: cannot open a browser ({e}); open {page}");
-    }
-    let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    weft_server::serve(listener, engine, config, shutdown)
-        .await
-        .map_err(fail)?;
-    Ok(exit::OK)
-}
-
-/// Where a person opens the page of a server bound to `bound`: a wildcard address is
-/// reached through loopback, and a server with a token starts at its sign-in form.
-fn page_url(bound: std::net::SocketAddr, token: bool) -> String {
-    let ip = match bound.ip() {
-        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
-        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
-        ip => ip,
-    };
-    let path = if token { "/login" } else { "/" };
-    format!(
-        "http://{}{path}",
-        std::net::SocketAddr::new(ip, bound.port())
-    )
-}
-
-/// `weft mcp`: the MCP tools on stdin/stdout over the engine `weft run` builds, until
-/// the client disconnects.
-async fn mcp(
-    allow_approvals: bool,
-    db: &DbArgs,
-    run: &RunSettings,
-    settings: &Settings,
-) -> Result<u8, Failure> {
-    let store = open_store(db, settings).await?;
-    let adapters = crate::engines::Adapters::new(settings)?;
-    let engine = serving_engine(store, &adapters, run)?;
-    let options = weft_mcp::McpOptions {
-        allow_approvals,
-        run_settings: Some(run.to_value()),
-        test_engines: Some(adapters.test_engines(run)),
-    };
-    weft_mcp::WeftMcp::new(engine, options)
-        .serve_stdio()
-        .await
-        .map_err(|e| Failure::invalid(format!("error: {e}")))?;
-    Ok(exit::OK)
 }
 
 fn format_ms(ms: i64) -> String {

@@ -5,6 +5,7 @@
 
 mod cli;
 mod commands;
+mod database;
 mod engines;
 mod event_file;
 #[cfg(feature = "local")]
@@ -13,6 +14,7 @@ mod progress;
 mod remote;
 mod remote_runs;
 mod run_settings;
+mod serving;
 mod settings;
 
 use clap::Parser;

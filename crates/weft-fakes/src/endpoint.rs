@@ -1,5 +1,7 @@
 //! A service that receives effects: every POST is answered `{"ok": true}` and recorded
 //! with its `Idempotency-Key`, so a test can tell a repeated request from a new one.
+//! It can answer after a delay, as a real service does, so that a test's kills land
+//! while requests are in flight.
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -26,13 +28,29 @@ pub struct Endpoint {
     task: tokio::task::JoinHandle<()>,
 }
 
+/// What a request handler shares: the record, and how long each answer waits.
+#[derive(Clone)]
+struct Receiving {
+    posted: Arc<Mutex<Vec<Posted>>>,
+    delay: std::time::Duration,
+}
+
 impl Endpoint {
     /// Starts listening on a free port.
     pub async fn start() -> Endpoint {
+        Endpoint::answering_after(std::time::Duration::ZERO).await
+    }
+
+    /// Starts listening on a free port; each request is recorded when it arrives and
+    /// answered `delay` later.
+    pub async fn answering_after(delay: std::time::Duration) -> Endpoint {
         let posted = Arc::new(Mutex::new(Vec::new()));
         let app = Router::new()
             .route("/{*path}", axum::routing::post(receive))
-            .with_state(posted.clone());
+            .with_state(Receiving {
+                posted: posted.clone(),
+                delay,
+            });
         let (addr, task) = crate::serve_on_loopback(app).await;
         Endpoint { addr, posted, task }
     }
@@ -55,7 +73,7 @@ impl Drop for Endpoint {
 }
 
 async fn receive(
-    State(posted): State<Arc<Mutex<Vec<Posted>>>>,
+    State(Receiving { posted, delay }): State<Receiving>,
     Path(path): Path<String>,
     headers: HeaderMap,
     body: bytes::Bytes,
@@ -71,5 +89,8 @@ async fn receive(
         idempotency_key,
         body,
     });
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     axum::Json(serde_json::json!({"ok": true}))
 }

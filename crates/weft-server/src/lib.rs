@@ -6,7 +6,11 @@
 //! stored event log, so a client that reconnects (after a minute or a restart) gets
 //! every event it missed. The routes and their JSON are documented in `docs/server.md`.
 //!
-//! It owns the HTTP surface only: requests become calls on one [`weft_engine::Engine`]
+//! It also owns the worker loop ([`work`]) that `weft worker` and `weft serve --role
+//! worker|all` run over a store many processes share: claim runs that wait, drive them
+//! with the engine, wait for a notification or a poll.
+//!
+//! It owns the HTTP surface and that loop only: requests become calls on one [`weft_engine::Engine`]
 //! built by the caller (with its models, sandboxes and actions), and every error
 //! becomes a JSON problem object. The MCP tools of `weft-mcp` are served at `/mcp`
 //! (streamable HTTP) and the page of `weft-web` at `/`, over the same engine, behind the
@@ -23,9 +27,11 @@ mod metrics;
 mod problem;
 mod runs;
 mod slots;
+mod worker;
 
 pub use config::{ConfigError, ServerConfig};
 pub use problem::Problem;
+pub use worker::{WorkerConfig, work};
 
 use axum::Router;
 use axum::routing::get;
@@ -47,7 +53,11 @@ pub(crate) struct App {
 /// The API's routes over `engine`, with the configuration's token, body limit and run
 /// limit.
 pub fn router(engine: Engine, config: &ServerConfig) -> Router {
-    router_with(engine, config, slots::Slots::new(config.max_runs))
+    router_with(
+        engine,
+        config,
+        slots::Slots::new(config.max_runs, config.runs_by_workers),
+    )
 }
 
 fn router_with(engine: Engine, config: &ServerConfig, slots: slots::Slots) -> Router {
@@ -116,15 +126,18 @@ pub async fn bind(config: &ServerConfig) -> Result<tokio::net::TcpListener, Serv
 }
 
 /// Serves the API on `listener` until `shutdown` completes. Runs that were running
-/// when a previous server on the same store died are resumed first.
+/// when a previous server on the same store died are resumed first (unless workers
+/// drive the runs: they take them over).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     engine: Engine,
     config: ServerConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    let app_slots = slots::Slots::new(config.max_runs);
-    runs::resume_orphans(&engine, &app_slots).await;
+    let app_slots = slots::Slots::new(config.max_runs, config.runs_by_workers);
+    if !config.runs_by_workers {
+        runs::resume_orphans(&engine, &app_slots).await;
+    }
     let app = router_with(engine, &config, app_slots);
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)

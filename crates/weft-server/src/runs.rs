@@ -108,7 +108,11 @@ pub(crate) async fn create(
     match (started, &run_id) {
         (Ok(s), _) => {
             let status = if s.queued { "queued" } else { "running" };
-            answer_when_done(s.run_id, status, s.end, wait.duration()).await
+            let wait = wait.duration();
+            match s.end {
+                Some(end) => answer_when_done(s.run_id, status, end, wait).await,
+                None => answer_when_done_elsewhere(&app.engine, s.run_id, wait).await,
+            }
         }
         // Two requests with one key at the same moment: the other created the run.
         (Err(EngineError::Store(StoreError::Conflict(_))), Some(id)) => {
@@ -128,14 +132,8 @@ async fn answer_when_done(
     run: RunHandle,
     wait: Option<Duration>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
-    let accepted = || {
-        (
-            StatusCode::ACCEPTED,
-            Json(json!({"run_id": run_id, "status": status})),
-        )
-    };
     let Some(wait) = wait else {
-        return Ok(accepted());
+        return Ok(accepted(run_id, status));
     };
     match tokio::time::timeout(wait, run).await {
         Ok(Ok(Ok(result))) => Ok((StatusCode::OK, Json(result.to_json()))),
@@ -144,8 +142,33 @@ async fn answer_when_done(
             Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "run aborted")
                 .detail(format!("the task driving run {run_id} stopped: {join}")),
         ),
-        Err(_) => Ok(accepted()),
+        Err(_) => Ok(accepted(run_id, status)),
     }
+}
+
+/// `202` with the run id and where it stands.
+fn accepted(run_id: String, status: &str) -> (StatusCode, Json<Value>) {
+    (
+        StatusCode::ACCEPTED,
+        Json(json!({"run_id": run_id, "status": status})),
+    )
+}
+
+/// [`answer_when_done`] for a run a worker elsewhere drives: followed through the
+/// store only while someone waits.
+async fn answer_when_done_elsewhere(
+    engine: &Engine,
+    run_id: String,
+    wait: Option<Duration>,
+) -> Result<(StatusCode, Json<Value>), Problem> {
+    if wait.is_none() {
+        return Ok(accepted(run_id, "queued"));
+    }
+    let follower = engine.follow_elsewhere(run_id.clone());
+    let stop = follower.abort_handle();
+    let answer = answer_when_done(run_id, "queued", follower, wait).await;
+    stop.abort();
+    answer
 }
 
 /// `Idempotency-Key` on `POST /v1/runs`: the same key names the same run.

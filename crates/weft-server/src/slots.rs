@@ -1,28 +1,37 @@
 //! `--max-runs`: new runs beyond the limit are stored as `queued` and start, oldest
 //! first, as running ones end (or pause). Continuations (approve, resume, retry) are
-//! not held back.
+//! not held back. On a store shared with workers, every new run is queued for them.
 
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use weft_engine::{Engine, EngineError, Prepared, RunHandle, RunOptions, RunResult};
 
-/// A run on its way: its id, whether it had to queue, and its end.
+/// A run on its way: its id, whether it had to queue, and its end (none when a worker
+/// elsewhere drives it: follow it from the store).
 pub(crate) struct Started {
     pub(crate) run_id: String,
     pub(crate) queued: bool,
-    pub(crate) end: RunHandle,
+    pub(crate) end: Option<RunHandle>,
 }
 
-/// Starts new runs within a limit, or at once without one.
+/// Starts new runs within a limit, or at once without one, or leaves them to workers.
 #[derive(Clone)]
-pub(crate) struct Slots(Option<Arc<Semaphore>>);
+pub(crate) struct Slots {
+    limit: Option<Arc<Semaphore>>,
+    /// New runs are queued for the workers that share the store.
+    workers: bool,
+}
 
 impl Slots {
-    pub(crate) fn new(max_runs: Option<usize>) -> Slots {
-        Slots(max_runs.map(|n| Arc::new(Semaphore::new(n.max(1)))))
+    pub(crate) fn new(max_runs: Option<usize>, workers: bool) -> Slots {
+        Slots {
+            limit: max_runs.map(|n| Arc::new(Semaphore::new(n.max(1)))),
+            workers,
+        }
     }
 
-    /// Stores a new run and starts it now if a slot is free, else when one frees.
+    /// Stores a new run and starts it now if a slot is free, else when one frees; or
+    /// queues it for the workers, and follows it to its end.
     pub(crate) async fn start(
         &self,
         engine: &Engine,
@@ -30,12 +39,20 @@ impl Slots {
         input: serde_json::Value,
         opts: RunOptions,
     ) -> Result<Started, EngineError> {
-        let Some(limit) = &self.0 else {
+        if self.workers {
+            let run_id = engine.enqueue(&prepared, Some(input), opts).await?;
+            return Ok(Started {
+                run_id,
+                queued: true,
+                end: None,
+            });
+        }
+        let Some(limit) = &self.limit else {
             let (run_id, end) = engine.start_detached(prepared, Some(input), opts).await?;
             return Ok(Started {
                 run_id,
                 queued: false,
-                end,
+                end: Some(end),
             });
         };
         if let Ok(permit) = limit.clone().try_acquire_owned() {
@@ -43,7 +60,7 @@ impl Slots {
             return Ok(Started {
                 run_id,
                 queued: false,
-                end: holding(permit, end),
+                end: Some(holding(permit, end)),
             });
         }
         let run_id = engine.enqueue(&prepared, Some(input), opts).await?;
@@ -51,13 +68,13 @@ impl Slots {
         Ok(Started {
             run_id,
             queued: true,
-            end,
+            end: Some(end),
         })
     }
 
     /// Waits for a slot, then takes queued run `run_id` and drives it in that slot.
     pub(crate) fn start_when_free(&self, engine: &Engine, run_id: String) -> RunHandle {
-        let (engine, limit) = (engine.clone(), self.0.clone());
+        let (engine, limit) = (engine.clone(), self.limit.clone());
         tokio::spawn(async move {
             let permit = match limit {
                 Some(l) => Some(
