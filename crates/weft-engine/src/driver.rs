@@ -455,6 +455,9 @@ impl Engine {
         run_id: &str,
         flow_hash: &str,
     ) -> Result<Arc<Prepared>, EngineError> {
+        if let Some(prepared) = self.inner.prepared_flow(flow_hash) {
+            return Ok(prepared);
+        }
         let json = self.inner.store.get_flow(flow_hash).await?.ok_or_else(|| {
             EngineError::Refused(format!(
                 "the flow of run {run_id} is missing from the store"
@@ -465,7 +468,12 @@ impl Engine {
                 "the stored flow of run {run_id} is unreadable: {e}"
             ))
         })?;
-        self.prepare(flow).map_err(EngineError::Invalid)
+        let prepared = self.prepare(flow).map_err(EngineError::Invalid)?;
+        // Only a flow whose hash is its stored text's: a stored flow is never changed.
+        if prepared.hash == flow_hash {
+            self.inner.remember_prepared(flow_hash, &prepared);
+        }
+        Ok(prepared)
     }
 
     async fn load(&self, run_id: &str) -> Result<RunRecord, EngineError> {

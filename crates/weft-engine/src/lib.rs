@@ -59,16 +59,39 @@ pub(crate) struct Inner {
     pub(crate) owner: String,
     /// Flow hashes and source ids this engine has stored, so each is written once.
     pub(crate) stored: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Flows read back from the store and prepared, by hash: a worker runs the same few
+    /// flows many times, and reading and preparing one each time was a large part of
+    /// a short run's cost.
+    pub(crate) prepared: std::sync::Mutex<HashMap<String, Arc<Prepared>>>,
 }
 
 /// How many stored ids an engine remembers before it forgets them all (and stores
 /// each again once: the writes are idempotent).
 const REMEMBERED_IDS: usize = 4096;
 
+/// How many prepared flows an engine keeps.
+const REMEMBERED_FLOWS: usize = 256;
+
 impl Inner {
     /// Whether this engine has stored `id` (a flow hash or source id) already.
     pub(crate) fn has_stored(&self, id: &str) -> bool {
         self.stored.lock().is_ok_and(|s| s.contains(id))
+    }
+
+    /// The flow stored under `hash`, prepared before by this engine.
+    pub(crate) fn prepared_flow(&self, hash: &str) -> Option<Arc<Prepared>> {
+        self.prepared.lock().ok()?.get(hash).cloned()
+    }
+
+    /// Remembers flow `hash` as prepared (forgetting them all past a bound: preparing
+    /// again is only slower).
+    pub(crate) fn remember_prepared(&self, hash: &str, prepared: &Arc<Prepared>) {
+        if let Ok(mut all) = self.prepared.lock() {
+            if all.len() >= REMEMBERED_FLOWS {
+                all.clear();
+            }
+            all.insert(hash.to_owned(), prepared.clone());
+        }
     }
 
     /// Remembers that `id` is stored.
@@ -161,6 +184,7 @@ impl Engine {
                 secrets: Arc::new(serde_json::Value::Object(Default::default())),
                 owner: format!("pid:{}@{}", std::process::id(), host_name()),
                 stored: Default::default(),
+                prepared: Default::default(),
             },
         }
     }
