@@ -2,8 +2,9 @@
 //! stored log from any point (`Last-Event-ID` or `?after=N`) and then followed live.
 
 use crate::App;
+use crate::problem::Params;
 use crate::problem::Problem;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::Stream;
@@ -28,7 +29,7 @@ pub(crate) struct EventsQuery {
 pub(crate) async fn stream(
     State(app): State<App>,
     Path(id): Path<String>,
-    Query(q): Query<EventsQuery>,
+    Params(q): Params<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, Problem> {
     let run = app

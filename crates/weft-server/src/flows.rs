@@ -4,11 +4,12 @@
 
 use crate::App;
 use crate::listing::{Listed, Paging};
+use crate::problem::Params;
 use crate::problem::Problem;
 use crate::runs::bad_body;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -122,7 +123,7 @@ pub(crate) async fn create(
 
 pub(crate) async fn list(
     State(app): State<App>,
-    Query(paging): Query<Paging>,
+    Params(paging): Params<Paging>,
 ) -> Result<Json<Value>, Problem> {
     let (limit, after) = paging.resolve()?;
     let flows = app

@@ -87,3 +87,27 @@ impl From<EngineError> for Problem {
 pub(crate) async fn not_found() -> Problem {
     Problem::new(StatusCode::NOT_FOUND, "not found").detail("no such route; see docs/server.md")
 }
+
+/// The query string of a request, as `T`; one that does not parse is a `400` problem
+/// saying which parameter is wrong, like every other error of the API (axum's own
+/// `Query` answers in plain text).
+pub(crate) struct Params<T>(pub(crate) T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for Params<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = Problem;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Params<T>, Problem> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(t)) => Ok(Params(t)),
+            Err(rejection) => Err(Problem::new(StatusCode::BAD_REQUEST, "invalid query")
+                .detail(rejection.body_text())),
+        }
+    }
+}

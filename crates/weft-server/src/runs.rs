@@ -3,10 +3,11 @@
 
 use crate::App;
 use crate::listing::Listed;
+use crate::problem::Params;
 use crate::problem::Problem;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -54,7 +55,7 @@ pub(crate) fn bad_body(rejection: JsonRejection) -> Problem {
 
 pub(crate) async fn create(
     State(app): State<App>,
-    Query(wait): Query<Wait>,
+    Params(wait): Params<Wait>,
     headers: HeaderMap,
     body: Result<Json<NewRun>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
@@ -248,7 +249,7 @@ pub(crate) struct ListQuery {
 
 pub(crate) async fn list(
     State(app): State<App>,
-    Query(q): Query<ListQuery>,
+    Params(q): Params<ListQuery>,
 ) -> Result<Json<Value>, Problem> {
     let status = match q.status.as_deref() {
         None => None,
@@ -317,7 +318,7 @@ pub(crate) struct Answer {
 pub(crate) async fn approve(
     State(app): State<App>,
     Path(id): Path<String>,
-    Query(wait): Query<Wait>,
+    Params(wait): Params<Wait>,
     body: Result<Json<Answer>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let Json(a) = body.map_err(bad_body)?;
@@ -348,7 +349,7 @@ pub(crate) async fn retry_plan(
 pub(crate) async fn resume(
     State(app): State<App>,
     Path(id): Path<String>,
-    Query(wait): Query<Wait>,
+    Params(wait): Params<Wait>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let run = app.engine.resume_detached(&id, false).await?;
     answer_when_done(id, "running", run, wait.duration()).await
@@ -359,7 +360,7 @@ pub(crate) async fn resume(
 pub(crate) async fn retry(
     State(app): State<App>,
     Path(id): Path<String>,
-    Query(wait): Query<Wait>,
+    Params(wait): Params<Wait>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let run = app.engine.retry_detached(&id, None).await?;
     answer_when_done(id, "running", run, wait.duration()).await

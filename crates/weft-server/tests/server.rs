@@ -143,8 +143,22 @@ async fn bad_requests_get_problem_objects_and_the_server_keeps_serving() {
     assert_eq!(status, 404);
     let (status, p) = s.get("/v1/nothing").await;
     assert_eq!((status, p["title"].as_str()), (404, Some("not found")));
+    // A query string that does not parse is a problem object naming the parameter.
     let (status, p) = s.get("/v1/runs?status=sleeping").await;
-    assert_eq!(status, 400, "{p}");
+    assert_eq!(
+        (status, p["title"].as_str()),
+        (400, Some("invalid request")),
+        "{p}"
+    );
+    let (status, p) = s
+        .post("/v1/runs?wait=5s", json!({"source": APPROVAL}))
+        .await;
+    assert_eq!(
+        (status, p["title"].as_str()),
+        (400, Some("invalid query")),
+        "{p}"
+    );
+    assert!(p["detail"].as_str().unwrap().contains("wait"), "{p}");
     let big = "x".repeat(100 << 10);
     let (status, _) = s.post("/v1/runs", json!({"source": big})).await;
     assert_eq!(status, 413);
