@@ -364,8 +364,13 @@ fn workers_killed_stopped_and_cut_off_lose_no_run_and_commit_no_step_twice() {
     while cluster.count("SELECT count(*) FROM weft.runs WHERE status = 'completed'") < RUNS as i64 {
         assert!(
             failures.started.elapsed() < Duration::from_secs(300),
-            "runs did not complete: {}",
-            cluster.query("SELECT status, count(*) FROM weft.runs GROUP BY status")
+            "runs did not complete: {}\nstill running (id, owner, epoch, lease left in ms): {}",
+            cluster.query("SELECT status, count(*) FROM weft.runs GROUP BY status"),
+            cluster.query(
+                "SELECT id, owner, lease_epoch,
+                        lease_expires_ms - (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+                 FROM weft.runs WHERE status = 'running'"
+            )
         );
         let failed = cluster
             .query("SELECT id, error FROM weft.runs WHERE status IN ('failed', 'cancelled')");

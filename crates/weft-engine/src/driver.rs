@@ -382,7 +382,10 @@ impl Engine {
                 rec.updated_ms = now_ms() as i64;
                 let error = BlockError::new(ErrorKind::Store, e.to_string());
                 rec.error = Some(serde_json::to_value(&error).unwrap_or(Value::Null));
-                store.update_run(&rec).await?;
+                if let Err(failed) = store.update_run(&rec).await {
+                    store.let_go(&rec.id);
+                    return Err(failed.into());
+                }
                 return Err(e);
             }
         };
@@ -768,7 +771,26 @@ impl Engine {
         Ok(rec)
     }
 
+    /// Drives run `rec` until it ends or pauses. A drive that stops on an error (the
+    /// store failed to read or write) has not written where the run stands: the run is
+    /// let go, so that a store that keeps leases stops renewing this one and another
+    /// process takes the run over, rather than it staying held by nobody driving it.
     async fn drive(
+        &self,
+        rec: RunRecord,
+        prepared: Arc<Prepared>,
+        journal: Vec<JournalEntry>,
+        entry: Entry,
+    ) -> Result<RunResult, EngineError> {
+        let id = rec.id.clone();
+        let driven = self.drive_to_end(rec, prepared, journal, entry).await;
+        if driven.is_err() {
+            self.inner.store.let_go(&id);
+        }
+        driven
+    }
+
+    async fn drive_to_end(
         &self,
         mut rec: RunRecord,
         prepared: Arc<Prepared>,
