@@ -98,6 +98,21 @@ impl Write {
         self.reply(outcome);
     }
 
+    /// Answers a write whose commit went through, leaving out the runs in `lost`: a
+    /// journal write of a lost run is refused as fenced. An event of a lost run is left
+    /// out silently: the events of the runs it was written with are stored, and the
+    /// lost run's journal writes say it was lost.
+    fn committed(self, lost: &HashSet<String>, leases: &Leases) {
+        let outcome = match self.fenced_run().filter(|r| lost.contains(*r)) {
+            Some(run_id) => {
+                leases.mark_lost(run_id);
+                Err(fenced(run_id))
+            }
+            None => Ok(()),
+        };
+        self.reply(outcome);
+    }
+
     fn reply(self, outcome: Result<(), StoreError>) {
         let durable = match self {
             Write::Entry { durable, .. }
@@ -129,34 +144,13 @@ pub(super) async fn run(
     let mut batch = Vec::new();
     while queued.recv_many(&mut batch, MAX_BATCH).await > 0 {
         match commit(&pool, &shown, &batch).await {
-            Ok(lost) => {
-                for w in batch.drain(..) {
-                    match w.fenced_run().filter(|r| lost.contains(*r)) {
-                        Some(run_id) => {
-                            leases.mark_lost(run_id);
-                            let e = fenced(run_id);
-                            w.reply(Err(e));
-                        }
-                        // An event of a lost run is left out silently: the events of
-                        // the runs it was written with are stored, and the lost run's
-                        // journal writes say it was lost.
-                        None => w.reply(Ok(())),
-                    }
-                }
-            }
+            Ok(lost) => batch.drain(..).for_each(|w| w.committed(&lost, &leases)),
             // One write the database refuses (a value it cannot hold) must not fail the
             // others that shared its commit: write each alone, and report each outcome.
             Err(StoreError::Backend { .. }) if batch.len() > 1 => {
                 for w in batch.drain(..) {
                     match commit(&pool, &shown, std::slice::from_ref(&w)).await {
-                        Ok(lost) => match w.fenced_run().filter(|r| lost.contains(*r)) {
-                            Some(run_id) => {
-                                leases.mark_lost(run_id);
-                                let e = fenced(run_id);
-                                w.reply(Err(e));
-                            }
-                            None => w.reply(Ok(())),
-                        },
+                        Ok(lost) => w.committed(&lost, &leases),
                         Err(e) => w.failed(&leases, &e),
                     }
                 }
@@ -233,7 +227,7 @@ async fn commit(pool: &Pool, shown: &str, batch: &[Write]) -> Result<HashSet<Str
         .map_err(|e| pg_err("journal", e))?;
     let lost = lost_runs(&tx, batch).await?;
     let mut entries = Columns::default();
-    let mut events = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut events = EventColumns::default();
     for w in batch {
         if w.fenced_run().is_some_and(|r| lost.contains(r)) {
             continue;
@@ -256,17 +250,14 @@ async fn commit(pool: &Pool, shown: &str, batch: &[Write]) -> Result<HashSet<Str
                 .map_err(|e| pg_err("journal", e))?;
             }
             Write::Events { rows, .. } => {
-                for r in rows.iter().filter(|r| !lost.contains(&r.run_id)) {
-                    events.0.push(r.run_id.as_str());
-                    events.1.push(r.seq);
-                    events.2.push(r.at_ms);
-                    events.3.push(r.body.as_str());
-                }
+                rows.iter()
+                    .filter(|r| !lost.contains(&r.run_id))
+                    .for_each(|r| events.push(r));
             }
         }
     }
     entries.insert(&tx).await?;
-    if !events.0.is_empty() {
+    if !events.runs.is_empty() {
         let statement = tx
             .prepare_cached(
                 "INSERT INTO weft.events (run_id, seq, at_ms, body)
@@ -275,9 +266,12 @@ async fn commit(pool: &Pool, shown: &str, batch: &[Write]) -> Result<HashSet<Str
             )
             .await
             .map_err(|e| pg_err("events", e))?;
-        tx.execute(&statement, &[&events.0, &events.1, &events.2, &events.3])
-            .await
-            .map_err(|e| pg_err("events", e))?;
+        tx.execute(
+            &statement,
+            &[&events.runs, &events.seqs, &events.times, &events.bodies],
+        )
+        .await
+        .map_err(|e| pg_err("events", e))?;
     }
     tx.commit().await.map_err(|e| pg_err("journal commit", e))?;
     Ok(lost)
@@ -310,14 +304,11 @@ const APPEND: &str = "
         RETURNING 1)
     SELECT id FROM lost";
 
-/// The event rows of a batch, as columns.
-type EventColumns<'a> = (Vec<&'a str>, Vec<i64>, Vec<i64>, Vec<&'a str>);
-
 /// The entries and events of `batch` as columns, for [`APPEND`]; `None` when it holds a
 /// forget, which must come between the entries before and after it.
 fn append_columns(batch: &[Write]) -> Option<(Columns<'_>, EventColumns<'_>)> {
     let mut entries = Columns::default();
-    let mut events = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut events = EventColumns::default();
     for w in batch {
         match w {
             Write::Entry {
@@ -326,14 +317,7 @@ fn append_columns(batch: &[Write]) -> Option<(Columns<'_>, EventColumns<'_>)> {
                 entry,
                 ..
             } => entries.push(run_id, *epoch, entry),
-            Write::Events { rows, .. } => {
-                for r in rows {
-                    events.0.push(r.run_id.as_str());
-                    events.1.push(r.seq);
-                    events.2.push(r.at_ms);
-                    events.3.push(r.body.as_str());
-                }
-            }
+            Write::Events { rows, .. } => rows.iter().for_each(|r| events.push(r)),
             Write::Forget { .. } => return None,
         }
     }
@@ -364,15 +348,33 @@ async fn commit_appends(
                 &entries.kinds,
                 &entries.values,
                 &entries.epochs,
-                &events.0,
-                &events.1,
-                &events.2,
-                &events.3,
+                &events.runs,
+                &events.seqs,
+                &events.times,
+                &events.bodies,
             ],
         )
         .await
         .map_err(|e| pg_err("journal", e))?;
     Ok(lost.iter().map(|r| r.get(0)).collect())
+}
+
+/// Event rows as columns, for one multi-row insert.
+#[derive(Default)]
+struct EventColumns<'a> {
+    runs: Vec<&'a str>,
+    seqs: Vec<i64>,
+    times: Vec<i64>,
+    bodies: Vec<&'a str>,
+}
+
+impl<'a> EventColumns<'a> {
+    fn push(&mut self, row: &'a EventRow) {
+        self.runs.push(&row.run_id);
+        self.seqs.push(row.seq);
+        self.times.push(row.at_ms);
+        self.bodies.push(&row.body);
+    }
 }
 
 /// Journal entries as columns, for one multi-row insert.
