@@ -186,22 +186,30 @@ fn event(run: &str, seq: u64) -> weft_core::event::Event {
     }
 }
 
-/// Process A drives a run and stops renewing its lease (as a stopped or partitioned
-/// process does); process B takes the run over. Every write A makes of the run after
-/// that is refused or left out, and A is told it lost the run.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_process_that_lost_a_run_commits_nothing_more_of_it() {
-    use weft_core::ports::WorkQueue;
-    let Some(url) = stores::fresh_postgres().await else {
-        return;
-    };
-    let lease = std::time::Duration::from_millis(300);
+/// Two stores on one fresh database, as two processes have, with leases of `lease`.
+async fn two_processes(
+    lease: std::time::Duration,
+) -> Option<(String, PostgresStore, PostgresStore)> {
+    let url = stores::fresh_postgres().await?;
     let a = PostgresStore::connect_with_lease(&url, lease)
         .await
         .unwrap();
     let b = PostgresStore::connect_with_lease(&url, lease)
         .await
         .unwrap();
+    Some((url, a, b))
+}
+
+/// Process A drives a run and stops renewing its lease (as a stopped or partitioned
+/// process does); process B takes the run over. Every write A makes of the run after
+/// that is refused or left out, and A is told it lost the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_that_lost_a_run_commits_nothing_more_of_it() {
+    use weft_core::ports::WorkQueue;
+    let lease = std::time::Duration::from_millis(300);
+    let Some((url, a, b)) = two_processes(lease).await else {
+        return;
+    };
     a.create_run(&running("r1")).await.unwrap();
     a.append("r1", entry("a1")).await.unwrap();
     a.append_events(&[event("r1", 0)]).await.unwrap();
@@ -267,16 +275,10 @@ async fn a_process_that_lost_a_run_commits_nothing_more_of_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_is_taken_over_only_once_its_lease_has_lapsed() {
     use weft_core::ports::WorkQueue;
-    let Some(url) = stores::fresh_postgres().await else {
+    let lease = std::time::Duration::from_millis(600);
+    let Some((_, a, b)) = two_processes(lease).await else {
         return;
     };
-    let lease = std::time::Duration::from_millis(600);
-    let a = PostgresStore::connect_with_lease(&url, lease)
-        .await
-        .unwrap();
-    let b = PostgresStore::connect_with_lease(&url, lease)
-        .await
-        .unwrap();
     a.create_run(&running("r2")).await.unwrap();
     let started = std::time::Instant::now();
     while started.elapsed() < lease * 3 {
