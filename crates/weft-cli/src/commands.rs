@@ -256,15 +256,22 @@ fn engine(
     Ok((b.build(), log))
 }
 
-/// The engine of a long-lived command (`serve`, `mcp`): no progress and no events file;
-/// every run's events are stored, for the streams that follow them.
+/// The engine of a long-lived command (`serve`, `mcp`, `worker`): no progress and no
+/// events file; every run's events are stored, for the streams that follow them. With
+/// `on_workers`, the runs it submits or continues are left to the workers of its
+/// shared store.
 pub(crate) fn serving_engine(
     store: Arc<dyn Store>,
     adapters: &crate::engines::Adapters,
     run: &RunSettings,
-) -> Result<Engine, Failure> {
-    let (engine, _) = engine(store, adapters, None, None, EventView::default(), run, true)?;
-    Ok(engine)
+    on_workers: bool,
+) -> Engine {
+    let builder = adapters.builder(store, run, true);
+    if on_workers {
+        builder.continue_on_workers().build()
+    } else {
+        builder.build()
+    }
 }
 
 fn load(flow: &Path, dialect: Option<&str>) -> Result<Loaded, LoadError> {

@@ -78,20 +78,21 @@ pub(crate) async fn serve(
         (_, None) => return Err(Failure::invalid(SHARED_ONLY)),
         (Role::Worker, Some(queue)) => {
             let adapters = crate::engines::Adapters::new(settings)?;
-            let engine = serving_engine(opened.store, &adapters, run)?;
+            let engine = serving_engine(opened.store, &adapters, run, false);
             return work(engine, queue, serving.working).await;
         }
         (Role::Api, Some(_)) => None,
     };
     let adapters = crate::engines::Adapters::new(settings)?;
-    let engine = serving_engine(opened.store, &adapters, run)?;
+    // On a shared database the workers drive every run, this process's own worker
+    // loop (`--role all`) among them.
+    let engine = serving_engine(opened.store, &adapters, run, shared);
     let config = weft_server::ServerConfig {
         token,
         run_settings: Some(run.to_value()),
         max_runs: serving.max_runs,
         allow_mcp_approvals: serving.allow_mcp_approvals,
         test_engines: Some(adapters.test_engines(run)),
-        runs_by_workers: shared,
         ..weft_server::ServerConfig::new(addr)
     };
     if let Some(queue) = queue {
@@ -147,7 +148,9 @@ pub(crate) async fn mcp(
         .await?
         .store;
     let adapters = crate::engines::Adapters::new(settings)?;
-    let engine = serving_engine(store, &adapters, run)?;
+    // The stdio server drives its runs itself, on any database: it is one client's
+    // process, and workers need not run beside it.
+    let engine = serving_engine(store, &adapters, run, false);
     let options = weft_mcp::McpOptions {
         allow_approvals,
         run_settings: Some(run.to_value()),
@@ -172,7 +175,7 @@ pub(crate) async fn worker(
         return Err(Failure::invalid(SHARED_ONLY));
     };
     let adapters = crate::engines::Adapters::new(settings)?;
-    let engine = serving_engine(opened.store, &adapters, run)?;
+    let engine = serving_engine(opened.store, &adapters, run, false);
     work(engine, queue, working).await
 }
 

@@ -394,3 +394,180 @@ fn workers_killed_stopped_and_cut_off_lose_no_run_and_commit_no_step_twice() {
     let _ = api.kill();
     let _ = api.wait();
 }
+
+/// `weft serve --role api` on `db`, and its address.
+fn api_node(env: &Env, db: &str) -> (Child, String) {
+    let mut api = env
+        .cmd()
+        .args([
+            "serve",
+            "--role",
+            "api",
+            "--addr",
+            "127.0.0.1:0",
+            "--db",
+            db,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let base = support::listening_on(&mut api);
+    (api, base)
+}
+
+/// `POST url` with `body`: the status and the JSON answer.
+async fn post(client: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
+    let r = client.post(url).json(&body).send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap())
+}
+
+/// Waits for run `id` to stand in `status`, reading it through the API at `base`.
+async fn until_status(client: &reqwest::Client, base: &str, id: &str, status: &str) -> Value {
+    let since = Instant::now();
+    loop {
+        let run: Value = client
+            .get(format!("{base}/v1/runs/{id}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if run["status"] == status {
+            return run;
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(60),
+            "run {id} never became {status}: {run}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A run paused at an approval whose only worker died: two API nodes answer it at the
+/// same moment, one wins, and the run waits `queued` (no process holds it) until a
+/// worker starts; it fails on a missing file there, and a retry through the other API
+/// node is driven by a worker too. The answer is journaled once and announced once,
+/// and the run's log has no gap or repeat across the hand-overs.
+#[test]
+fn approvals_and_retries_on_api_nodes_are_driven_by_workers_started_later() {
+    let Some(env) = Env::on_postgres() else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = reqwest::Client::new();
+    let (mut api_a, a) = api_node(&env, &env.db);
+    let (mut api_b, b) = api_node(&env, &env.db);
+    let mut first = worker(&env, &env.db, 1);
+    let flow = "weft: 1\nname: handover\nroot:\n  sequence:\n    - id: review\n      approval: {prompt: \"Go on?\"}\n    - id: read\n      action: {uses: file.read, with: {path: ready.txt}}\n";
+    runtime.block_on(async {
+        let (status, paused) = post(
+            &client,
+            format!("{a}/v1/runs?wait=30"),
+            json!({"source": flow}),
+        )
+        .await;
+        assert_eq!(
+            (status, paused["status"].as_str()),
+            (200, Some("paused")),
+            "{paused}"
+        );
+        let id = paused["run_id"].as_str().unwrap().to_owned();
+        first.kill().unwrap();
+        first.wait().unwrap();
+
+        let approve = json!({"decision": "approve", "by": "test"});
+        let (one, other) = tokio::join!(
+            post(
+                &client,
+                format!("{a}/v1/runs/{id}/approve"),
+                approve.clone()
+            ),
+            post(&client, format!("{b}/v1/runs/{id}/approve"), approve),
+        );
+        let mut statuses = [one.0, other.0];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [202, 409], "{one:?} {other:?}");
+        let won = if one.0 == 202 { &one.1 } else { &other.1 };
+        assert_eq!(won["status"], "queued", "{won}");
+        let lost = if one.0 == 409 { &one.1 } else { &other.1 };
+        assert_eq!(lost["title"], "already answered", "{lost}");
+
+        // No worker runs: the answered run waits, held by nobody.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let waiting = until_status(&client, &b, &id, "queued").await;
+        assert!(waiting["owner"].is_null(), "{waiting}");
+
+        let mut second = worker(&env, &env.db, 2);
+        let failed = until_status(&client, &a, &id, "failed").await;
+        assert!(
+            failed["error"].to_string().contains("ready.txt"),
+            "{failed}"
+        );
+
+        std::fs::write(env.path("ready.txt"), "ready").unwrap();
+        let (status, done) = post(
+            &client,
+            format!("{b}/v1/runs/{id}/retry?wait=30"),
+            json!({}),
+        )
+        .await;
+        assert_eq!(
+            (status, done["status"].as_str()),
+            (200, Some("completed")),
+            "{done}"
+        );
+        assert_eq!(done["output"], "ready", "{done}");
+        second.kill().unwrap();
+        second.wait().unwrap();
+        check_handed_over_log(&env.db, &id);
+    });
+    let _ = (api_a.kill(), api_b.kill());
+    let _ = (api_a.wait(), api_b.wait());
+}
+
+/// Run `id`'s stored events and journal: events numbered without a gap or a repeat,
+/// the answer journaled and announced once, the run resumed by a worker after the
+/// answer and after the retry.
+fn check_handed_over_log(db: &str, id: &str) {
+    let query = |sql: &str| {
+        let out = Command::new("psql")
+            .args([db, "-XtAc", sql])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let rows = query(&format!(
+        "SELECT seq, body FROM weft.events WHERE run_id = '{id}' ORDER BY seq"
+    ));
+    let events: Vec<(u64, Value)> = rows
+        .lines()
+        .map(|l| {
+            let (seq, body) = l.split_once('|').unwrap();
+            (seq.parse().unwrap(), serde_json::from_str(body).unwrap())
+        })
+        .collect();
+    let seqs: Vec<u64> = events.iter().map(|(seq, _)| *seq).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "{rows}");
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|(_, e)| e["type"].as_str().unwrap())
+        .collect();
+    let count = |k: &str| kinds.iter().filter(|&&x| x == k).count();
+    assert_eq!(count("approval_answered"), 1, "{kinds:?}");
+    assert_eq!(count("run_started"), 1, "{kinds:?}");
+    assert_eq!(count("run_resumed"), 2, "{kinds:?}");
+    assert_eq!(
+        query(&format!(
+            "SELECT count(*) FROM weft.journal WHERE run_id = '{id}' AND kind = 'answer'"
+        )),
+        "1"
+    );
+}

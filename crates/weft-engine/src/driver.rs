@@ -8,6 +8,7 @@ use crate::events::{Emitter, now_ms};
 use crate::exec::exec;
 use crate::prepared::Prepared;
 use crate::run::{Cancel, Cx, Outcome, Recorded, RunCtx, Stop};
+use crate::underway::Underway;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -309,6 +310,23 @@ impl Engine {
         tokio::spawn(drive(self.clone()))
     }
 
+    /// Starts a new run of `prepared`: drives it on its own task as
+    /// [`Engine::start_detached`] does, or, for an engine whose runs the workers drive
+    /// ([`crate::EngineBuilder::continue_on_workers`]), stores it `queued` for them.
+    pub async fn submit(
+        &self,
+        prepared: Arc<Prepared>,
+        input: Option<Value>,
+        opts: RunOptions,
+    ) -> Result<Underway, EngineError> {
+        if self.continues_on_workers() {
+            let id = self.enqueue(&prepared, input, opts).await?;
+            return Ok(Underway::on_workers(id, self.clone()));
+        }
+        let (id, handle) = self.start_detached(prepared, input, opts).await?;
+        Ok(Underway::here(id, handle))
+    }
+
     /// Stores a new run of `prepared` as `queued`, owned by no process: it waits for
     /// [`Engine::start_queued`] (a server's run limit), and survives a restart meanwhile.
     pub async fn enqueue(
@@ -362,14 +380,15 @@ impl Engine {
     pub async fn continue_claimed(&self, mut rec: RunRecord) -> Result<RunHandle, EngineError> {
         let store = &self.inner.store;
         let loaded = match self.stored_flow(&rec).await {
-            Ok(prepared) => store
-                .journal(&rec.id)
-                .await
-                .map(|j| (prepared, j))
+            // A queued run with an empty journal may still have been run before (a
+            // retry that forgot every failure, a resume before any step): its log says
+            // which, read at the same time.
+            Ok(prepared) => tokio::try_join!(store.journal(&rec.id), store.next_event_seq(&rec.id))
+                .map(|(j, seq)| (prepared, j, seq))
                 .map_err(EngineError::from),
             Err(e) => Err(e),
         };
-        let (prepared, journal) = match loaded {
+        let (prepared, journal, next_seq) = match loaded {
             Ok(loaded) => loaded,
             // A passing store fault: another worker (or this one) takes the run again.
             Err(e @ EngineError::Store(_)) => {
@@ -389,11 +408,8 @@ impl Engine {
                 return Err(e);
             }
         };
-        let entry = if rec.status == RunStatus::Queued && journal.is_empty() {
-            Entry::New
-        } else {
-            Entry::Resumed
-        };
+        let new = rec.status == RunStatus::Queued && journal.is_empty() && next_seq == 0;
+        let entry = if new { Entry::New } else { Entry::Resumed };
         rec.status = RunStatus::Running;
         rec.owner = Some(self.inner.owner.clone());
         Ok(self.spawn(|e| async move { e.drive(rec, prepared, journal, entry).await }))
@@ -493,15 +509,21 @@ impl Engine {
         self.continue_run(rec, Entry::Resumed).await
     }
 
-    /// [`Engine::resume`], driving the run on its own task once this process has taken
-    /// it: a refusal comes back here, the run's end through the handle.
+    /// [`Engine::resume`], driving the run on its own task (or handing it to the
+    /// workers, see [`crate::EngineBuilder::continue_on_workers`]) once this process has
+    /// taken it: a refusal comes back here, the run's end through what is returned.
     pub async fn resume_detached(
         &self,
         run_id: &str,
         force: bool,
-    ) -> Result<RunHandle, EngineError> {
+    ) -> Result<Underway, EngineError> {
         let rec = self.accept_resume(run_id, force).await?;
-        Ok(self.spawn(|e| async move { e.continue_run(rec, Entry::Resumed).await }))
+        if self.continues_on_workers() {
+            return self.hand_over(rec, None).await;
+        }
+        let id = rec.id.clone();
+        let handle = self.spawn(|e| async move { e.continue_run(rec, Entry::Resumed).await });
+        Ok(Underway::here(id, handle))
     }
 
     /// Checks that run `run_id` may resume and takes it for this process.
@@ -594,16 +616,23 @@ impl Engine {
     }
 
     /// Answers a paused run's approval (the first answer wins, as in [`Engine::answer`])
-    /// and continues the run on its own task. Errors about the answer are returned here;
-    /// the handle's run ends when the run does. Needs a Tokio runtime.
+    /// and continues the run on its own task, or hands it to the workers (see
+    /// [`crate::EngineBuilder::continue_on_workers`]). Errors about the answer are
+    /// returned here; the run's end through what is returned. Needs a Tokio runtime.
     pub async fn answer_detached(
         &self,
         run_id: &str,
         key: Option<&str>,
         answer: Value,
-    ) -> Result<RunHandle, EngineError> {
+    ) -> Result<Underway, EngineError> {
         let (rec, answered) = self.accept_answer(run_id, key, answer).await?;
-        Ok(self.spawn(|e| async move { e.continue_run(rec, Entry::Answered(answered)).await }))
+        if self.continues_on_workers() {
+            return self.hand_over(rec, Some(answered)).await;
+        }
+        let id = rec.id.clone();
+        let handle =
+            self.spawn(|e| async move { e.continue_run(rec, Entry::Answered(answered)).await });
+        Ok(Underway::here(id, handle))
     }
 
     /// Checks `answer` against the run's waiting approval and journals it, taking the
@@ -693,15 +722,22 @@ impl Engine {
         self.drive(rec, prepared, kept, Entry::Resumed).await
     }
 
-    /// [`Engine::retry`], driving the run on its own task once this process has taken
-    /// it: a refusal comes back here, the run's end through the handle.
+    /// [`Engine::retry`], driving the run on its own task (or handing it to the
+    /// workers, see [`crate::EngineBuilder::continue_on_workers`]) once this process has
+    /// taken it: a refusal comes back here, the run's end through what is returned.
     pub async fn retry_detached(
         &self,
         run_id: &str,
         flow: Option<Revision>,
-    ) -> Result<RunHandle, EngineError> {
+    ) -> Result<Underway, EngineError> {
         let (rec, prepared, kept) = self.accept_retry(run_id, flow).await?;
-        Ok(self.spawn(|e| async move { e.drive(rec, prepared, kept, Entry::Resumed).await }))
+        if self.continues_on_workers() {
+            return self.hand_over(rec, None).await;
+        }
+        let id = rec.id.clone();
+        let handle =
+            self.spawn(|e| async move { e.drive(rec, prepared, kept, Entry::Resumed).await });
+        Ok(Underway::here(id, handle))
     }
 
     /// Checks that run `run_id` may be retried, takes it for this process and forgets

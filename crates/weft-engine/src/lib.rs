@@ -20,10 +20,12 @@ mod exec;
 pub mod inspect;
 mod prepared;
 mod run;
+mod underway;
 
 pub use driver::{EngineError, Revision, RunHandle, RunOptions, RunResult};
 pub use events::{CollectingSink, JsonlSink};
 pub use prepared::Prepared;
+pub use underway::Underway;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -63,6 +65,9 @@ pub(crate) struct Inner {
     /// flows many times, and reading and preparing one each time was a large part of
     /// a short run's cost.
     pub(crate) prepared: std::sync::Mutex<HashMap<String, Arc<Prepared>>>,
+    /// Runs this engine submits, answers, resumes or retries are driven by the workers
+    /// that share its store, not by this process (see [`EngineBuilder::continue_on_workers`]).
+    pub(crate) on_workers: bool,
 }
 
 /// How many stored ids an engine remembers before it forgets them all (and stores
@@ -185,6 +190,7 @@ impl Engine {
                 owner: format!("pid:{}@{}", std::process::id(), host_name()),
                 stored: Default::default(),
                 prepared: Default::default(),
+                on_workers: false,
             },
         }
     }
@@ -300,6 +306,15 @@ impl EngineBuilder {
     /// How this process names itself as the owner of the runs it executes.
     pub fn owner(mut self, owner: impl Into<String>) -> Self {
         self.inner.owner = owner.into();
+        self
+    }
+
+    /// Leaves the runs this engine submits, answers, resumes or retries to the workers
+    /// that share its store (`weft serve --role api|all` on PostgreSQL): they are
+    /// written `queued` and a worker's claim drives them. Without it, this process
+    /// drives them.
+    pub fn continue_on_workers(mut self) -> Self {
+        self.inner.on_workers = true;
         self
     }
 

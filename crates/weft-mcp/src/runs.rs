@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use weft_core::ports::{RunQuery, RunRecord, RunStatus};
 use weft_engine::inspect::{StepDetail, StepStatus};
-use weft_engine::{RunHandle, RunOptions};
+use weft_engine::{RunOptions, Underway};
 
 /// Events one `get_run` returns at most; `next_after` pages on.
 const EVENTS_PER_CALL: usize = 200;
@@ -38,25 +38,24 @@ pub(crate) async fn run(mcp: &WeftMcp, a: RunFlow) -> Result<Value, Failure> {
         flow_source: Some(loaded.flow_source()),
         ..RunOptions::default()
     };
-    let handle = mcp
+    let run = mcp
         .engine
-        .start_detached(checked.prepared.clone(), a.input, opts)
+        .submit(checked.prepared.clone(), a.input, opts)
         .await?;
-    answer_when_done(mcp, handle.0, handle.1, args::wait(a.wait_seconds)).await
+    answer_when_done(mcp, run, args::wait(a.wait_seconds)).await
 }
 
 /// `{run_id, status}` now, or the run's result if it ends or pauses within `wait`.
 async fn answer_when_done(
     mcp: &WeftMcp,
-    run_id: String,
-    handle: RunHandle,
+    run: Underway,
     wait: Option<Duration>,
 ) -> Result<Value, Failure> {
+    let run_id = run.run_id().to_owned();
     if let Some(wait) = wait
-        && let Ok(joined) = tokio::time::timeout(wait, handle).await
+        && let Some(result) = run.within(wait).await
     {
-        let result = joined.map_err(|e| Failure::new(format!("the run's task stopped: {e}")))??;
-        return Ok(result.to_json());
+        return Ok(result?.to_json());
     }
     let status = match mcp.engine.store().get_run(&run_id).await? {
         Some(r) => r.status.as_str(),
@@ -143,8 +142,8 @@ pub(crate) async fn cancel(mcp: &WeftMcp, a: RunId) -> Result<Value, Failure> {
 }
 
 pub(crate) async fn retry(mcp: &WeftMcp, a: RetryRun) -> Result<Value, Failure> {
-    let handle = mcp.engine.retry_detached(&a.run_id, None).await?;
-    answer_when_done(mcp, a.run_id, handle, args::wait(a.wait_seconds)).await
+    let run = mcp.engine.retry_detached(&a.run_id, None).await?;
+    answer_when_done(mcp, run, args::wait(a.wait_seconds)).await
 }
 
 pub(crate) async fn answer(mcp: &WeftMcp, a: AnswerApproval) -> Result<Value, Failure> {
@@ -158,9 +157,9 @@ pub(crate) async fn answer(mcp: &WeftMcp, a: AnswerApproval) -> Result<Value, Fa
         )));
     }
     let answer = json!({"decision": a.decision, "note": a.note});
-    let handle = mcp
+    let run = mcp
         .engine
         .answer_detached(&a.run_id, a.step.as_deref(), answer)
         .await?;
-    answer_when_done(mcp, a.run_id, handle, args::wait(a.wait_seconds)).await
+    answer_when_done(mcp, run, args::wait(a.wait_seconds)).await
 }

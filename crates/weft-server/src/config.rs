@@ -19,9 +19,6 @@ pub struct ServerConfig {
     pub allow_mcp_approvals: bool,
     /// Engines for the MCP tool `test_flow` (none: the tool is not offered).
     pub test_engines: Option<weft_mcp::TestEngines>,
-    /// Workers that share the store drive the runs: new runs are queued for them, and
-    /// runs a dead process left are theirs to take over, not this server's.
-    pub runs_by_workers: bool,
 }
 
 impl ServerConfig {
@@ -35,7 +32,6 @@ impl ServerConfig {
             max_runs: None,
             allow_mcp_approvals: false,
             test_engines: None,
-            runs_by_workers: false,
         }
     }
 

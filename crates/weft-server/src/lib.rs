@@ -53,11 +53,7 @@ pub(crate) struct App {
 /// The API's routes over `engine`, with the configuration's token, body limit and run
 /// limit.
 pub fn router(engine: Engine, config: &ServerConfig) -> Router {
-    router_with(
-        engine,
-        config,
-        slots::Slots::new(config.max_runs, config.runs_by_workers),
-    )
+    router_with(engine, config, slots::Slots::new(config.max_runs))
 }
 
 fn router_with(engine: Engine, config: &ServerConfig, slots: slots::Slots) -> Router {
@@ -134,8 +130,8 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    let app_slots = slots::Slots::new(config.max_runs, config.runs_by_workers);
-    if !config.runs_by_workers {
+    let app_slots = slots::Slots::new(config.max_runs);
+    if !engine.continues_on_workers() {
         runs::resume_orphans(&engine, &app_slots).await;
     }
     let app = router_with(engine, &config, app_slots);

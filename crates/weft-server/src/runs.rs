@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 use weft_core::ports::{Cursor, RunQuery, RunRecord, RunStatus, StoreError};
-use weft_engine::{Engine, EngineError, RunHandle, RunOptions};
+use weft_engine::{Engine, EngineError, RunOptions, Underway};
 
 /// The longest `?wait=` honoured, in seconds.
 const MAX_WAIT_S: f64 = 300.0;
@@ -109,11 +109,7 @@ pub(crate) async fn create(
     match (started, &run_id) {
         (Ok(s), _) => {
             let status = if s.queued { "queued" } else { "running" };
-            let wait = wait.duration();
-            match s.end {
-                Some(end) => answer_when_done(s.run_id, status, end, wait).await,
-                None => answer_when_done_elsewhere(&app.engine, s.run_id, wait).await,
-            }
+            answer_when_done(s.underway, status, wait.duration()).await
         }
         // Two requests with one key at the same moment: the other created the run.
         (Err(EngineError::Store(StoreError::Conflict(_))), Some(id)) => {
@@ -125,26 +121,28 @@ pub(crate) async fn create(
     }
 }
 
-/// `200` with the run's result if `run` ends or pauses within `wait`, else `202` with
-/// the run id (the run goes on).
+/// `200` with the run's result if it ends or pauses within `wait`, else `202` with the
+/// run id and `status` (the run goes on).
 async fn answer_when_done(
-    run_id: String,
+    run: Underway,
     status: &str,
-    run: RunHandle,
     wait: Option<Duration>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
+    let run_id = run.run_id().to_owned();
     let Some(wait) = wait else {
         return Ok(accepted(run_id, status));
     };
-    match tokio::time::timeout(wait, run).await {
-        Ok(Ok(Ok(result))) => Ok((StatusCode::OK, Json(result.to_json()))),
-        Ok(Ok(Err(e))) => Err(e.into()),
-        Ok(Err(join)) => Err(
-            Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "run aborted")
-                .detail(format!("the task driving run {run_id} stopped: {join}")),
-        ),
-        Err(_) => Ok(accepted(run_id, status)),
+    match run.within(wait).await {
+        Some(Ok(result)) => Ok((StatusCode::OK, Json(result.to_json()))),
+        Some(Err(e)) => Err(e.into()),
+        None => Ok(accepted(run_id, status)),
     }
+}
+
+/// The status a continued run has when it is answered before it ends: `queued` when
+/// it waits for a worker.
+fn continued(run: &Underway) -> &'static str {
+    if run.is_here() { "running" } else { "queued" }
 }
 
 /// `202` with the run id and where it stands.
@@ -153,23 +151,6 @@ fn accepted(run_id: String, status: &str) -> (StatusCode, Json<Value>) {
         StatusCode::ACCEPTED,
         Json(json!({"run_id": run_id, "status": status})),
     )
-}
-
-/// [`answer_when_done`] for a run a worker elsewhere drives: followed through the
-/// store only while someone waits.
-async fn answer_when_done_elsewhere(
-    engine: &Engine,
-    run_id: String,
-    wait: Option<Duration>,
-) -> Result<(StatusCode, Json<Value>), Problem> {
-    if wait.is_none() {
-        return Ok(accepted(run_id, "queued"));
-    }
-    let follower = engine.follow_elsewhere(run_id.clone());
-    let stop = follower.abort_handle();
-    let answer = answer_when_done(run_id, "queued", follower, wait).await;
-    stop.abort();
-    answer
 }
 
 /// `Idempotency-Key` on `POST /v1/runs`: the same key names the same run.
@@ -330,7 +311,8 @@ pub(crate) async fn approve(
         .engine
         .answer_detached(&id, a.step.as_deref(), answer)
         .await?;
-    answer_when_done(id, "running", run, wait.duration()).await
+    let status = continued(&run);
+    answer_when_done(run, status, wait.duration()).await
 }
 
 /// `GET /v1/runs/{id}/retry-plan`.
@@ -352,7 +334,8 @@ pub(crate) async fn resume(
     Params(wait): Params<Wait>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let run = app.engine.resume_detached(&id, false).await?;
-    answer_when_done(id, "running", run, wait.duration()).await
+    let status = continued(&run);
+    answer_when_done(run, status, wait.duration()).await
 }
 
 /// `POST /v1/runs/{id}/retry`: runs a failed or cancelled run again from the steps that
@@ -363,7 +346,8 @@ pub(crate) async fn retry(
     Params(wait): Params<Wait>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let run = app.engine.retry_detached(&id, None).await?;
-    answer_when_done(id, "running", run, wait.duration()).await
+    let status = continued(&run);
+    answer_when_done(run, status, wait.duration()).await
 }
 
 pub(crate) async fn cancel(

@@ -4,34 +4,29 @@
 
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use weft_engine::{Engine, EngineError, Prepared, RunHandle, RunOptions, RunResult};
+use weft_engine::{Engine, EngineError, Prepared, RunHandle, RunOptions, RunResult, Underway};
 
-/// A run on its way: its id, whether it had to queue, and its end (none when a worker
-/// elsewhere drives it: follow it from the store).
+/// A run on its way, and whether it had to queue.
 pub(crate) struct Started {
-    pub(crate) run_id: String,
     pub(crate) queued: bool,
-    pub(crate) end: Option<RunHandle>,
+    pub(crate) underway: Underway,
 }
 
 /// Starts new runs within a limit, or at once without one, or leaves them to workers.
 #[derive(Clone)]
 pub(crate) struct Slots {
     limit: Option<Arc<Semaphore>>,
-    /// New runs are queued for the workers that share the store.
-    workers: bool,
 }
 
 impl Slots {
-    pub(crate) fn new(max_runs: Option<usize>, workers: bool) -> Slots {
+    pub(crate) fn new(max_runs: Option<usize>) -> Slots {
         Slots {
             limit: max_runs.map(|n| Arc::new(Semaphore::new(n.max(1)))),
-            workers,
         }
     }
 
-    /// Stores a new run and starts it now if a slot is free, else when one frees; or
-    /// queues it for the workers, and follows it to its end.
+    /// Stores a new run and starts it now if a slot is free, else when one frees; or,
+    /// when workers drive the engine's runs, queues it for them.
     pub(crate) async fn start(
         &self,
         engine: &Engine,
@@ -39,36 +34,28 @@ impl Slots {
         input: serde_json::Value,
         opts: RunOptions,
     ) -> Result<Started, EngineError> {
-        if self.workers {
-            let run_id = engine.enqueue(&prepared, Some(input), opts).await?;
-            return Ok(Started {
-                run_id,
-                queued: true,
-                end: None,
-            });
-        }
-        let Some(limit) = &self.limit else {
-            let (run_id, end) = engine.start_detached(prepared, Some(input), opts).await?;
-            return Ok(Started {
-                run_id,
-                queued: false,
-                end: Some(end),
-            });
+        let limit = match &self.limit {
+            Some(limit) if !engine.continues_on_workers() => limit,
+            _ => {
+                let underway = engine.submit(prepared, Some(input), opts).await?;
+                return Ok(Started {
+                    queued: !underway.is_here(),
+                    underway,
+                });
+            }
         };
         if let Ok(permit) = limit.clone().try_acquire_owned() {
             let (run_id, end) = engine.start_detached(prepared, Some(input), opts).await?;
             return Ok(Started {
-                run_id,
                 queued: false,
-                end: Some(holding(permit, end)),
+                underway: Underway::here(run_id, holding(permit, end)),
             });
         }
         let run_id = engine.enqueue(&prepared, Some(input), opts).await?;
         let end = self.start_when_free(engine, run_id.clone());
         Ok(Started {
-            run_id,
             queued: true,
-            end: Some(end),
+            underway: Underway::here(run_id, end),
         })
     }
 
