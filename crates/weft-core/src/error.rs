@@ -49,6 +49,11 @@ pub enum ErrorKind {
     Config,
     /// The journal or store failed.
     Store,
+    /// A step that reaches outside the run was under way when its process died or lost
+    /// the run, so whether its effect happened is unknown; its block said
+    /// `on_unknown_outcome: fail` rather than repeat it (with its idempotency key).
+    /// Never retried by a retry policy: retrying the run retries it on purpose.
+    OutcomeUnknown,
     /// Any other kind, named by a handler or dialect.
     Other(Box<str>),
 }
@@ -75,6 +80,7 @@ impl ErrorKind {
         ("unrouted", ErrorKind::Unrouted),
         ("config", ErrorKind::Config),
         ("store", ErrorKind::Store),
+        ("outcome_unknown", ErrorKind::OutcomeUnknown),
     ];
 
     /// The kind's stable name, as written in flow files (`rate_limit`).

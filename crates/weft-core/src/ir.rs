@@ -371,6 +371,25 @@ pub struct Policy {
     /// Stall detection for the model calls and tools inside this block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall: Option<Stall>,
+    /// What a step that reaches outside the run (`llm`, `embed`, `handler`, `action`)
+    /// does when its process died or lost the run while it was under way: run again
+    /// with the same idempotency key (`repeat`, the default) or fail with an
+    /// `outcome_unknown` error (`fail`), for effects that must not happen twice and
+    /// whose service honours no key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_unknown_outcome: Option<UnknownOutcome>,
+}
+
+/// See [`Policy::on_unknown_outcome`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownOutcome {
+    /// Run the step again, with the idempotency key it had.
+    #[default]
+    Repeat,
+    /// Fail the step with an `outcome_unknown` error (rescue and `weft runs retry`
+    /// handle it; a retry policy does not).
+    Fail,
 }
 
 /// How long a phase of work may go without progress before the block fails with a

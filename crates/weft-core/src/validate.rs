@@ -421,6 +421,20 @@ fn check_block(b: &Block, ptr: &str, subflows: &[&str], diags: &mut Vec<Diagnost
             ));
         }
     }
+    if b.policy.on_unknown_outcome.is_some()
+        && !matches!(
+            b.kind,
+            BlockKind::Llm(_) | BlockKind::Embed(_) | BlockKind::Handler(_) | BlockKind::Action(_)
+        )
+    {
+        diags.push(
+            Diagnostic::error(
+                format!("{ptr}/on_unknown_outcome"),
+                "on_unknown_outcome applies to a step that reaches outside the run: an llm, embed, handler or action block",
+            )
+            .hint("put it on the block that calls the service; other blocks are run again safely"),
+        );
+    }
     if b.policy.timeout_ms == Some(0) {
         diags.push(Diagnostic::error(
             format!("{ptr}/timeout_ms"),
@@ -882,6 +896,16 @@ mod tests {
 
     fn flow(root: serde_json::Value) -> Flow {
         serde_json::from_value(json!({"name": "t", "root": root})).unwrap()
+    }
+
+    #[test]
+    fn on_unknown_outcome_belongs_to_steps_that_reach_outside_the_run() {
+        let d = validate(&flow(json!({"sequence": [
+            {"id": "t", "transform": {"output": 1}, "on_unknown_outcome": "fail"},
+            {"id": "a", "action": {"uses": "http.post"}, "on_unknown_outcome": "fail"},
+        ]})));
+        let found: Vec<&str> = d.iter().map(|d| d.pointer.as_str()).collect();
+        assert_eq!(found, ["/root/sequence/0/on_unknown_outcome"]);
     }
 
     #[test]

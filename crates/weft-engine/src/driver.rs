@@ -204,6 +204,7 @@ fn recorded(entries: Vec<JournalEntry>) -> HashMap<String, Recorded> {
             let r = match e.kind {
                 EntryKind::Result => Recorded::Result(e.value),
                 EntryKind::Answer => Recorded::Answer(e.value),
+                EntryKind::Started => Recorded::Started(e.value),
                 EntryKind::Failure => {
                     Recorded::Failure(serde_json::from_value(e.value).unwrap_or_else(|_| {
                         BlockError::new(ErrorKind::Store, "unreadable failure entry")
@@ -778,9 +779,11 @@ impl Engine {
             .map(|e| e.key.clone())
             .collect();
         store.forget(&rec.id, &failed).await?;
+        // A failed step's other entries go with its failure (the mark that it had
+        // started, which would otherwise fail it again as of unknown outcome).
         let kept = journal
             .into_iter()
-            .filter(|e| e.kind != EntryKind::Failure)
+            .filter(|e| !failed.contains(&e.key))
             .collect();
         rec.error = None;
         rec.retries += 1;

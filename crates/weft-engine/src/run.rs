@@ -20,6 +20,9 @@ pub(crate) enum Recorded {
     Result(Value),
     Answer(Value),
     Failure(BlockError),
+    /// A step that must not run twice started in an earlier drive and recorded nothing
+    /// after: its outcome is unknown. What it recorded then (its idempotency key).
+    Started(Value),
 }
 
 /// Cancels a run: set once, observed by every waiting leaf.
@@ -154,6 +157,14 @@ impl RunCtx {
                 self.journal_failed(e);
             }
         }
+    }
+
+    /// The store failure this run met, if any.
+    pub(crate) fn journal_failure(&self) -> Option<BlockError> {
+        self.journal_error
+            .lock()
+            .expect("journal error lock")
+            .clone()
     }
 
     /// Remembers the first store failure; it fails the run at its end, because a step

@@ -1185,3 +1185,91 @@ async fn code_results_are_durable_before_a_step_reaches_outside_the_run() {
         "the code steps' results, in order, before the handler ran"
     );
 }
+
+/// A `charge` handler that records each call's idempotency key; the first process's
+/// hangs once called (it is cut off there), a later process's answers.
+fn charge(
+    keys: Arc<std::sync::Mutex<Vec<String>>>,
+    hang: Option<Arc<tokio::sync::Notify>>,
+) -> (&'static str, Arc<dyn weft_core::ports::Native>) {
+    (
+        "charge",
+        native(move |c| {
+            keys.lock().unwrap().push(c.idempotency_key.clone());
+            let hang = hang.clone();
+            async move {
+                if let Some(called) = hang {
+                    called.notify_one();
+                    std::future::pending::<()>().await;
+                }
+                ok(json!("charged"))
+            }
+        }),
+    )
+}
+
+/// Starts `yaml` on the SQLite file `db` and cuts the run off while its `charge` step is
+/// under way, as a dying process would: the run's id.
+async fn cut_off_in_charge(
+    db: &std::path::Path,
+    yaml: &str,
+    keys: &Arc<std::sync::Mutex<Vec<String>>>,
+) -> String {
+    let store =
+        Arc::new(weft_store::SqliteStore::open(db, weft_store::Durability::Process).unwrap());
+    let called = Arc::new(tokio::sync::Notify::new());
+    let h = harness(store, vec![charge(keys.clone(), Some(called.clone()))]);
+    let (id, drive) = h
+        .engine
+        .start_detached(flow(yaml), None, RunOptions::default())
+        .await
+        .unwrap();
+    called.notified().await;
+    drive.abort();
+    let _ = drive.await;
+    id
+}
+
+#[tokio::test]
+async fn a_step_cut_off_mid_effect_repeats_with_its_key_or_fails_as_of_unknown_outcome() {
+    let keys = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let later = |db: &std::path::Path| {
+        let store =
+            Arc::new(weft_store::SqliteStore::open(db, weft_store::Durability::Process).unwrap());
+        harness(store, vec![charge(keys.clone(), None)])
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let steps = "root:\n  sequence:\n    - {id: charge, handler: {name: charge}";
+
+    // The default: the step runs again, with the key it had.
+    let db = dir.path().join("repeat.db");
+    let yaml = format!("weft: 1\nname: repeat\n{steps}}}\n");
+    let id = cut_off_in_charge(&db, &yaml, &keys).await;
+    let r = later(&db).engine.resume(&id, false).await.unwrap();
+    assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
+    let seen = std::mem::take(&mut *keys.lock().unwrap());
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0], seen[1], "the repeat carried another key");
+
+    // `fail`: the step fails as of unknown outcome, naming the key it was sent with;
+    // a retry runs it again on purpose, with a new key.
+    let db = dir.path().join("fail.db");
+    let yaml = format!("weft: 1\nname: once\n{steps}, on_unknown_outcome: fail}}\n");
+    let id = cut_off_in_charge(&db, &yaml, &keys).await;
+    let h = later(&db);
+    let r = h.engine.resume(&id, false).await.unwrap();
+    assert_eq!(r.status, RunStatus::Failed);
+    let error = r.error.unwrap();
+    assert_eq!(error.kind, ErrorKind::OutcomeUnknown, "{error:?}");
+    let first = keys.lock().unwrap().clone();
+    assert_eq!(first.len(), 1, "the step ran again");
+    assert_eq!(
+        error.detail_field("idempotency_key"),
+        Some(&json!(first[0]))
+    );
+    let r = h.engine.retry(&id, None).await.unwrap();
+    assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
+    let seen = keys.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert_ne!(seen[0], seen[1], "a retry on purpose is a new request");
+}

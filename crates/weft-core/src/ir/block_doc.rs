@@ -62,6 +62,8 @@ pub(super) struct BlockDoc {
     assert: Vec<Assertion>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     stall: Option<Stall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    on_unknown_outcome: Option<UnknownOutcome>,
 
     #[serde(default, skip_serializing_if = "Option::is_none")]
     input: Option<ValueTemplate>,
@@ -154,6 +156,7 @@ impl TryFrom<BlockDoc> for Block {
                 budget: d.budget,
                 assert: d.assert,
                 stall: d.stall,
+                on_unknown_outcome: d.on_unknown_outcome,
             },
             data: DataFlow {
                 input: d.input,
@@ -220,6 +223,9 @@ impl Serialize for Block {
         if let Some(v) = &p.stall {
             m.serialize_entry("stall", v)?;
         }
+        if let Some(v) = &p.on_unknown_outcome {
+            m.serialize_entry("on_unknown_outcome", v)?;
+        }
         if let Some(v) = &d.input {
             m.serialize_entry("input", v)?;
         }
@@ -272,6 +278,7 @@ mod tests {
             budget: b.policy.budget.clone(),
             assert: b.policy.assert.clone(),
             stall: b.policy.stall,
+            on_unknown_outcome: b.policy.on_unknown_outcome,
             input: b.data.input.clone(),
             merge_output: b.data.merge_output,
             set: b.data.set.clone(),

@@ -312,6 +312,9 @@ pub enum EntryKind {
     /// A step's final failure (after retries), so a resumed run takes the same path;
     /// retrying a failed run forgets these entries and runs the steps again.
     Failure,
+    /// A step that must not run twice is about to reach outside the run: `{}`, durable
+    /// before it starts. Found without a result after it, the step's outcome is unknown.
+    Started,
 }
 
 impl EntryKind {
@@ -321,6 +324,7 @@ impl EntryKind {
             EntryKind::Result => "result",
             EntryKind::Answer => "answer",
             EntryKind::Failure => "failure",
+            EntryKind::Started => "started",
         }
     }
 
@@ -330,6 +334,7 @@ impl EntryKind {
             "result" => EntryKind::Result,
             "answer" => EntryKind::Answer,
             "failure" => EntryKind::Failure,
+            "started" => EntryKind::Started,
             _ => return None,
         })
     }

@@ -19,6 +19,10 @@ pub(crate) enum Reach {
     /// Only its inputs (sandboxed code): a crash runs it again from the same inputs, so
     /// its entry goes with the store's next commit instead of waiting for one of its own.
     Inputs,
+    /// Outside the run, and it must not happen twice (`on_unknown_outcome: fail`): as
+    /// `Outside`, and the step's start is also durable before it runs, so a later drive
+    /// that finds the start without a result fails the step instead of repeating it.
+    OutsideAtMostOnce,
 }
 
 /// Answers from the journal when it holds this step's result; otherwise runs `work`,
@@ -27,11 +31,23 @@ pub(crate) async fn journaled<F>(cx: &Cx<'_>, reach: Reach, work: F) -> Exec
 where
     F: Future<Output = Exec>,
 {
-    if let Some(Recorded::Result(v)) = cx.run.recorded(&cx.key) {
-        return decode(v).map_err(Stop::Failed);
+    match cx.run.recorded(&cx.key) {
+        Some(Recorded::Result(v)) => return decode(v).map_err(Stop::Failed),
+        Some(Recorded::Started(started)) => {
+            return Err(Stop::Failed(outcome_unknown(cx, started)));
+        }
+        _ => {}
     }
-    if reach == Reach::Outside {
+    if reach != Reach::Inputs {
         cx.run.sync().await;
+    }
+    if reach == Reach::OutsideAtMostOnce {
+        let started = serde_json::json!({"idempotency_key": cx.idempotency_key()});
+        cx.run.record(&cx.key, EntryKind::Started, started).await;
+        if let Some(e) = cx.run.journal_failure() {
+            // Unrecorded, a start could not be told from a step never begun.
+            return Err(Stop::Failed(e));
+        }
     }
     let out = tokio::select! {
         r = work => r?,
@@ -41,7 +57,9 @@ where
     };
     let entry = encode(&out);
     match reach {
-        Reach::Outside => cx.run.record(&cx.key, EntryKind::Result, entry).await,
+        Reach::Outside | Reach::OutsideAtMostOnce => {
+            cx.run.record(&cx.key, EntryKind::Result, entry).await
+        }
         Reach::Inputs => {
             cx.run
                 .record_queued(&cx.key, EntryKind::Result, entry)
@@ -49,6 +67,19 @@ where
         }
     }
     Ok(out)
+}
+
+/// The failure of a step that an earlier drive started (`started`: what it recorded
+/// then, its idempotency key) and recorded nothing after.
+fn outcome_unknown(cx: &Cx<'_>, started: &Value) -> BlockError {
+    BlockError::new(
+        ErrorKind::OutcomeUnknown,
+        format!(
+            "step {} was under way when the process running it stopped, and it may not run twice (on_unknown_outcome: fail), so whether it took effect is unknown; check the service it calls (the request carried the idempotency key in this error's detail), then `weft runs retry` runs the step again with a new key",
+            cx.key
+        ),
+    )
+    .with_detail(started.clone())
 }
 
 fn encode(out: &Outcome) -> Value {

@@ -15,7 +15,7 @@ use rand::Rng;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_core::event::EventKind;
-use weft_core::ir::{Block, BlockKind, Retry};
+use weft_core::ir::{Block, BlockKind, Retry, UnknownOutcome};
 use weft_core::ports::EntryKind;
 use weft_core::value::split_path;
 use weft_core::{BlockError, ErrorKind, Value};
@@ -188,7 +188,7 @@ pub(crate) use weft_core::value::kind_of;
 fn should_retry(retry: &Retry, e: &BlockError) -> bool {
     if matches!(
         e.kind,
-        ErrorKind::Cancelled | ErrorKind::Store | ErrorKind::Budget
+        ErrorKind::Cancelled | ErrorKind::Store | ErrorKind::Budget | ErrorKind::OutcomeUnknown
     ) {
         return false;
     }
@@ -345,23 +345,21 @@ async fn dispatch(cx: &Cx<'_>, block: &Block) -> Exec {
     } else {
         cx
     };
+    let outside = match block.policy.on_unknown_outcome {
+        Some(UnknownOutcome::Fail) => Reach::OutsideAtMostOnce,
+        Some(UnknownOutcome::Repeat) | None => Reach::Outside,
+    };
     // Each kind's future is boxed: inline, the largest of them (a model call's) sized
     // every block's future, which every block, a transform too, allocated and copied.
     match &block.kind {
         BlockKind::Passthrough => Ok(Outcome::of(cx.input.clone())),
         BlockKind::Transform(t) => leaf::transform(cx, t),
         BlockKind::Approval(a) => leaf::approval(cx, a),
-        BlockKind::Llm(s) => boxed(leaf::journaled(ecx, Reach::Outside, llm::run(ecx, s))).await,
-        BlockKind::Embed(s) => {
-            boxed(leaf::journaled(ecx, Reach::Outside, embed::run(ecx, s))).await
-        }
+        BlockKind::Llm(s) => boxed(leaf::journaled(ecx, outside, llm::run(ecx, s))).await,
+        BlockKind::Embed(s) => boxed(leaf::journaled(ecx, outside, embed::run(ecx, s))).await,
         BlockKind::Code(s) => boxed(leaf::journaled(ecx, Reach::Inputs, leaf::code(ecx, s))).await,
-        BlockKind::Handler(s) => {
-            boxed(leaf::journaled(ecx, Reach::Outside, leaf::handler(ecx, s))).await
-        }
-        BlockKind::Action(s) => {
-            boxed(leaf::journaled(ecx, Reach::Outside, leaf::action(ecx, s))).await
-        }
+        BlockKind::Handler(s) => boxed(leaf::journaled(ecx, outside, leaf::handler(ecx, s))).await,
+        BlockKind::Action(s) => boxed(leaf::journaled(ecx, outside, leaf::action(ecx, s))).await,
         BlockKind::Sequence(steps) => boxed(composite::sequence(cx, steps)).await,
         BlockKind::Parallel(p) => boxed(composite::parallel(cx, p)).await,
         BlockKind::Map(m) => boxed(composite::map(cx, m)).await,

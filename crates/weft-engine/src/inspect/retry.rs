@@ -105,7 +105,9 @@ pub fn plan(detail: &RunDetail, diagram: &Diagram) -> RetryPlan {
     let journaled: HashSet<&str> = detail
         .journal
         .iter()
-        .filter(|e| e["kind"] != EntryKind::Failure.as_str())
+        .filter(|e| {
+            e["kind"] == EntryKind::Result.as_str() || e["kind"] == EntryKind::Answer.as_str()
+        })
         .filter_map(|e| e["key"].as_str())
         .collect();
     let steps = detail
