@@ -142,6 +142,9 @@ pub enum Command {
         /// $WEFT_MODEL); without one, such blocks are warned of.
         #[arg(long, value_name = "ID", env = "WEFT_MODEL")]
         model: Option<String>,
+        /// Treat warnings as errors: a file with one is invalid (exit 2).
+        #[arg(long)]
+        deny_warnings: bool,
     },
     /// Draw a flow as a Mermaid or Graphviz diagram, or as SVG.
     Graph {

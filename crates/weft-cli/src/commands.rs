@@ -60,12 +60,15 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             flows,
             dialect,
             model,
-        } => Ok(validate(
-            &flows,
-            dialect.as_deref(),
-            model.is_some(),
-            settings,
-        )),
+            deny_warnings,
+        } => {
+            let checks = Checks {
+                dialect: dialect.as_deref(),
+                has_model: model.is_some(),
+                deny_warnings,
+            };
+            Ok(validate(&flows, &checks, settings))
+        }
         Command::Graph {
             flow,
             format,
@@ -464,7 +467,17 @@ pub(crate) fn report(r: &RunResult, as_json: bool, log: Option<&DialectLog>) -> 
     }
 }
 
-fn validate(flows: &[PathBuf], dialect: Option<&str>, has_model: bool, settings: &Settings) -> u8 {
+/// What `weft validate` checks besides the flows themselves.
+struct Checks<'a> {
+    /// The flows' dialect, when not detected.
+    dialect: Option<&'a str>,
+    /// A default model is configured: llm blocks that name none are not warned of.
+    has_model: bool,
+    /// A warning makes a file invalid.
+    deny_warnings: bool,
+}
+
+fn validate(flows: &[PathBuf], checks: &Checks<'_>, settings: &Settings) -> u8 {
     // Checking syntax runs no code: Lua is parsed in process, Python in its worker
     // when it first runs, so no worker process starts here.
     let sandboxes = weft_code::Sandboxes::new(
@@ -476,23 +489,19 @@ fn validate(flows: &[PathBuf], dialect: Option<&str>, has_model: bool, settings:
     );
     let mut code = exit::OK;
     for flow in flows {
-        if !validate_one(flow, dialect, has_model, &sandboxes) {
+        if !validate_one(flow, checks, &sandboxes) {
             code = exit::INVALID;
         }
     }
     code
 }
 
-/// Validates one file, printing its problems; true when it has no error. Without a
-/// default model (`has_model`), blocks that name none are warned of.
-fn validate_one(
-    flow: &Path,
-    dialect: Option<&str>,
-    has_model: bool,
-    sandboxes: &weft_code::Sandboxes,
-) -> bool {
+/// Validates one file, printing its problems; true when it has no error (and no
+/// warning, with `deny_warnings`). Without a default model, blocks that name none are
+/// warned of.
+fn validate_one(flow: &Path, checks: &Checks<'_>, sandboxes: &weft_code::Sandboxes) -> bool {
     let file = flow.display().to_string();
-    let loaded = match load(flow, dialect) {
+    let loaded = match load(flow, checks.dialect) {
         Ok(l) => l,
         Err(e) => {
             println!("{}", e.render());
@@ -512,7 +521,7 @@ fn validate_one(
             false
         }
         Ok(p) => {
-            let unmodelled = if has_model {
+            let unmodelled = if checks.has_model {
                 Vec::new()
             } else {
                 loaded.locate_all(blocks_without_model(&loaded.flow))
@@ -522,8 +531,16 @@ fn validate_one(
                 .iter()
                 .chain(p.warnings())
                 .chain(&unmodelled);
+            let mut warned = false;
             for w in warnings.filter(|d| d.severity == Severity::Warning) {
                 println!("{}", w.render(&file));
+                warned = true;
+            }
+            if warned && checks.deny_warnings {
+                eprintln!(
+                    "{file}: invalid: it has warnings, and --deny-warnings makes them errors"
+                );
+                return false;
             }
             eprintln!(
                 "{file}: ok ({} flow `{}`)",

@@ -1072,12 +1072,25 @@ fn a_block_that_names_no_model_is_warned_of_by_validate() {
         ),
         "{out}"
     );
+    let o = env.weft(&["validate", "--deny-warnings", flow.to_str().unwrap()]);
+    assert_eq!(
+        code(&o),
+        2,
+        "--deny-warnings makes it an error: {}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("--deny-warnings makes them errors"),
+        "{}",
+        stderr(&o)
+    );
     let o = env
         .cmd()
-        .args(["validate", flow.to_str().unwrap()])
+        .args(["validate", "--deny-warnings", flow.to_str().unwrap()])
         .env("WEFT_MODEL", "openai/gpt-4o-mini")
         .output()
         .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(!String::from_utf8_lossy(&o.stdout).contains("no model"));
 
     // A provider Weft cannot reach is an error before the run, not halfway through it.

@@ -10,6 +10,7 @@
 //! Must not depend on the engine: it produces a [`Flow`] and diagnostics, nothing runs.
 
 mod blocks;
+mod dataflow;
 mod diagnostics;
 mod dialect;
 mod graph;

@@ -49,9 +49,84 @@ pub(crate) fn dedent(text: &str) -> String {
         .join("\n")
 }
 
+/// The keys of the dict each `return` of function body `body` builds, when every
+/// `return` in it is a dict literal whose keys are string literals; `None` when one
+/// returns anything else (or nothing), or the body does not parse.
+pub(crate) fn literal_return_keys(body: &str) -> Option<Vec<Vec<String>>> {
+    use ruff_python_ast::Stmt;
+    use ruff_python_ast::visitor::Visitor;
+    let source = define("", "f", &[], body);
+    let parsed = ruff_python_parser::parse_module(&source).ok()?;
+    let Some(Stmt::FunctionDef(f)) = parsed.syntax().body.last() else {
+        return None;
+    };
+    let mut returns = Returns::default();
+    for stmt in &f.body {
+        returns.visit_stmt(stmt);
+    }
+    (!returns.other && !returns.keys.is_empty()).then_some(returns.keys)
+}
+
+/// The `return` statements of one function (not of functions or classes inside it).
+#[derive(Default)]
+struct Returns {
+    keys: Vec<Vec<String>>,
+    /// A `return` of something other than a literal dict with literal keys.
+    other: bool,
+}
+
+impl<'a> ruff_python_ast::visitor::Visitor<'a> for Returns {
+    fn visit_stmt(&mut self, stmt: &'a ruff_python_ast::Stmt) {
+        use ruff_python_ast::{Expr, Stmt};
+        match stmt {
+            Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+            Stmt::Return(r) => match r.value.as_deref() {
+                Some(Expr::Dict(d)) => {
+                    let keys: Option<Vec<String>> = d
+                        .items
+                        .iter()
+                        .map(|item| match &item.key {
+                            Some(Expr::StringLiteral(s)) => Some(s.value.to_str().to_owned()),
+                            _ => None,
+                        })
+                        .collect();
+                    match keys {
+                        Some(keys) => self.keys.push(keys),
+                        None => self.other = true,
+                    }
+                }
+                _ => self.other = true,
+            },
+            _ => ruff_python_ast::visitor::walk_stmt(self, stmt),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn literal_returns_give_their_keys_and_anything_else_gives_none() {
+        assert_eq!(
+            literal_return_keys("if x:\n    return {'a': 1, \"b\": 2}\nreturn {'a': 0}\n"),
+            Some(vec![vec!["a".into(), "b".into()], vec!["a".into()]])
+        );
+        assert_eq!(
+            literal_return_keys("def g():\n    return 1\nreturn {'a': g()}\n"),
+            Some(vec![vec!["a".into()]])
+        );
+        for body in [
+            "return d\n",
+            "return {**d}\n",
+            "return {k: 1}\n",
+            "if x:\n    return\nreturn {'a': 1}\n",
+            "x = 1\n",
+            "return {'a': \n",
+        ] {
+            assert_eq!(literal_return_keys(body), None, "{body}");
+        }
+    }
 
     #[test]
     fn a_body_is_dedented_and_indented_under_its_definition() {

@@ -347,3 +347,51 @@ async fn a_client_of_the_current_revision_is_served() {
         .unwrap();
     assert_eq!(r.structured_content.unwrap()["valid"], true);
 }
+
+/// Issue 37's conversation: a model saves a `blocks` flow whose loop reads a field the
+/// block before it does not declare, and hears of it (with the field it meant) before
+/// anything runs; the corrected flow saves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flawed_read_is_refused_with_the_field_it_meant_before_any_run() {
+    let s = session(McpOptions::default()).await;
+    let flow = |field: &str| {
+        json!({
+            "name": "words",
+            "root": {"type": "h", "children": [
+                {"step_id": "split", "type": "code",
+                 "input_schema": {"fields": [{"name": "text", "type": "string"}]},
+                 "code": "return {'words': text.split()}",
+                 "output_schema": {"fields": [{"name": "words", "type": "array"}]}},
+                {"type": "loop", "arrayField": field, "children": [
+                    {"step_id": "shout", "type": "llm", "prompt": "Shout {{words}}"}]},
+            ]},
+        })
+        .to_string()
+    };
+    for (tool, args) in [
+        ("validate_flow", json!({"source": flow("wordz")})),
+        (
+            "save_flow",
+            json!({"name": "words", "source": flow("wordz")}),
+        ),
+    ] {
+        let (err, refused) = s.call(tool, args).await;
+        assert!(err || refused["valid"] == false, "{tool}: {refused}");
+        let d = &refused["diagnostics"][0];
+        assert_eq!(
+            d["pointer"], "/root/children/1/arrayField",
+            "{tool}: {refused}"
+        );
+        assert_eq!(d["hint"], "did you mean `words`?", "{tool}: {refused}");
+        assert!(d["loc"]["line"].as_u64().is_some(), "{tool}: {refused}");
+    }
+    let (_, listed) = s.call("list_flows", json!({})).await;
+    assert_eq!(listed["flows"], json!([]), "nothing was saved");
+    let (err, saved) = s
+        .call(
+            "save_flow",
+            json!({"name": "words", "source": flow("words")}),
+        )
+        .await;
+    assert!(!err, "{saved}");
+}

@@ -7,6 +7,7 @@
 //! children in sequence for each item of `arrayField`, and `initial` is the flow's input
 //! everywhere. No run state is used: everything travels as block inputs and outputs.
 
+mod dataflow;
 mod doc;
 mod prompt;
 mod schema;
@@ -19,11 +20,11 @@ use doc::{BlocksDoc, CodeBlock, Container, LlmBlock, LoopNode, PassthroughBlock}
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 use std::collections::HashSet;
+use weft_core::Diagnostic;
 use weft_core::ir::{
     Assertion, Block, BlockKind, CodeLimits, CodeSpec, Expr, Flow, LlmSpec, MapSpec, OnError,
     ParallelSpec, SourceLines, Template, TransformSpec, ValueTemplate,
 };
-use weft_core::{Diagnostic, Severity};
 
 /// Node types, as `type` spells them.
 const TYPES: &[&str] = &["h", "v", "loop", "llm", "code", "passthrough"];
@@ -131,6 +132,10 @@ fn compile(doc: Value, map: &SourceMap) -> Compiled {
         flow.description = file.description;
         flow
     });
+    // What each block reads is checked once the document's shape is right.
+    if flow.is_some() && !c.diags.has_errors() {
+        dataflow::check(&file.root, &mut c.diags);
+    }
     c.diags.finish(flow, map)
 }
 
@@ -423,17 +428,8 @@ impl Compiler<'_> {
         let fields = match input {
             Some(Some(s)) => s.fields,
             Some(None) => return None,
-            None => {
-                self.diags.push(Diagnostic {
-                    severity: Severity::Warning,
-                    ..Diagnostic::error(
-                        ptr,
-                        format!("code block `{}` has no input_schema, so its function takes only `initial`; any key in its input is an error", b.step_id),
-                    )
-                    .hint("list the input fields: input_schema: {fields: [{name: x, type: number}]}")
-                });
-                Vec::new()
-            }
+            // Whether its input has keys is the dataflow pass's to say.
+            None => Vec::new(),
         };
         let mut params = vec!["initial"];
         params.extend(fields.iter().map(String::as_str));

@@ -5,6 +5,7 @@
 //! speaking OpenAI's wire format.
 
 mod conformance;
+mod dataflow;
 mod invalid;
 #[path = "../support/mod.rs"]
 mod support;
