@@ -53,13 +53,18 @@ pub(crate) fn dedent(text: &str) -> String {
 /// `return` in it is a dict literal whose keys are string literals; `None` when one
 /// returns anything else (or nothing), or the body does not parse.
 pub(crate) fn literal_return_keys(body: &str) -> Option<Vec<Vec<String>>> {
+    function_return_keys(&define("", "f", &[], body), "f")
+}
+
+/// [`literal_return_keys`] of the top-level function `name` of Python module `source`.
+pub(crate) fn function_return_keys(source: &str, name: &str) -> Option<Vec<Vec<String>>> {
     use ruff_python_ast::Stmt;
     use ruff_python_ast::visitor::Visitor;
-    let source = define("", "f", &[], body);
-    let parsed = ruff_python_parser::parse_module(&source).ok()?;
-    let Some(Stmt::FunctionDef(f)) = parsed.syntax().body.last() else {
-        return None;
-    };
+    let parsed = ruff_python_parser::parse_module(source).ok()?;
+    let f = parsed.syntax().body.iter().find_map(|s| match s {
+        Stmt::FunctionDef(f) if f.name.id.as_str() == name => Some(f),
+        _ => None,
+    })?;
     let mut returns = Returns::default();
     for stmt in &f.body {
         returns.visit_stmt(stmt);

@@ -438,6 +438,36 @@ fn has_delimiter_outside_strings(expr: &str) -> bool {
     false
 }
 
+/// The variables `source` (a template, or an expression when `as_expr`) reads from its
+/// scope, with their trivial attribute paths (`state.count`, `input`; a subscript such
+/// as `state['count']` reads `state` as a whole): names the source binds itself (a
+/// `for` loop's variable, a `set`) are left out. A call's method is a path as well
+/// (`state.get`). `None` when the source does not compile.
+pub fn reads(source: &str, as_expr: bool) -> Option<std::collections::HashSet<String>> {
+    let env = shared_env();
+    if as_expr {
+        return Some(
+            env.compile_expression(source)
+                .ok()?
+                .undeclared_variables(true),
+        );
+    }
+    if let Some(inner) = single_expression(source) {
+        return Some(
+            env.compile_expression(inner)
+                .ok()?
+                .undeclared_variables(true),
+        );
+    }
+    let texts = configured_env();
+    Some(
+        texts
+            .template_from_str(source)
+            .ok()?
+            .undeclared_variables(true),
+    )
+}
+
 fn to_json(v: &MjValue) -> Result<Value, minijinja::Error> {
     if v.is_undefined() {
         return Ok(Value::Null);

@@ -390,3 +390,25 @@ fn random_paths_agree_with_the_engine() {
     }
     assert!(compared > 1_000, "only {compared} expressions compiled");
 }
+
+#[test]
+fn reads_name_the_variables_and_paths_a_source_uses() {
+    let sorted = |source: &str, as_expr: bool| {
+        let mut r: Vec<String> = crate::reads(source, as_expr).unwrap().into_iter().collect();
+        r.sort();
+        r
+    };
+    assert_eq!(
+        sorted("state.count < 5 and state['done'] != input.x", true),
+        ["input.x", "state", "state.count"]
+    );
+    assert_eq!(
+        sorted(
+            "Hi {{ state.name }} {% for s in state.items %}{{ s.a }}{% endfor %}",
+            false
+        ),
+        ["state.items", "state.name"]
+    );
+    assert_eq!(sorted("{{ state.get('x', 0) }}", false), ["state.get"]);
+    assert!(crate::reads("{{ state.", false).is_none());
+}

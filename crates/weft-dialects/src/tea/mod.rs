@@ -13,6 +13,7 @@ mod browser;
 mod code;
 mod code_execute;
 mod coordinate;
+mod dataflow;
 mod doc;
 mod dynamic_parallel;
 mod embed;
@@ -127,7 +128,34 @@ fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
         );
     }
     let flow = c.flow(&tea);
+    if let Some(flow) = &flow
+        && !c.diags.has_errors()
+    {
+        for d in dataflow::check(flow, &declared_keys(&tea), &node_locations(&tea, cx.map)) {
+            c.diags.push(d);
+        }
+    }
     c.diags.finish(flow, cx.map)
+}
+
+/// The state keys the file declares: `initial_state`'s and `state_schema`'s.
+fn declared_keys(tea: &TeaDoc) -> std::collections::HashSet<String> {
+    let initial = tea.initial_state.as_ref().and_then(Value::as_object);
+    tea.state_schema
+        .keys()
+        .chain(initial.into_iter().flat_map(|o| o.keys()))
+        .cloned()
+        .collect()
+}
+
+/// The document pointer of each top-level node, by where it is written.
+fn node_locations(tea: &TeaDoc, map: &SourceMap) -> std::collections::HashMap<Loc, String> {
+    (0..tea.nodes.len())
+        .filter_map(|i| {
+            let ptr = format!("/nodes/{i}");
+            map.loc(&ptr).map(|loc| (loc, ptr))
+        })
+        .collect()
 }
 
 /// What compiling one file accumulates.

@@ -4,6 +4,7 @@
 //! real SQLite-free in-memory store, and real HTTP servers on 127.0.0.1.
 
 mod conformance;
+mod dataflow;
 mod extraction;
 mod invalid;
 mod model_patterns;
