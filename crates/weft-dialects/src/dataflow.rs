@@ -7,6 +7,8 @@
 //! it. An unknown value is never a reason for an error; a field is missing for sure only
 //! from a record that says no other field can be there.
 
+pub(crate) mod state;
+
 use indexmap::IndexMap;
 use weft_core::Diagnostic;
 

@@ -76,8 +76,36 @@ fn compile(mut doc: Value, map: &SourceMap, base_dir: Option<&Path>) -> Compiled
     inline_model_files(&mut doc, map, base_dir).map_err(|d| vec![d])?;
     let flow: Flow = serde_path_to_error::deserialize(doc)
         .map_err(|e| vec![map.locate(serde_diagnostic(&e))])?;
-    let diags = Diagnostics::from(validate(&flow));
+    let mut diags = Diagnostics::from(validate(&flow));
+    if !diags.has_errors() {
+        for mut d in unprovided_state_reads(&flow) {
+            // The IR is the document: its pointer locates the read itself.
+            d.loc = None;
+            diags.push(d);
+        }
+    }
     diags.finish(Some(flow), map)
+}
+
+/// Reads of state keys that no block writes and the flow's `state` does not declare
+/// (see [`crate::dataflow::state`]).
+fn unprovided_state_reads(flow: &Flow) -> Vec<Diagnostic> {
+    let mut keys = std::collections::HashSet::new();
+    let mut declare = |f: &Flow| {
+        if let Some(state) = f.state.as_ref().and_then(Value::as_object) {
+            keys.extend(state.keys().cloned());
+        }
+    };
+    declare(flow);
+    flow.flows.values().for_each(&mut declare);
+    let declared = crate::dataflow::state::Declared {
+        keys,
+        block: "block",
+        where_declared: "the flow's `state` does not declare it",
+        unless: "",
+        start: None,
+    };
+    crate::dataflow::state::unprovided_reads(flow, &declared)
 }
 
 /// A scripted model may keep its rules in a file beside the flow (`file: replies.yaml`);
@@ -218,6 +246,28 @@ mod tests {
     fn load(text: &str) -> Result<Flow, Vec<Diagnostic>> {
         let (v, m) = parse(text).unwrap();
         compile(v, &m, None).map(|(f, _)| f)
+    }
+
+    #[test]
+    fn a_state_read_nothing_provides_is_warned_of_at_the_read() {
+        let flow = |key: &str| {
+            format!(
+                "weft: 1\nname: t\nstate: {{count: 0}}\nroot:\n  loop:\n    max_iterations: 9\n    while: \"state.{key} < 3\"\n    body:\n      transform: {{output: 1}}\n      set: {{count: \"{{{{ state.count + 1 }}}}\"}}\n"
+            )
+        };
+        let (v, m) = parse(&flow("cuont")).unwrap();
+        let (_, warnings) = compile(v, &m, None).unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:#?}");
+        let w = &warnings[0];
+        assert_eq!(w.pointer, "/root/loop/while");
+        assert_eq!(w.loc.map(|l| (l.line, l.col)), Some((7, 5)));
+        assert_eq!(w.hint.as_deref(), Some("did you mean `count`?"));
+        let (v, m) = parse(&flow("count")).unwrap();
+        assert!(compile(v, &m, None).unwrap().1.is_empty());
+        // A host handler may patch any key: nothing is reported.
+        let handled = flow("cuont").replace("transform: {output: 1}", "handler: {name: h}");
+        let (v, m) = parse(&handled).unwrap();
+        assert!(compile(v, &m, None).unwrap().1.is_empty());
     }
 
     #[test]

@@ -131,7 +131,7 @@ fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
     if let Some(flow) = &flow
         && !c.diags.has_errors()
     {
-        for d in dataflow::check(flow, &declared_keys(&tea), &node_locations(&tea, cx.map)) {
+        for d in dataflow::check(flow, declared_keys(&tea), &node_locations(&tea, cx.map)) {
             c.diags.push(d);
         }
     }
