@@ -446,10 +446,20 @@ impl Compiler<'_> {
     /// An error unless `key` is a result some block writes: a block id, or a dispatch
     /// block's `<id>.<exit>`.
     pub(super) fn result_ref(&mut self, key: &str, ptr: &str) -> bool {
-        if self.dispatch_keys.iter().any(|k| k == key) {
-            return true;
+        let known =
+            self.dispatch_keys.iter().any(|k| k == key) || self.block_ref(key, ptr, "the block");
+        if known {
+            self.read_result(key, ptr);
         }
-        self.block_ref(key, ptr, "the block")
+        known
+    }
+
+    /// Remembers that the block at `ptr` reads result `key`.
+    fn read_result(&mut self, key: &str, ptr: &str) {
+        self.result_reads.push(super::order::ResultRead {
+            key: key.to_owned(),
+            pointer: ptr.to_owned(),
+        });
     }
 
     /// `inputs: {name: {from}}` as context lines `name: value`.
@@ -518,6 +528,7 @@ impl Compiler<'_> {
             format!("(none if {r} is none else text({r}))")
         };
         if self.dispatch_keys.iter().any(|k| k == reference) || self.is_block(reference) {
+            self.read_result(reference, ptr);
             return Some(whole(reference));
         }
         // The longest known result key that prefixes the reference (block ids may
@@ -527,6 +538,9 @@ impl Compiler<'_> {
             .map(|(i, _)| (&reference[..i], &reference[i + 1..]))
             .rev()
             .find(|(key, _)| self.dispatch_keys.iter().any(|k| k == key) || self.is_block(key));
+        if let Some((key, _)) = split {
+            self.read_result(key, ptr);
+        }
         match split {
             Some((key, "output" | "result")) => Some(whole(key)),
             Some((key, field)) => Some(format!(

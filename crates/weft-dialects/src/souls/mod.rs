@@ -17,6 +17,7 @@ mod doc;
 mod eval;
 mod kinds;
 mod listed_tools;
+mod order;
 mod project;
 mod prompt;
 mod providers;
@@ -89,6 +90,7 @@ pub(super) fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
         souls: HashMap::new(),
         ids: file.blocks.keys().cloned().collect(),
         dispatch_keys: Vec::new(),
+        result_reads: Vec::new(),
         raw_blocks: file.blocks.clone(),
         depth,
         flows: IndexMap::new(),
@@ -133,6 +135,9 @@ pub(super) struct Compiler<'a> {
     ids: Vec<String>,
     /// `"<dispatch>.<exit>"` result keys.
     dispatch_keys: Vec<String>,
+    /// Every read of a block's result, checked against the workflow's order once it
+    /// is known.
+    result_reads: Vec<order::ResultRead>,
     raw_blocks: IndexMap<String, Value>,
     /// How many `workflow` blocks lead to this file.
     depth: u32,
@@ -222,7 +227,7 @@ impl Compiler<'_> {
             self.block_ref(&file.workflow.entry.clone(), "/workflow/entry", "the entry");
             return None;
         }
-        let on_error = self
+        let on_error: IndexMap<String, String> = self
             .raw_blocks
             .iter()
             .filter_map(|(id, raw)| {
@@ -231,6 +236,9 @@ impl Compiler<'_> {
                     .map(|to| (id.clone(), to.to_owned()))
             })
             .collect();
+        if !self.diags.has_errors() {
+            self.check_result_reads(&edges, &on_error);
+        }
         let graph = GraphSpec {
             entry: file.workflow.entry.clone(),
             nodes,
@@ -311,6 +319,30 @@ impl Compiler<'_> {
             }
         }
         Some(flow)
+    }
+
+    /// Errors for the reads of results that cannot have been written yet (see
+    /// [`order`]).
+    fn check_result_reads(&mut self, edges: &[Edge], on_error: &IndexMap<String, String>) {
+        let loops: Vec<(String, Vec<String>)> = self
+            .raw_blocks
+            .iter()
+            .filter(|(_, raw)| raw.get("type").and_then(Value::as_str) == Some("loop"))
+            .map(|(id, raw)| {
+                let inner = raw.get("inner_block_refs").and_then(Value::as_array);
+                let refs = inner.into_iter().flatten().filter_map(Value::as_str);
+                (id.clone(), refs.map(str::to_owned).collect())
+            })
+            .collect();
+        let routes: Vec<(String, String)> = on_error
+            .iter()
+            .map(|(a, b)| (a.clone(), b.clone()))
+            .collect();
+        let order = order::Order::new(edges, &routes, &loops);
+        let reads = std::mem::take(&mut self.result_reads);
+        for d in order.check(&reads, |k| self.is_block(k)) {
+            self.diags.push(d);
+        }
     }
 
     /// `transitions`, `conditional_transitions` and gate shorthands as graph edges:

@@ -8,6 +8,9 @@ fn doc(body: &str) -> String {
     format!("{HEAD}{body}")
 }
 
+/// Block `a` reads `b`, which runs after it.
+const READS_LATER: &str = "blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    inputs: {draft: {from: b}}\n  b:\n    type: linear\n    soul_ref: writer\nworkflow:\n  name: w\n  entry: a\n  transitions:\n    - {from: a, to: b}\n";
+
 fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
     let wf = "workflow:\n  name: w\n  entry: a\n";
     vec![
@@ -107,6 +110,11 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         (format!("version: \"1.0\"\ntools:\n  put:\n    type: http\n    method: PUT\n    url: https://example.com\n{}blocks:\n  a:\n    type: linear\n    soul_ref: writer\n{wf}", &HEAD[15..]), 5, "method `PUT` is not GET or POST", "GET or POST"),
         // 48. A non-retryable error that is no error kind Weft retries.
         (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    retry_config: {{max_attempts: 2, non_retryable_errors: [rate_limt]}}\n{wf}")), 8, "`rate_limt` is not an error kind Weft retries", "did you mean `rate_limit`?"),
+        // 49. A read of a block that only runs later (issue 37: a reference to a block
+        // that cannot have run before this one).
+        (doc(READS_LATER), 8, "block `a` reads the result of `b`, which cannot have run before it", "read a block that runs earlier"),
+        // 50. A gate judging a block on another branch.
+        (doc("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    exits: [{id: x, label: X}, {id: y, label: Y}]\n  b:\n    type: linear\n    soul_ref: writer\n  g:\n    type: gate\n    soul_ref: writer\n    eval_key: b\nworkflow:\n  name: w\n  entry: a\n  conditional_transitions:\n    - {from: a, x: b, y: g}\n"), 15, "block `g` reads the result of `b`, which cannot have run before it", "make `b` run before `g`"),
     ]
 }
 
@@ -118,4 +126,24 @@ fn invalid_documents_give_located_errors_with_hints() {
         .map(|(t, l, m, h)| (t.as_str(), *l, *m, *h))
         .collect();
     super::support::assert_invalid("souls", &borrowed);
+}
+
+#[test]
+fn reads_of_blocks_that_ran_before_load() {
+    // Case 49 turned round: `b` reads `a`, which runs first.
+    let fixed = doc(READS_LATER)
+        .replace("    inputs: {draft: {from: b}}\n  b:", "  b:")
+        .replace(
+            "  b:\n    type: linear\n    soul_ref: writer\n",
+            "  b:\n    type: linear\n    soul_ref: writer\n    inputs: {draft: {from: a}}\n",
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.yaml");
+    std::fs::write(&path, &fixed).unwrap();
+    let loaded = weft_dialects::load_file(&path, Some("souls"));
+    assert!(
+        loaded.is_ok(),
+        "{:?}\n{fixed}",
+        loaded.err().map(|e| e.diagnostics)
+    );
 }
