@@ -366,6 +366,14 @@ impl Compiler<'_> {
         let dptr = format!("{}/data", n.ptr);
         let data = self.diags.parse::<AgentData>(&n.data, &dptr)?;
         let previous_text = format!("{{{{ text({previous}) }}}}");
+        for (key, text) in [
+            ("userPrompt", &data.user_prompt),
+            ("systemPrompt", &data.system_prompt),
+        ] {
+            for d in placeholders(text.as_deref().unwrap_or(""), &format!("{dptr}/{key}")) {
+                self.diags.push(d);
+            }
+        }
         let prompt = match data.user_prompt.as_deref().map(str::trim) {
             None | Some("") => previous_text.clone(),
             Some(p) => previous_output(p, &previous_text),
@@ -487,6 +495,44 @@ fn log(kind: &str, id: &str, content: &str) -> ValueTemplate {
         "nodeId": crate::template_text::literal(id),
         "content": content,
     }))
+}
+
+/// A warning for each `{{name}}` in prompt `text` (at `ptr`) other than
+/// `{{PREVIOUS_OUTPUT}}`: spec 003 replaces only that one, so the rest stays in the
+/// prompt as written, which an author who wrote `{{previous_output}}` or `{{topic}}`
+/// did not mean.
+fn placeholders(text: &str, ptr: &str) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("{{") {
+        let after = &rest[open + 2..];
+        let Some(close) = after.find("}}") else {
+            break;
+        };
+        let inner = after[..close].trim();
+        let is_name = inner
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && inner
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.'));
+        if is_name && inner != "PREVIOUS_OUTPUT" {
+            out.push(
+                Diagnostic::warning(
+                    ptr,
+                    format!("`{{{{{inner}}}}}` stays in the prompt as written: only `{{{{PREVIOUS_OUTPUT}}}}` is replaced (with the previous node's output)"),
+                )
+                .hint_closest(
+                    &inner.to_uppercase(),
+                    ["PREVIOUS_OUTPUT"],
+                    "write the text itself, or `{{PREVIOUS_OUTPUT}}` for what the node before produced",
+                ),
+            );
+        }
+        rest = &after[close + 2..];
+    }
+    out
 }
 
 /// `text` with each `{{PREVIOUS_OUTPUT}}` replaced by `previous` (a template) and

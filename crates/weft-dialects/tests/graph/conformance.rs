@@ -576,3 +576,45 @@ async fn the_run_input_replaces_the_initial_input() {
     .await;
     assert_eq!(g.result.output, Some(json!("given")));
 }
+
+#[test]
+fn a_placeholder_other_than_previous_output_is_warned_of_as_literal_text() {
+    // 003: "{{PREVIOUS_OUTPUT}} is replaced with prior node output" — and nothing else
+    // is, so `{{previous_output}}` or `{{topic}}` reaches the model as written.
+    let warnings = |prompt: &str| {
+        let text = graph(
+            json!([
+                start(Some("a topic")),
+                agent("a", json!({"userPrompt": prompt, "model": "gpt-4o-mini"})),
+                end("e")
+            ]),
+            json!([edge("s", "a", Some("output")), edge("a", "e", None)]),
+        );
+        weft_dialects::load_str(&text, "g.json", None, Some("graph"))
+            .unwrap()
+            .warnings
+    };
+    let found = warnings("Summarize {{previous_output}} for {{ topic }}");
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(
+        found[0]
+            .message
+            .contains("`{{previous_output}}` stays in the prompt as written"),
+        "{found:#?}"
+    );
+    assert_eq!(
+        found[0].hint.as_deref(),
+        Some("did you mean `PREVIOUS_OUTPUT`?")
+    );
+    assert_eq!(found[0].pointer, "/nodes/1/data/userPrompt");
+    assert!(found[0].loc.is_some());
+    assert!(
+        found[1]
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("write the text itself"),
+        "{found:#?}"
+    );
+    assert!(warnings("Summarize {{PREVIOUS_OUTPUT}}; JSON like {{\"a\": 1}} stays").is_empty());
+}
