@@ -253,6 +253,12 @@ fn streaming_flow() -> String {
     )
 }
 
+/// A `blocks` flow whose loop iterates over a field the block before does not declare.
+const FLAWED_BLOCKS: &str = "name: words\nroot:\n  type: h\n  children:\n    - step_id: split\n      type: code\n      input_schema: {fields: [{name: text, type: string}]}\n      code: \"return {'words': text.split()}\"\n      output_schema: {fields: [{name: words, type: array}]}\n    - type: loop\n      arrayField: wordz\n      children: [{step_id: each, type: passthrough}]\n";
+
+/// A native flow whose loop condition reads a state key nothing writes.
+const WARNED_NATIVE: &str = "weft: 1\nname: count\nstate: {count: 0}\nroot:\n  loop:\n    max_iterations: 5\n    while: \"state.cuont < 3\"\n    body: {transform: {output: 1}, set: {count: \"{{ state.count + 1 }}\"}}\n";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_starts_watches_approves_and_retries_runs_in_a_browser() {
     let env = Env::new();
@@ -262,6 +268,37 @@ async fn a_person_starts_watches_approves_and_retries_runs_in_a_browser() {
     let page = Page {
         c: driver.browser().await,
     };
+
+    // A flow whose loop reads a field the block before does not produce is refused on
+    // the page, at its line, with the field it meant; one whose condition reads a state
+    // key nothing writes is stored with its warning shown, and the author goes on.
+    page.open(&format!("{base}/new")).await;
+    for (flow, class, words) in [
+        (FLAWED_BLOCKS, "error", "did you mean `words`?"),
+        (WARNED_NATIVE, "warning", "did you mean `count`?"),
+    ] {
+        page.c
+            .execute(
+                "document.getElementById('diagnostics').textContent = ''; document.getElementById('source').value = arguments[0];",
+                vec![json!(flow)],
+            )
+            .await
+            .unwrap();
+        page.click("[data-action=check]").await;
+        let shown = page
+            .wait_for(
+                "the flow's diagnostics",
+                &format!("const d = document.querySelector('#diagnostics li.diagnostic.{class}'); return d && d.innerText;"),
+            )
+            .await;
+        assert!(shown.as_str().unwrap().contains(words), "{shown}");
+    }
+    page.click("[data-action=continue]").await;
+    page.wait_for(
+        "the warned flow's start form",
+        "return location.search.startsWith('?flow=') && document.getElementById('input') !== null;",
+    )
+    .await;
 
     // Paste the example on the start page; it is checked, stored, and offered to start.
     page.open(&format!("{base}/new")).await;

@@ -276,7 +276,20 @@ async function check() {
   if (dialect) body.dialect = dialect;
   try {
     const flow = await api("POST", "/v1/flows", body);
-    location.href = `/new?flow=${encodeURIComponent(flow.flow_id)}`;
+    const next = `/new?flow=${encodeURIComponent(flow.flow_id)}`;
+    const warnings = flow.diagnostics || [];
+    if (!warnings.length) {
+      location.href = next;
+      return;
+    }
+    // Stored, with warnings: the author reads them before going on.
+    showDiagnostics(out, source, warnings);
+    const go = document.createElement("a");
+    go.href = next;
+    go.className = "button";
+    go.dataset.action = "continue";
+    go.textContent = "Continue with this flow";
+    out.append(go);
   } catch (e) {
     const diags = (e.problem && e.problem.diagnostics) || [];
     if (!diags.length) throw e;
@@ -288,7 +301,9 @@ async function check() {
 // marked.
 function showDiagnostics(out, source, diags) {
   const heading = document.createElement("h3");
-  heading.textContent = diags.length === 1 ? "1 problem" : `${diags.length} problems`;
+  const errors = diags.filter((d) => (d.severity || "error") === "error").length;
+  const count = (n, what) => (n === 1 ? `1 ${what}` : `${n} ${what}s`);
+  heading.textContent = errors ? count(diags.length, "problem") : count(diags.length, "warning");
   const list = document.createElement("ul");
   list.className = "diagnostics";
   const marked = new Map();
