@@ -519,6 +519,48 @@ impl Compiler<'_> {
         }
     }
 
+    /// A read of `field` (a path) of block `key`'s result, against the `outputs` the
+    /// block declares: a model's answer has exactly those fields (an error), another
+    /// block's has at least those (a warning: it may have more).
+    fn check_output_field(&mut self, key: &str, field: &str, ptr: &str) {
+        let Some(raw) = self.raw_blocks.get(key) else {
+            return;
+        };
+        let Some(outputs) = raw.get("outputs").and_then(Value::as_object) else {
+            return;
+        };
+        let first = field.split('.').next().unwrap_or(field);
+        if outputs.contains_key(first) {
+            return;
+        }
+        let kind = raw.get("type").and_then(Value::as_str).unwrap_or("");
+        let exact = matches!(kind, "linear" | "synthesize");
+        let declared: Vec<&str> = outputs.keys().map(String::as_str).collect();
+        let message = format!(
+            "this reads `{first}` of block `{key}`'s result, but its `outputs` declare {}{}",
+            declared
+                .iter()
+                .map(|d| format!("`{d}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if exact {
+                ": its soul answers with exactly those fields, so the read is always empty"
+            } else {
+                " (a code, loop or workflow block may return more, so this may still work)"
+            }
+        );
+        let d = if exact {
+            Diagnostic::error(ptr, message)
+        } else {
+            Diagnostic::warning(ptr, message)
+        };
+        self.diags.push(d.hint_closest(
+            first,
+            declared.iter().copied(),
+            format!("declare `{first}` under the block's `outputs`, or read one it declares"),
+        ));
+    }
+
     /// A block's result (`block`, or a dispatch's `block.exit`) as runsight keeps it
     /// (text: a mapping or list as its JSON), or a field of it (read from its value).
     fn result_value(&mut self, reference: &str, ptr: &str) -> Option<String> {
@@ -538,8 +580,11 @@ impl Compiler<'_> {
             .map(|(i, _)| (&reference[..i], &reference[i + 1..]))
             .rev()
             .find(|(key, _)| self.dispatch_keys.iter().any(|k| k == key) || self.is_block(key));
-        if let Some((key, _)) = split {
+        if let Some((key, field)) = split {
             self.read_result(key, ptr);
+            if !matches!(field, "output" | "result") {
+                self.check_output_field(key, field, ptr);
+            }
         }
         match split {
             Some((key, "output" | "result")) => Some(whole(key)),

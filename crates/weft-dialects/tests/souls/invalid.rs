@@ -113,6 +113,8 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         // 49. A read of a block that only runs later (issue 37: a reference to a block
         // that cannot have run before this one).
         (doc(READS_LATER), 8, "block `a` reads the result of `b`, which cannot have run before it", "read a block that runs earlier"),
+        // 51. A field that a linear block's declared outputs do not have.
+        (doc("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    outputs: {title: str, body: str}\n  b:\n    type: linear\n    soul_ref: writer\n    inputs: {t: {from: a.titel}}\nworkflow:\n  name: w\n  entry: a\n  transitions:\n    - {from: a, to: b}\n"), 12, "this reads `titel` of block `a`'s result, but its `outputs` declare `title`, `body`", "did you mean `title`?"),
         // 50. A gate judging a block on another branch.
         (doc("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    exits: [{id: x, label: X}, {id: y, label: Y}]\n  b:\n    type: linear\n    soul_ref: writer\n  g:\n    type: gate\n    soul_ref: writer\n    eval_key: b\nworkflow:\n  name: w\n  entry: a\n  conditional_transitions:\n    - {from: a, x: b, y: g}\n"), 15, "block `g` reads the result of `b`, which cannot have run before it", "make `b` run before `g`"),
     ]
