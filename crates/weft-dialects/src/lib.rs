@@ -7,6 +7,10 @@
 //! specification does. Weft's native YAML/JSON format and the seed dialects (`tea`,
 //! `blocks`, `graph`, `souls`) are private modules reached only through the registry.
 //!
+//! It also owns the dataflow checks that run as a flow loads (what each block reads,
+//! against what the blocks before it produce: docs/dataflow.md), reading templates with
+//! `weft-expr` without evaluating them.
+//!
 //! Must not depend on the engine: it produces a [`Flow`] and diagnostics, nothing runs.
 
 mod blocks;
