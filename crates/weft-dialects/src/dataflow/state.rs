@@ -173,11 +173,117 @@ fn written_keys(flow: &Flow, start: Option<&str>) -> Option<HashSet<String>> {
 fn merged_keys(b: &Block) -> Option<Vec<String>> {
     match &b.kind {
         BlockKind::Transform(t) => t.output.0.as_object().map(|o| o.keys().cloned().collect()),
+        BlockKind::Code(c) if c.language == "prolog" => prolog_return_keys(&c.source),
         BlockKind::Code(c) if c.language == "python" => {
             let entry = c.entry.as_deref()?;
             let returns = function_return_keys(&c.source, entry)?;
             Some(returns.into_iter().flatten().collect())
         }
         _ => None,
+    }
+}
+
+/// The keys of a Prolog program's `return(Key, Value)` calls (the block's output is the
+/// object of the returned pairs), when every key is an atom written in the source;
+/// `None` when one is not (a variable, a helper that passes its key on).
+fn prolog_return_keys(source: &str) -> Option<Vec<String>> {
+    let code = without_prolog_comments(source);
+    let mut keys = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("return(") {
+        let before = rest[..at].chars().next_back();
+        let after = &rest[at + "return(".len()..];
+        rest = after;
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let arg = after.trim_start();
+        let (key, tail) = match arg.strip_prefix('\'') {
+            Some(quoted) => {
+                let end = quoted.find('\'')?;
+                (&quoted[..end], &quoted[end + 1..])
+            }
+            None => {
+                let end = arg
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(arg.len());
+                let atom = &arg[..end];
+                if !atom.starts_with(|c: char| c.is_ascii_lowercase()) {
+                    return None;
+                }
+                (atom, &arg[end..])
+            }
+        };
+        if !tail.trim_start().starts_with(',') {
+            return None;
+        }
+        if !keys.iter().any(|k| k == key) {
+            keys.push(key.to_owned());
+        }
+    }
+    Some(keys)
+}
+
+/// `source` without its `% ...` and `/* ... */` comments (quoted text kept as it is).
+fn without_prolog_comments(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    let mut chars = source.chars().peekable();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => {
+                quote = None;
+                out.push(c);
+            }
+            (Some(_), c) => out.push(c),
+            (None, '\'' | '"' | '`') => {
+                quote = Some(c);
+                out.push(c);
+            }
+            (None, '%') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            (None, '/') if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+            }
+            (None, c) => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prolog_return_keys;
+
+    #[test]
+    fn prolog_returns_with_atom_keys_are_known_and_any_other_key_is_not() {
+        assert_eq!(
+            prolog_return_keys(
+                "% return(Comment, 1).\nstate(x, X), Y is X + 1, return(y, Y), return('the total', Y)."
+            ),
+            Some(vec!["y".to_owned(), "the total".to_owned()])
+        );
+        assert_eq!(
+            prolog_return_keys("state(x, X), noreturn(a, X)."),
+            Some(vec![])
+        );
+        assert_eq!(prolog_return_keys("emit(K, V) :- return(K, V)."), None);
+        assert_eq!(
+            prolog_return_keys("/* return(x, 1) */ return( Key , 1)."),
+            None
+        );
     }
 }
