@@ -118,6 +118,62 @@ async fn a_plan_runs_in_waves_of_ready_subtasks_and_each_sees_its_dependencies()
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subtask_s_own_prompt_reads_the_subtask_and_the_results_so_far_from_the_state() {
+    // TEA's _execute_subtask: exec_state["current_subtask"] and
+    // exec_state["subtask_results"] are set on a copy of the state for the action; its
+    // planning examples read `state.subtask_results` in the executor's messages.
+    use weft_fakes::{FakeServer, Reply, Wire};
+    let server = FakeServer::start(
+        Wire::OpenAi,
+        vec![
+            plan_reply(json!([
+                {"id": "a", "description": "First", "dependencies": []},
+                {"id": "b", "description": "Second", "dependencies": ["a"]},
+            ])),
+            Reply::text("one"),
+            Reply::text("two"),
+        ],
+    )
+    .await;
+    let execute = format!(
+        r#"      subtask_executor:
+        action: llm.call
+        with:
+          model: gpt-4o-mini
+          api_base: "{}"
+          messages:
+            - role: user
+              content: "Do {{{{ state.current_subtask.description }}}}; done: {{{{ state.subtask_results | length }}}}{{% if state.subtask_results %}}, a said {{{{ state.subtask_results.a }}}}{{% endif %}}""#,
+        server.base_url()
+    );
+    let ran = run(&flow(&server.base_url(), &execute), json!({"topic": "tea"})).await;
+    assert_eq!(
+        ran.output()["executed"]["success"],
+        true,
+        "{}",
+        ran.output()
+    );
+    assert!(
+        ran.output().get("subtask_results").is_none(),
+        "the copy's keys stay in the branch"
+    );
+    let sent = server.received();
+    let asked: Vec<String> = sent[1..]
+        .iter()
+        .map(|r| {
+            r.body["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        ["Do First; done: 0", "Do Second; done: 1, a said one"]
+    );
+}
+
 /// A plan of `a`, then `bad` (after `a`): `file.read` of `ID.txt` runs each subtask,
 /// and there is no `bad.txt`.
 fn file_plan(strategy: &str) -> (tempfile::TempDir, String) {

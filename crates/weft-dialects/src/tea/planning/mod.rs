@@ -395,6 +395,18 @@ impl Compiler<'_> {
 /// The loop of waves: each runs the ready subtasks at once (at most `width`), applies
 /// their outcomes, plans again when the strategy asks, and waits before a retry.
 fn waves(executor: Block, width: u32, replan: Block) -> Block {
+    // TEA runs each subtask's action on a copy of the state holding `current_subtask`
+    // and `subtask_results`, so the executor's templates read them from `state`; the
+    // branches are isolated, so the copy's keys stay in the branch.
+    let mut context = Block::new(BlockKind::Passthrough);
+    context.data.set = IndexMap::from([
+        ("current_subtask".to_owned(), template("{{ subtask }}")),
+        (
+            "subtask_results".to_owned(),
+            template("{{ subtask_results }}"),
+        ),
+    ]);
+    let executor = Block::new(BlockKind::Sequence(vec![context, executor]));
     let mut wave = Block::new(BlockKind::Map(MapSpec {
         items: template("{{ carried.batch }}"),
         item_var: "subtask".into(),
