@@ -395,3 +395,56 @@ async fn a_flawed_read_is_refused_with_the_field_it_meant_before_any_run() {
         .await;
     assert!(!err, "{saved}");
 }
+
+/// Issue 39's prompts: one per dialect, listed with a cache lifetime for everyone, each
+/// carrying the dialect's reference and an example flow; a task is required.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_help_a_model_write_a_flow_in_each_dialect() {
+    use rmcp::model::{CacheScope, GetPromptRequestParams};
+    let s = session(McpOptions::default()).await;
+    let listed = s.client.list_prompts(None).await.unwrap();
+    let names: Vec<&str> = listed.prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        weft_dialects::registry::names()
+            .iter()
+            .map(|d| format!("write_{d}_flow"))
+            .collect::<Vec<_>>()
+    );
+    assert!(listed.ttl_ms.is_some_and(|t| t > 0), "{listed:?}");
+    assert_eq!(listed.cache_scope, Some(CacheScope::Public));
+    let task =
+        serde_json::Map::from_iter([("task".to_owned(), json!("count the words of a text"))]);
+    let got = s
+        .client
+        .get_prompt(GetPromptRequestParams::new("write_blocks_flow").with_arguments(task.clone()))
+        .await
+        .unwrap();
+    let text: String = got
+        .messages
+        .iter()
+        .map(|m| {
+            serde_json::to_value(&m.content).unwrap()["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    assert!(
+        text.contains("that does this: count the words of a text"),
+        "{text}"
+    );
+    assert!(text.contains("validate_flow"), "{text}");
+    assert!(text.contains("arrayField"), "the blocks reference: {text}");
+    assert!(text.contains("word-stats"), "the example flow: {text}");
+    for (name, args) in [
+        ("write_blocs_flow", task),
+        ("write_tea_flow", serde_json::Map::new()),
+    ] {
+        let refused = s
+            .client
+            .get_prompt(GetPromptRequestParams::new(name).with_arguments(args))
+            .await;
+        assert!(refused.is_err(), "{name}: {refused:?}");
+    }
+}
