@@ -459,10 +459,10 @@ pub fn reads(source: &str, as_expr: bool) -> Option<std::collections::HashSet<St
                 .undeclared_variables(true),
         );
     }
-    let texts = configured_env();
+    // The shared environment parses as a flow's own would (same syntax), without
+    // building and registering a new one for every template.
     Some(
-        texts
-            .template_from_str(source)
+        env.template_from_str(source)
             .ok()?
             .undeclared_variables(true),
     )
