@@ -103,6 +103,7 @@ fn unprovided_state_reads(flow: &Flow) -> Vec<Diagnostic> {
         block: "block",
         where_declared: "the flow's `state` does not declare it",
         unless: "",
+        declare_hint: |key| format!("declare `{key}`, or write it from a block"),
         start: None,
     };
     crate::dataflow::state::unprovided_reads(flow, &declared)

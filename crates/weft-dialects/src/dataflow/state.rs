@@ -39,6 +39,9 @@ pub(crate) struct Declared<'a> {
     /// What else may provide a key, for the message: " unless the run's input supplies
     /// it", or nothing.
     pub unless: &'a str,
+    /// The hint for key `key` when no declared or written key is close to it: how to
+    /// declare it in this dialect.
+    pub declare_hint: fn(key: &str) -> String,
     /// A block whose merged output is the declarations themselves (and the run's
     /// input), not a writer to learn keys from.
     pub start: Option<&'a str>,
@@ -77,7 +80,7 @@ pub(crate) fn unprovided_reads(flow: &Flow, declared: &Declared<'_>) -> Vec<Diag
             .hint_closest(
                 &key,
                 known.iter().copied(),
-                format!("declare `{key}`, or write it from a {}", declared.block),
+                (declared.declare_hint)(&key),
             );
             d.loc = loc;
             out.push(d);

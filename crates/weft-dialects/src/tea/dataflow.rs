@@ -19,6 +19,9 @@ pub(super) fn check(
         block: "node",
         where_declared: "neither initial_state nor state_schema declares it",
         unless: " unless the run's input supplies it",
+        declare_hint: |key| {
+            format!("declare it in state_schema (`{key}: str`), or write it from a node")
+        },
         start: Some("__start__"),
     };
     unprovided_reads(flow, &declared)
@@ -29,13 +32,6 @@ pub(super) fn check(
                 .and_then(|l| node_at.get(&l))
                 .cloned()
                 .unwrap_or_default();
-            d.hint = d.hint.map(|h| match h.strip_prefix("declare `") {
-                Some(rest) => format!(
-                    "declare it in state_schema (`{}: str`), or write it from a node",
-                    rest.split('`').next().unwrap_or_default()
-                ),
-                None => h,
-            });
             d
         })
         .collect()
