@@ -113,14 +113,7 @@ fn killed_server_finishes_every_accepted_run(env: &Env) {
     runtime.block_on(async {
         for id in &ids {
             loop {
-                let v: Value = client
-                    .get(format!("{base}/v1/runs/{id}"))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let v = support::get_run(&client, &base, id).await;
                 if v["status"] == "completed" {
                     break;
                 }

@@ -61,16 +61,7 @@ impl Cluster {
 
     /// What `sql` prints, one row a line, columns split by `|`.
     fn query(&self, sql: &str) -> String {
-        let out = Command::new("psql")
-            .args([self.url.as_str(), "-XtAc", sql])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{sql}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        support::psql(&self.url, sql)
     }
 
     fn count(&self, sql: &str) -> i64 {
@@ -427,14 +418,7 @@ async fn post(client: &reqwest::Client, url: String, body: Value) -> (u16, Value
 async fn until_status(client: &reqwest::Client, base: &str, id: &str, status: &str) -> Value {
     let since = Instant::now();
     loop {
-        let run: Value = client
-            .get(format!("{base}/v1/runs/{id}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let run = support::get_run(client, base, id).await;
         if run["status"] == status {
             return run;
         }
@@ -532,18 +516,7 @@ fn approvals_and_retries_on_api_nodes_are_driven_by_workers_started_later() {
 /// the answer journaled and announced once, the run resumed by a worker after the
 /// answer and after the retry.
 fn check_handed_over_log(db: &str, id: &str) {
-    let query = |sql: &str| {
-        let out = Command::new("psql")
-            .args([db, "-XtAc", sql])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    };
+    let query = |sql: &str| support::psql(db, sql);
     let rows = query(&format!(
         "SELECT seq, body FROM weft.events WHERE run_id = '{id}' ORDER BY seq"
     ));

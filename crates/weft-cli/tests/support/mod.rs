@@ -85,6 +85,29 @@ impl Env {
     }
 }
 
+/// Run `id` as `GET /v1/runs/{id}` of the server at `base` answers it.
+pub async fn get_run(client: &reqwest::Client, base: &str, id: &str) -> Value {
+    client
+        .get(format!("{base}/v1/runs/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// What `sql` prints on the database at `url`, one row a line, columns split by `|`
+/// (psql unaligned, tuples only); panics with psql's error when it fails.
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args([url, "-XtAc", sql])
+        .output()
+        .expect("psql runs");
+    assert!(out.status.success(), "{sql}: {}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 pub fn code(o: &Output) -> i32 {
     o.status.code().expect("weft was killed by a signal")
 }

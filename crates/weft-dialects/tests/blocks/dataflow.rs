@@ -3,6 +3,7 @@
 //! warnings). The rules are spec 000's data flow between blocks ("Data Flow Between
 //! Blocks"), applied to what the flow declares.
 
+use super::support::{assert_clean, assert_diagnostic};
 use weft_core::Severity;
 
 /// `(flawed, corrected, line, column, severity, words of the message, words of the hint)`.
@@ -130,30 +131,8 @@ fn text(name: &str) -> String {
 #[test]
 fn flawed_reads_are_located_and_corrected_flows_are_clean() {
     for (flawed, corrected, line, col, severity, message, hint) in CASES {
-        let flawed = text(flawed);
-        let found = match weft_dialects::load_str(&flawed, "f.yaml", None, Some("blocks")) {
-            Err(e) => e.diagnostics,
-            Ok(l) => l.warnings,
-        };
-        let d = found
-            .iter()
-            .find(|d| d.message.contains(message))
-            .unwrap_or_else(|| panic!("no `{message}` in {found:#?}\n{flawed}"));
-        let loc = d.loc.expect("located");
-        assert_eq!(
-            (loc.line, loc.col, d.severity),
-            (*line, *col, *severity),
-            "{d:#?}\n{flawed}"
-        );
-        assert!(d.hint.as_deref().unwrap_or("").contains(hint), "{d:#?}");
-
-        let corrected = text(corrected);
-        let loaded = weft_dialects::load_str(&corrected, "f.yaml", None, Some("blocks"))
-            .unwrap_or_else(|e| panic!("{:#?}\n{corrected}", e.diagnostics));
-        assert!(
-            loaded.warnings.is_empty(),
-            "{:#?}\n{corrected}",
-            loaded.warnings
-        );
+        let at = (*line, *col);
+        assert_diagnostic(&text(flawed), "blocks", message, at, *severity, hint);
+        assert_clean(&text(corrected), "blocks");
     }
 }

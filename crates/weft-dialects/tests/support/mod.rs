@@ -118,6 +118,43 @@ pub async fn run_in(text: &str, dialect: &str, input: Value, dir: &Path, env: En
     }
 }
 
+/// The diagnostic whose message contains `message` among those of loading `text` as
+/// `dialect` (its errors, or its warnings when it loads), checked to stand at `at`
+/// (line, column) with `severity` and a hint containing `hint`.
+pub fn assert_diagnostic(
+    text: &str,
+    dialect: &str,
+    message: &str,
+    at: (u32, u32),
+    severity: weft_core::Severity,
+    hint: &str,
+) -> weft_core::Diagnostic {
+    let found = match weft_dialects::load_str(text, "f.yaml", None, Some(dialect)) {
+        Err(e) => e.diagnostics,
+        Ok(l) => l.warnings,
+    };
+    let d = found
+        .iter()
+        .find(|d| d.message.contains(message))
+        .unwrap_or_else(|| panic!("no `{message}` in {found:#?}\n{text}"))
+        .clone();
+    let loc = d.loc.expect("located");
+    assert_eq!(
+        (loc.line, loc.col, d.severity),
+        (at.0, at.1, severity),
+        "{d:#?}\n{text}"
+    );
+    assert!(d.hint.as_deref().unwrap_or("").contains(hint), "{d:#?}");
+    d
+}
+
+/// Loads `text` as `dialect`, which must give neither an error nor a warning.
+pub fn assert_clean(text: &str, dialect: &str) {
+    let loaded = weft_dialects::load_str(text, "f.yaml", None, Some(dialect))
+        .unwrap_or_else(|e| panic!("{:#?}\n{text}", e.diagnostics));
+    assert!(loaded.warnings.is_empty(), "{:#?}\n{text}", loaded.warnings);
+}
+
 /// Checks invalid `dialect` documents: each `(file, line, message words, hint words)`
 /// fails to load with an error at that line whose text and hint contain those words.
 pub fn assert_invalid(dialect: &str, cases: &[(&str, u32, &str, &str)]) {

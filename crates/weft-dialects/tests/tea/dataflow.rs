@@ -3,13 +3,8 @@
 //! renders it as nothing); the same file corrected gets none, and reads that may be
 //! absent on purpose, or that an unknowable writer may provide, are left alone.
 
+use super::support::{assert_clean, assert_diagnostic};
 use weft_core::Severity;
-
-fn warnings(yaml: &str) -> Vec<weft_core::Diagnostic> {
-    let loaded = weft_dialects::load_str(yaml, "f.yaml", None, Some("tea"))
-        .unwrap_or_else(|e| panic!("{:#?}\n{yaml}", e.diagnostics));
-    loaded.warnings
-}
 
 const COUNTER: &str = "name: t\nnodes:\n  - name: inc\n    run: |\n      return {\"count\": state.get(\"count\", 0) + 1}\nedges:\n  - {from: __start__, to: inc}\n  - {from: inc, to: inc, when: \"state.COUNT < 3\"}\n  - {from: inc, to: __end__, when: \"state.COUNT >= 3\"}\n";
 
@@ -49,22 +44,17 @@ fn text(name: &str, key: &str) -> String {
 #[test]
 fn misspelt_state_reads_are_warned_of_and_corrected_files_are_clean() {
     for (flow, flawed, corrected, line, col, message, hint) in CASES {
-        let yaml = text(flow, flawed);
-        let found = warnings(&yaml);
-        let d = found
-            .iter()
-            .find(|d| d.message.contains(message))
-            .unwrap_or_else(|| panic!("no `{message}` in {found:#?}\n{yaml}"));
-        let loc = d.loc.expect("located");
-        assert_eq!(
-            (loc.line, loc.col, d.severity),
-            (*line, *col, Severity::Warning),
-            "{d:#?}"
+        let at = (*line, *col);
+        let d = assert_diagnostic(
+            &text(flow, flawed),
+            "tea",
+            message,
+            at,
+            Severity::Warning,
+            hint,
         );
         assert!(d.pointer.starts_with("/nodes/"), "{d:#?}");
-        assert!(d.hint.as_deref().unwrap_or("").contains(hint), "{d:#?}");
-        let clean = warnings(&text(flow, corrected));
-        assert!(clean.is_empty(), "{clean:#?}");
+        assert_clean(&text(flow, corrected), "tea");
     }
 }
 
@@ -78,7 +68,6 @@ fn reads_that_may_be_absent_on_purpose_or_written_unknowably_are_left_alone() {
         // A node whose return is not a literal dict may write any key.
         "name: t\nnodes:\n  - name: load\n    run: |\n      return dict(state[\"pairs\"])\n  - name: greet\n    uses: file.write\n    with: {path: out.txt, content: \"Hello {{ state.who }}\"}\n    output: written\nedges:\n  - {from: __start__, to: load}\n  - {from: load, to: greet}\n  - {from: greet, to: __end__}\n",
     ] {
-        let found = warnings(yaml);
-        assert!(found.is_empty(), "{found:#?}\n{yaml}");
+        assert_clean(yaml, "tea");
     }
 }

@@ -19,6 +19,18 @@ use serde_json::Value;
 use std::path::Path;
 pub use support::Ran;
 
+/// The text of the first message of each request a fake model server received.
+pub fn first_messages(sent: &[weft_fakes::Received]) -> Vec<String> {
+    sent.iter()
+        .map(|r| {
+            r.body["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
 /// Compiles `yaml` as a tea file in `dir` (or panics with the diagnostics).
 pub fn load(yaml: &str, dir: &Path) -> std::sync::Arc<weft_engine::Prepared> {
     support::load(yaml, dir, "tea")

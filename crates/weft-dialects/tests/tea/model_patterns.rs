@@ -257,15 +257,7 @@ nodes:
     assert_eq!(v["agents_called"], json!(["a", "b", "c"]));
     let sent = server.received();
     assert_eq!(sent.len(), 3);
-    let systems: Vec<String> = sent
-        .iter()
-        .map(|r| {
-            r.body["messages"][0]["content"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let systems = super::first_messages(&sent);
     for agent in ["You are A.", "You are B.", "You are C."] {
         assert!(systems.iter().any(|s| s == agent), "{systems:?}");
     }

@@ -159,15 +159,7 @@ async fn a_subtask_s_own_prompt_reads_the_subtask_and_the_results_so_far_from_th
         "the copy's keys stay in the branch"
     );
     let sent = server.received();
-    let asked: Vec<String> = sent[1..]
-        .iter()
-        .map(|r| {
-            r.body["messages"][0]["content"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let asked = super::first_messages(&sent[1..]);
     assert_eq!(
         asked,
         ["Do First; done: 0", "Do Second; done: 1, a said one"]
