@@ -1,5 +1,7 @@
 //! An in-memory store: everything the SQLite store keeps, gone when the process ends.
 
+mod triggers;
+
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -21,6 +23,7 @@ pub struct MemoryStore {
     /// Each run's events by `seq`.
     events: Mutex<HashMap<String, std::collections::BTreeMap<u64, Event>>>,
     scoped: Mutex<HashMap<String, serde_json::Value>>,
+    triggers: Mutex<triggers::Triggers>,
 }
 
 impl MemoryStore {
@@ -67,21 +70,18 @@ impl Store for MemoryStore {
 
     async fn create_run(&self, run: &RunRecord) -> Result<(), StoreError> {
         let mut runs = self.runs.lock().map_err(|_| poisoned())?;
-        if runs.contains_key(&run.id) {
-            return Err(StoreError::Conflict(format!(
-                "a run with id {} exists already",
-                run.id
-            )));
-        }
-        runs.insert(run.id.clone(), run.clone());
-        Ok(())
+        MemoryStore::insert_new_run(&mut runs, run)
     }
 
     async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError> {
+        let mut run = run.clone();
+        if run.status != weft_core::ports::RunStatus::Paused {
+            run.wake_ms = None;
+        }
         self.runs
             .lock()
             .map_err(|_| poisoned())?
-            .insert(run.id.clone(), run.clone());
+            .insert(run.id.clone(), run);
         Ok(())
     }
 
@@ -284,6 +284,7 @@ impl Store for MemoryStore {
         }
         run.status = weft_core::ports::RunStatus::Running;
         run.owner = Some(claim.owner);
+        run.wake_ms = None;
         run.updated_ms = claim.now_ms;
         if let Some(entry) = claim.entry {
             self.journals
@@ -315,5 +316,9 @@ impl Store for MemoryStore {
             .map_err(|e| StoreError::Conflict(format!("scoped state `{key}`: {e}")))?;
         docs.insert(key.to_owned(), next.clone());
         Ok(next)
+    }
+
+    fn triggers(&self) -> Option<&dyn weft_core::ports::TriggerStore> {
+        Some(self)
     }
 }

@@ -20,6 +20,7 @@ mod leases;
 mod listen;
 mod runs;
 mod schema;
+mod triggers;
 mod writer;
 
 use async_trait::async_trait;
@@ -401,6 +402,9 @@ impl Store for PostgresStore {
     }
     fn let_go(&self, run_id: &str) {
         self.leases.mark_lost(run_id);
+    }
+    fn triggers(&self) -> Option<&dyn weft_core::ports::TriggerStore> {
+        Some(self)
     }
 }
 

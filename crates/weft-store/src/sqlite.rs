@@ -11,6 +11,7 @@ mod events;
 mod journal;
 mod shared_values;
 mod sources;
+mod triggers;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -38,8 +39,8 @@ pub enum Durability {
 /// 2 added runs.scopes and the scoped table; 3 added runs.view; 4 added runs.settings
 /// and runs.retries; 5 the events table; 6 runs.flow_id; 8 moved the events into
 /// event_chunks; 9 the journal into journal_chunks; 10 compressed event chunks (which
-/// a version reading up to 9 could not read). Older files are upgraded on open.
-const SCHEMA_VERSION: i64 = 10;
+/// a version reading up to 9 could not read); 11 runs' timers and the trigger tables. Older files are upgraded on open.
+const SCHEMA_VERSION: i64 = 11;
 /// Appends committed together at most.
 const MAX_BATCH: usize = 4096;
 /// Requests waiting for the writer before senders wait too.
@@ -105,6 +106,8 @@ enum Request {
     Claim(Box<Claim>, Reply<Claimed>),
     Scoped(String, Reply<Option<serde_json::Value>>),
     ChangeScoped(String, Vec<ScopedChange>, Reply<serde_json::Value>),
+    /// Any other work on the connection, in turn with the rest (see [`SqliteStore::with`]).
+    With(Box<dyn FnOnce(&Connection) + Send>),
 }
 
 /// A durable store in one SQLite file.
@@ -165,6 +168,20 @@ impl SqliteStore {
         self.queue(make).await?.await.map_err(|_| stopped())?
     }
 
+    /// Runs `work` on the database thread's connection, in turn with every other
+    /// request (the thread serves one at a time), and returns what it returned.
+    async fn with<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.ask(|reply| {
+            Request::With(Box::new(move |conn| {
+                let _ = reply.send(work(conn));
+            }))
+        })
+        .await
+    }
+
     /// Sends a request to the writer thread; the receiver of its answer.
     async fn queue<T>(
         &self,
@@ -200,7 +217,7 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, val
          status TEXT NOT NULL, output TEXT, state TEXT, error TEXT, waiting TEXT,
          usage TEXT NOT NULL, owner TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
          scopes TEXT, view TEXT, settings TEXT, retries INTEGER NOT NULL DEFAULT 0,
-         flow_id TEXT);
+         flow_id TEXT, wake_ms INTEGER);
      CREATE TABLE IF NOT EXISTS sources (
          id TEXT PRIMARY KEY, name TEXT NOT NULL, dialect TEXT NOT NULL, text TEXT NOT NULL,
          created_ms INTEGER NOT NULL);
@@ -235,7 +252,12 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (8, events::MIGRATION),
     (9, journal::MIGRATION),
     (10, ""),
+    (11, "ALTER TABLE runs ADD COLUMN wake_ms INTEGER;"),
 ];
+
+/// Indexes on columns a migration may have added, made once the migrations ran.
+const LATE_SCHEMA: &str =
+    "CREATE INDEX IF NOT EXISTS runs_waking ON runs (wake_ms) WHERE wake_ms IS NOT NULL;";
 
 /// How long opening waits for other processes that hold the database's locks.
 const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -293,6 +315,8 @@ fn open_connection(path: &Path, durability: Durability) -> Result<Connection, Op
         Some(Ok(v)) => return Err(OpenError::TooNew(v)),
         Some(Err(_)) => return Err(OpenError::Foreign(tables)),
     }
+    tx.execute_batch(LATE_SCHEMA)?;
+    tx.execute_batch(triggers::SCHEMA)?;
     tx.commit()?;
     Ok(conn)
 }
@@ -442,7 +466,7 @@ fn parse_col(s: Option<String>) -> rusqlite::Result<Option<serde_json::Value>> {
     .transpose()
 }
 
-const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id";
+const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id, wake_ms";
 
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let status: String = r.get(7)?;
@@ -472,6 +496,7 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         retries: r.get(19)?,
         lease_until_ms: None,
         flow_id: r.get(20)?,
+        wake_ms: r.get(21)?,
     })
 }
 
@@ -495,14 +520,18 @@ fn list_runs(conn: &Connection, query: &RunQuery) -> Result<Vec<RunRecord>, Stor
     .map_err(|e| err("runs", e))
 }
 
-fn write_run(conn: &Connection, run: &RunRecord, insert: bool) -> Result<(), StoreError> {
+pub(crate) fn write_run(
+    conn: &Connection,
+    run: &RunRecord,
+    insert: bool,
+) -> Result<(), StoreError> {
     let sql = if insert {
         format!(
-            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
         )
     } else {
         format!(
-            "INSERT OR REPLACE INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+            "INSERT OR REPLACE INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
         )
     };
     conn.prepare_cached(&sql)
@@ -530,6 +559,7 @@ fn write_run(conn: &Connection, run: &RunRecord, insert: bool) -> Result<(), Sto
                 json_col(&run.settings),
                 run.retries,
                 run.flow_id,
+                run.wake_ms.filter(|_| run.status == RunStatus::Paused),
             ])
         })
         .map(|_| ())
@@ -592,7 +622,7 @@ fn claim_run(conn: &Connection, claim: Claim) -> Result<Claimed, StoreError> {
         return Ok(Claimed::Lost(Box::new(current)));
     }
     tx.execute(
-        "UPDATE runs SET status = 'running', owner = ?2, updated_ms = ?3 WHERE id = ?1",
+        "UPDATE runs SET status = 'running', owner = ?2, updated_ms = ?3, wake_ms = NULL WHERE id = ?1",
         params![current.id, claim.owner, claim.now_ms],
     )
     .map_err(|e| err("claim", e))?;
@@ -748,6 +778,7 @@ fn serve(conn: &Connection, req: Request) {
         Request::NextEventSeq(run_id, reply) => {
             let _ = reply.send(events::next_seq(conn, &run_id));
         }
+        Request::With(work) => work(conn),
         Request::Write(_) => unreachable!("handled by the writer loop"),
     }
 }
@@ -895,6 +926,9 @@ impl Store for SqliteStore {
     ) -> Result<serde_json::Value, StoreError> {
         self.ask(|r| Request::ChangeScoped(key.to_owned(), changes.to_vec(), r))
             .await
+    }
+    fn triggers(&self) -> Option<&dyn weft_core::ports::TriggerStore> {
+        Some(self)
     }
 }
 

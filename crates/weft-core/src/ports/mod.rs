@@ -9,6 +9,7 @@ pub mod listing;
 pub mod model;
 pub mod native;
 pub mod store;
+pub mod triggers;
 pub mod work;
 
 pub use code::*;
@@ -17,4 +18,5 @@ pub use listing::*;
 pub use model::*;
 pub use native::*;
 pub use store::*;
+pub use triggers::*;
 pub use work::*;

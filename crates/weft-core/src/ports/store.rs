@@ -138,6 +138,10 @@ pub struct RunRecord {
     /// store: [`Store::update_run`] does not write it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_until_ms: Option<i64>,
+    /// When a paused run waits for a time (a `wait` step), the earliest such time,
+    /// Unix milliseconds: a process that serves timers continues it then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_ms: Option<i64>,
 }
 
 /// The session, user and project a run belongs to. Each names a scoped-state document
@@ -286,6 +290,7 @@ impl RunRecord {
             settings: None,
             retries: 0,
             lease_until_ms: None,
+            wake_ms: None,
         }
     }
 }
@@ -539,5 +544,9 @@ pub trait Store: Send + Sync {
     /// process takes the run over once it lapses. Others need do nothing.
     fn let_go(&self, run_id: &str) {
         let _ = run_id;
+    }
+    /// The same database's schedules, webhooks and timers, where it keeps them.
+    fn triggers(&self) -> Option<&dyn crate::ports::TriggerStore> {
+        None
     }
 }

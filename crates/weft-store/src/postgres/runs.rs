@@ -10,9 +10,9 @@ use weft_core::ports::{Claim, Claimed, RunQuery, RunRecord, RunStats, RunStatus,
 use weft_core::usage::Usage;
 
 /// The columns a [`RunRecord`] is written to.
-const COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id";
+const COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id, wake_ms";
 /// The columns a [`RunRecord`] is read from: the written ones and the lease's end.
-const READ: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id, lease_expires_ms";
+const READ: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id, wake_ms, lease_expires_ms";
 
 fn json_col(v: &Option<serde_json::Value>) -> Option<String> {
     v.as_ref().map(|v| v.to_string())
@@ -62,7 +62,8 @@ fn from_row(r: &Row) -> Result<RunRecord, StoreError> {
         settings: parse_col(&id, "settings", r.get(18))?,
         retries: u32::try_from(retries).unwrap_or(0),
         flow_id: r.get(20),
-        lease_until_ms: if status == "running" { r.get(21) } else { None },
+        wake_ms: r.get(21),
+        lease_until_ms: if status == "running" { r.get(22) } else { None },
         id,
     })
 }
@@ -74,7 +75,7 @@ fn from_row(r: &Row) -> Result<RunRecord, StoreError> {
 /// another process has claimed the run since. A run that stops running lets its lease
 /// go; a run that becomes queued is ready for workers from now, and they are told.
 pub(super) async fn write(
-    client: &Client,
+    client: &impl GenericClient,
     leases: &Leases,
     run: &RunRecord,
     insert: bool,
@@ -121,6 +122,7 @@ pub(super) async fn write(
                 &json_col(&run.settings),
                 &retries,
                 &run.flow_id,
+                &run.wake_ms.filter(|_| run.status == RunStatus::Paused),
                 &if insert {
                     new_epoch
                 } else {
@@ -152,16 +154,16 @@ pub(super) async fn write(
     Ok(())
 }
 
-/// The statement [`write`] runs: `$22` is the new run's fencing number (insert) or
-/// the one this process holds (-1: none, unfenced), `$23` the lease's length.
+/// The statement [`write`] runs: `$23` is the new run's fencing number (insert) or
+/// the one this process holds (-1: none, unfenced), `$24` the lease's length.
 fn write_sql(insert: bool) -> String {
-    let values = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21";
+    let values = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22";
     let lease = format!(
-        "CASE WHEN $8 = 'running' AND $22::bigint > 0 THEN {NOW_MS} + $23::bigint END, CASE WHEN $8 = 'queued' THEN {NOW_MS} END"
+        "CASE WHEN $8 = 'running' AND $23::bigint > 0 THEN {NOW_MS} + $24::bigint END, CASE WHEN $8 = 'queued' THEN {NOW_MS} END"
     );
     let insert_sql = format!(
         "INSERT INTO weft.runs ({COLUMNS}, lease_epoch, lease_expires_ms, ready_ms)
-         VALUES ({values}, GREATEST($22::bigint, 0), {lease})"
+         VALUES ({values}, GREATEST($23::bigint, 0), {lease})"
     );
     if insert {
         return insert_sql;
@@ -178,7 +180,7 @@ fn write_sql(insert: bool) -> String {
                  THEN weft.runs.lease_expires_ms END,
              ready_ms = CASE WHEN excluded.status <> 'queued' THEN NULL
                  WHEN weft.runs.status = 'queued' THEN weft.runs.ready_ms ELSE {NOW_MS} END
-         WHERE $22::bigint < 0 OR weft.runs.lease_epoch = $22::bigint"
+         WHERE $23::bigint < 0 OR weft.runs.lease_epoch = $23::bigint"
     )
 }
 
@@ -307,7 +309,7 @@ pub(super) async fn claim(
             &format!(
                 "UPDATE weft.runs SET status = 'running', owner = $2, updated_ms = $3,
                      lease_epoch = lease_epoch + 1, lease_expires_ms = {NOW_MS} + $4,
-                     ready_ms = NULL
+                     ready_ms = NULL, wake_ms = NULL
                  WHERE id = $1 RETURNING lease_epoch"
             ),
             &[
@@ -354,7 +356,7 @@ pub(super) async fn claim_ready(
                      WHERE {waiting} LIMIT $2 FOR UPDATE SKIP LOCKED)
                  UPDATE weft.runs r SET status = 'running', owner = $1,
                      lease_epoch = r.lease_epoch + 1, lease_expires_ms = {NOW_MS} + $3,
-                     updated_ms = {NOW_MS}, ready_ms = NULL
+                     updated_ms = {NOW_MS}, ready_ms = NULL, wake_ms = NULL
                  FROM picked WHERE r.id = picked.id
                  RETURNING {}, r.lease_epoch, picked.was, picked.was_owner",
                 READ.split(", ")
@@ -372,7 +374,7 @@ pub(super) async fn claim_ready(
         for row in rows {
             let mut run = from_row(&row)?;
             let (epoch, was, was_owner): (i64, &str, Option<String>) =
-                (row.get(22), row.get(23), row.get(24));
+                (row.get(23), row.get(24), row.get(25));
             leases.hold(&run.id, epoch, since);
             run.status = RunStatus::parse(was).unwrap_or(RunStatus::Running);
             run.owner = was_owner;

@@ -17,7 +17,7 @@ use deadpool_postgres::{Client, Transaction};
 use weft_core::ports::StoreError;
 
 /// The schema version this Weft writes; a database at a higher one is refused.
-pub(super) const SCHEMA_VERSION: i64 = 1;
+pub(super) const SCHEMA_VERSION: i64 = 2;
 
 /// The advisory lock key that serializes schema creation (any constant of Weft's own).
 const SCHEMA_LOCK: i64 = 0x5745_4654_0001;
@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS weft.runs (
     status text NOT NULL, output text, state text, error text, waiting text,
     usage text NOT NULL, owner text, created_ms bigint NOT NULL, updated_ms bigint NOT NULL,
     scopes text, view text, settings text, retries integer NOT NULL DEFAULT 0,
-    flow_id text,
+    flow_id text, wake_ms bigint,
     lease_epoch bigint NOT NULL DEFAULT 0, lease_expires_ms bigint, ready_ms bigint);
 CREATE INDEX IF NOT EXISTS runs_by_time ON weft.runs (created_ms DESC, id DESC);
 CREATE INDEX IF NOT EXISTS runs_by_status ON weft.runs (status, created_ms DESC, id DESC);
@@ -55,10 +55,23 @@ CREATE INDEX IF NOT EXISTS journal_by_run ON weft.journal (run_id, id);
 CREATE TABLE IF NOT EXISTS weft.events (
     run_id text COLLATE "C" NOT NULL, seq bigint NOT NULL, at_ms bigint NOT NULL,
     body text NOT NULL, PRIMARY KEY (run_id, seq));
+CREATE TABLE IF NOT EXISTS weft.schedules (id text COLLATE "C" PRIMARY KEY, doc text NOT NULL);
+CREATE TABLE IF NOT EXISTS weft.hooks (name text COLLATE "C" PRIMARY KEY, doc text NOT NULL);
+CREATE TABLE IF NOT EXISTS weft.firings (
+    schedule_id text COLLATE "C" NOT NULL, fire_ms bigint NOT NULL, outcome text NOT NULL,
+    run_id text, missed integer NOT NULL, at_ms bigint NOT NULL,
+    PRIMARY KEY (schedule_id, fire_ms));
 "#;
 
+/// Indexes on columns a migration may have added, made once the migrations ran.
+const LATE_SCHEMA: &str =
+    "CREATE INDEX IF NOT EXISTS runs_waking ON weft.runs (wake_ms) WHERE status = 'paused';";
+
 /// What each schema version adds to the one before, by the version it leads to.
-const MIGRATIONS: &[(i64, &str)] = &[];
+const MIGRATIONS: &[(i64, &str)] = &[(
+    2,
+    "ALTER TABLE weft.runs ADD COLUMN IF NOT EXISTS wake_ms bigint;",
+)];
 
 /// Creates Weft's schema, or checks and upgrades the one there; `shown` names the
 /// database in errors.
@@ -87,6 +100,9 @@ pub(super) async fn prepare(client: &mut Client, shown: &str) -> Result<(), Stor
             .await
             .map_err(|e| pg_err("upgrading Weft's tables", e))?;
     }
+    tx.batch_execute(LATE_SCHEMA)
+        .await
+        .map_err(|e| pg_err("creating Weft's indexes", e))?;
     tx.execute(
         "INSERT INTO weft.meta (key, value) VALUES ('schema_version', $1)
          ON CONFLICT (key) DO UPDATE SET value = excluded.value",
