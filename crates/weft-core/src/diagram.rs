@@ -194,6 +194,7 @@ impl Diagram {
             BlockKind::Handler(h) => self.leaf(b, path, format!("handler {}", h.name)),
             BlockKind::Action(a) => self.leaf(b, path, format!("action {}", a.uses)),
             BlockKind::Approval(_) => self.leaf(b, path, "approval".into()),
+            BlockKind::Wait(_) => self.leaf(b, path, "wait".into()),
             BlockKind::Passthrough => self.leaf(b, path, String::new()),
             BlockKind::Transform(_) => self.leaf(b, path, "transform".into()),
             BlockKind::SubFlow(s) => self.leaf(b, path, format!("subflow {}", s.flow)),

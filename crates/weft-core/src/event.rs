@@ -283,6 +283,18 @@ pub enum EventKind {
         /// Allowed decisions.
         options: Vec<String>,
     },
+    /// A `wait` step set its timer: the run pauses until then.
+    TimerSet {
+        /// The wait's step key.
+        key: String,
+        /// When it wakes, Unix milliseconds.
+        until_ms: i64,
+    },
+    /// A `wait` step's time came and the run goes on.
+    TimerFired {
+        /// The wait's step key.
+        key: String,
+    },
     /// An approval was answered.
     ApprovalAnswered {
         /// The approval's step key.

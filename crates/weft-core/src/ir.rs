@@ -270,6 +270,9 @@ pub enum BlockKind {
     Action(ActionSpec),
     /// Suspend until a person or program answers.
     Approval(ApprovalSpec),
+    /// Suspend until a time (durably: no process holds the run meanwhile), or until a
+    /// person continues it, when it also asks for an approval.
+    Wait(WaitSpec),
     /// Return the input unchanged.
     Passthrough,
     /// Compute the output from templates over the input and state.
@@ -299,6 +302,7 @@ impl BlockKind {
         "handler",
         "action",
         "approval",
+        "wait",
         "passthrough",
         "transform",
         "sequence",
@@ -319,6 +323,7 @@ impl BlockKind {
             BlockKind::Handler(_) => "handler",
             BlockKind::Action(_) => "action",
             BlockKind::Approval(_) => "approval",
+            BlockKind::Wait(_) => "wait",
             BlockKind::Passthrough => "passthrough",
             BlockKind::Transform(_) => "transform",
             BlockKind::Sequence(_) => "sequence",
@@ -346,6 +351,7 @@ impl BlockKind {
                 | BlockKind::Handler(_)
                 | BlockKind::Action(_)
                 | BlockKind::Approval(_)
+                | BlockKind::Wait(_)
         )
     }
 }
@@ -832,6 +838,59 @@ pub struct ApprovalSpec {
     /// The decisions the approver may give; the chosen one is the block's exit handle.
     #[serde(default = "default_decisions")]
     pub options: Vec<String>,
+}
+
+/// A point where the run waits for a time: `for` a duration from when it is reached, or
+/// `until` a moment. Its output is its input; its exit is `elapsed`, or the decision
+/// of the person who continued it early (`or_approval`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitSpec {
+    /// How long (a template): `30s`, `2h`, `1h 30m`, `3 days`.
+    #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
+    pub duration: Option<Template>,
+    /// Until when (a template): an RFC 3339 time with its offset
+    /// (`2026-12-01T09:00:00+01:00`) or Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Template>,
+    /// Lets a person continue the run before the time, as an approval does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub or_approval: Option<ApprovalSpec>,
+}
+
+/// The exit of a `wait` whose time came.
+pub const WAIT_ELAPSED: &str = "elapsed";
+
+/// The milliseconds a `wait`'s rendered `for` stands for (`30s`, `2h 30m`, `1500ms`,
+/// or a bare number of seconds), or why it stands for none.
+pub fn parse_wait_for(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    if let Ok(seconds) = text.parse::<f64>() {
+        if seconds.is_finite() && seconds >= 0.0 {
+            return Ok((seconds * 1000.0) as u64);
+        }
+        return Err(format!("`{text}` is not a duration: it is negative"));
+    }
+    humantime::parse_duration(text)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .map_err(|e| {
+            format!("`{text}` is not a duration ({e}); write it like `30s`, `2h` or `1h 30m`")
+        })
+}
+
+/// The Unix milliseconds a `wait`'s rendered `until` names: an RFC 3339 time with its
+/// offset (`2026-12-01T09:00:00+01:00`, `...Z`), or a whole number of Unix
+/// milliseconds; or why it names none.
+pub fn parse_wait_until(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    if let Ok(ms) = text.parse::<i64>() {
+        return Ok(ms);
+    }
+    text.parse::<jiff::Timestamp>()
+        .map(|t| t.as_millisecond())
+        .map_err(|e| {
+            format!("`{text}` is not a time ({e}); write it in RFC 3339 with an offset, like `2026-12-01T09:00:00+01:00`, or as Unix milliseconds")
+        })
 }
 
 fn default_decisions() -> Vec<String> {

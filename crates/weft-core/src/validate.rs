@@ -238,6 +238,17 @@ fn block_sites<'a>(ptr: &str, b: &'a Block, out: &mut Vec<ExprSite<'a>>) {
                 out.push(tmpl(format!("{ptr}/approval/prompt"), p));
             }
         }
+        BlockKind::Wait(w) => {
+            if let Some(d) = &w.duration {
+                out.push(tmpl(format!("{ptr}/wait/for"), d));
+            }
+            if let Some(u) = &w.until {
+                out.push(tmpl(format!("{ptr}/wait/until"), u));
+            }
+            if let Some(p) = w.or_approval.as_ref().and_then(|a| a.prompt.as_ref()) {
+                out.push(tmpl(format!("{ptr}/wait/or_approval/prompt"), p));
+            }
+        }
         BlockKind::Transform(t) => {
             push_value_sites(format!("{ptr}/transform/output"), &t.output.0, out);
             if let Some(e) = &t.exit {
@@ -640,6 +651,7 @@ fn check_block(b: &Block, ptr: &str, subflows: &[&str], diags: &mut Vec<Diagnost
                 );
             }
         }
+        BlockKind::Wait(w) => check_wait(w, ptr, diags),
         BlockKind::Passthrough | BlockKind::Transform(_) => {}
         BlockKind::Sequence(steps) => {
             if steps.is_empty() {
@@ -714,6 +726,42 @@ fn check_block(b: &Block, ptr: &str, subflows: &[&str], diags: &mut Vec<Diagnost
                 ));
             }
         }
+    }
+}
+
+/// A `wait` names exactly one of `for` and `until`, each a duration or a time when it
+/// is not a template, and an `or_approval` with options.
+fn check_wait(w: &WaitSpec, ptr: &str, diags: &mut Vec<Diagnostic>) {
+    fn literal(t: &Template) -> Option<&str> {
+        (!t.0.contains("{{") && !t.0.contains("{%")).then_some(t.0.as_str())
+    }
+    match (&w.duration, &w.until) {
+        (Some(_), Some(_)) | (None, None) => diags.push(
+            Diagnostic::error(
+                format!("{ptr}/wait"),
+                "a wait names exactly one of `for` (a duration) and `until` (a time)",
+            )
+            .hint("wait: {for: 2h} or wait: {until: \"2026-12-01T09:00:00+01:00\"}"),
+        ),
+        (Some(d), None) => {
+            if let Some(Err(e)) = literal(d).map(parse_wait_for) {
+                diags.push(Diagnostic::error(format!("{ptr}/wait/for"), e));
+            }
+        }
+        (None, Some(u)) => {
+            if let Some(Err(e)) = literal(u).map(parse_wait_until) {
+                diags.push(Diagnostic::error(format!("{ptr}/wait/until"), e));
+            }
+        }
+    }
+    if w.or_approval.as_ref().is_some_and(|a| a.options.is_empty()) {
+        diags.push(
+            Diagnostic::error(
+                format!("{ptr}/wait/or_approval/options"),
+                "an approval needs at least one option",
+            )
+            .hint("the default is [approve, reject]"),
+        );
     }
 }
 

@@ -59,7 +59,7 @@ pub struct Revision {
 pub type RunHandle = tokio::task::JoinHandle<Result<RunResult, EngineError>>;
 
 /// How a drive begins.
-enum Entry {
+pub(crate) enum Entry {
     /// A new run, from its start.
     New,
     /// A run continued from its journal.
@@ -304,7 +304,7 @@ impl Engine {
     }
 
     /// Runs `drive` with a clone of this engine on its own task.
-    fn spawn<F>(&self, drive: impl FnOnce(Engine) -> F) -> RunHandle
+    pub(crate) fn spawn<F>(&self, drive: impl FnOnce(Engine) -> F) -> RunHandle
     where
         F: std::future::Future<Output = Result<RunResult, EngineError>> + Send + 'static,
     {
@@ -425,6 +425,25 @@ impl Engine {
         opts: RunOptions,
         queued: bool,
     ) -> Result<RunRecord, EngineError> {
+        let mut rec = self.new_record(prepared, input, opts).await?;
+        if !queued {
+            rec.status = RunStatus::Running;
+            rec.owner = Some(self.inner.owner.clone());
+        }
+        self.inner.store.create_run(&rec).await?;
+        Ok(rec)
+    }
+
+    /// Stores the flow (and its text) and returns a new `queued` run of it, owned by no
+    /// process, which is not stored yet: for a caller that stores it together with
+    /// something else (a schedule's firing), then starts it with
+    /// [`Engine::start_queued`] or leaves it to the workers.
+    pub async fn new_record(
+        &self,
+        prepared: &Prepared,
+        input: Option<Value>,
+        opts: RunOptions,
+    ) -> Result<RunRecord, EngineError> {
         let store = &self.inner.store;
         if !self.inner.has_stored(&prepared.hash) {
             store.put_flow(&prepared.hash, &prepared.ir_json).await?;
@@ -436,7 +455,6 @@ impl Engine {
             store.put_source(source).await?;
             self.inner.remember_stored(&source.id);
         }
-        let now = now_ms() as i64;
         let input = input
             .or_else(|| prepared.flow.input.clone())
             .unwrap_or_else(|| Value::Object(Default::default()));
@@ -445,7 +463,7 @@ impl Engine {
             prepared.hash.clone(),
             prepared.flow.name.clone(),
             input,
-            now,
+            now_ms() as i64,
         );
         rec.source = opts.source;
         rec.source_hash = opts.source_hash;
@@ -454,12 +472,7 @@ impl Engine {
         rec.view = opts.view;
         rec.settings = opts.settings;
         rec.flow_id = opts.flow_source.map(|s| s.id);
-        if queued {
-            rec.status = RunStatus::Queued;
-        } else {
-            rec.owner = Some(self.inner.owner.clone());
-        }
-        store.create_run(&rec).await?;
+        rec.status = RunStatus::Queued;
         Ok(rec)
     }
 
@@ -496,7 +509,7 @@ impl Engine {
         Ok(prepared)
     }
 
-    async fn load(&self, run_id: &str) -> Result<RunRecord, EngineError> {
+    pub(crate) async fn load(&self, run_id: &str) -> Result<RunRecord, EngineError> {
         self.inner
             .store
             .get_run(run_id)
@@ -560,7 +573,11 @@ impl Engine {
     }
 
     /// Continues a run this process has taken, from its journal.
-    async fn continue_run(&self, rec: RunRecord, entry: Entry) -> Result<RunResult, EngineError> {
+    pub(crate) async fn continue_run(
+        &self,
+        rec: RunRecord,
+        entry: Entry,
+    ) -> Result<RunResult, EngineError> {
         let prepared = self.stored_flow(&rec).await?;
         let journal = self.inner.store.journal(&rec.id).await?;
         self.drive(rec, prepared, journal, entry).await
@@ -568,7 +585,7 @@ impl Engine {
 
     /// Takes `rec` for this process if it is still in one of the statuses `from` (and
     /// has the owner `owner_was`, when given), appending `entry` in the same step.
-    async fn take(
+    pub(crate) async fn take(
         &self,
         rec: &RunRecord,
         from: Vec<RunStatus>,
@@ -686,9 +703,17 @@ impl Engine {
                 )));
             }
         };
-        let options: Vec<&str> = waiting
+        let waited = waiting
             .iter()
-            .find(|w| w.get("key").and_then(Value::as_str) == Some(key.as_str()))
+            .find(|w| w.get("key").and_then(Value::as_str) == Some(key.as_str()));
+        if let Some(w) = waited.filter(|w| w.get("timer_only") == Some(&Value::Bool(true))) {
+            let until = w.get("wake_ms").and_then(Value::as_i64).unwrap_or_default();
+            return Err(EngineError::Refused(format!(
+                "`{key}` of run {} waits until {until} (Unix ms) and takes no answer; give the wait an `or_approval` to let a person continue it early",
+                rec.id
+            )));
+        }
+        let options: Vec<&str> = waited
             .and_then(|w| w.get("options")?.as_array())
             .map(|o| o.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
@@ -974,6 +999,7 @@ impl Engine {
                     .map(|p| serde_json::to_value(p).unwrap_or(Value::Null))
                     .collect();
                 rec.waiting = Some(Value::Array(waiting.clone()));
+                rec.wake_ms = suspension.pending.iter().filter_map(|p| p.wake_ms).min();
                 run.emitter.emit(|| EventKind::RunPaused {
                     waiting: Value::Array(waiting.clone()),
                 });

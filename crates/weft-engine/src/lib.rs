@@ -20,6 +20,7 @@ mod exec;
 pub mod inspect;
 mod prepared;
 mod run;
+mod timers;
 mod underway;
 
 pub use driver::{EngineError, Revision, RunHandle, RunOptions, RunResult};

@@ -201,12 +201,31 @@ impl Outcome {
     }
 }
 
-/// An approval the run waits for.
+/// An approval or a timer the run waits for.
 #[derive(Debug, Clone, serde::Serialize)]
 pub(crate) struct Pending {
     pub(crate) key: String,
     pub(crate) prompt: String,
     pub(crate) options: Vec<String>,
+    /// When a `wait` wakes, Unix milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) wake_ms: Option<i64>,
+    /// A `wait` without `or_approval` takes no answer: only its time continues it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) timer_only: bool,
+}
+
+impl Pending {
+    /// An approval's question.
+    pub(crate) fn approval(key: String, prompt: String, options: Vec<String>) -> Pending {
+        Pending {
+            key,
+            prompt,
+            options,
+            wake_ms: None,
+            timer_only: false,
+        }
+    }
 }
 
 /// A run that waits: the approvals it waits for, and the state writes made before it

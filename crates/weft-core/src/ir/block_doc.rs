@@ -9,7 +9,7 @@ use super::*;
 #[serde(deny_unknown_fields)]
 #[schemars(
     title = "Block",
-    description = "A step: exactly one kind key (llm, code, handler, action, approval, passthrough, transform, sequence, parallel, map, loop, branch, graph, subflow) plus optional common keys."
+    description = "A step: exactly one kind key (llm, code, handler, action, approval, wait, passthrough, transform, sequence, parallel, map, loop, branch, graph, subflow) plus optional common keys."
 )]
 pub(super) struct BlockDoc {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,6 +31,8 @@ pub(super) struct BlockDoc {
     action: Option<ActionSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     approval: Option<ApprovalSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    wait: Option<WaitSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     passthrough: Option<PassthroughSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,6 +102,9 @@ impl TryFrom<BlockDoc> for Block {
         }
         if let Some(s) = d.approval {
             kinds.push(BlockKind::Approval(s));
+        }
+        if let Some(s) = d.wait {
+            kinds.push(BlockKind::Wait(s));
         }
         if d.passthrough.is_some() {
             kinds.push(BlockKind::Passthrough);
@@ -195,6 +200,7 @@ impl Serialize for Block {
             BlockKind::Handler(v) => m.serialize_entry(key, v)?,
             BlockKind::Action(v) => m.serialize_entry(key, v)?,
             BlockKind::Approval(v) => m.serialize_entry(key, v)?,
+            BlockKind::Wait(v) => m.serialize_entry(key, v)?,
             BlockKind::Passthrough => m.serialize_entry(key, &PassthroughSpec {})?,
             BlockKind::Transform(v) => m.serialize_entry(key, v)?,
             BlockKind::Sequence(v) => m.serialize_entry(key, v)?,
@@ -293,6 +299,7 @@ mod tests {
             BlockKind::Handler(s) => d.handler = Some(s.clone()),
             BlockKind::Action(s) => d.action = Some(s.clone()),
             BlockKind::Approval(s) => d.approval = Some(s.clone()),
+            BlockKind::Wait(s) => d.wait = Some(s.clone()),
             BlockKind::Passthrough => d.passthrough = Some(PassthroughSpec {}),
             BlockKind::Transform(s) => d.transform = Some(s.clone()),
             BlockKind::Sequence(s) => d.sequence = Some(s.clone()),

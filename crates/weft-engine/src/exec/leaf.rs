@@ -151,11 +151,11 @@ pub(crate) fn approval(cx: &Cx<'_>, a: &ApprovalSpec) -> Exec {
     });
     Err(Stop::Suspended(Suspension {
         patch: Patch::default(),
-        pending: vec![Pending {
-            key: cx.key.to_string(),
+        pending: vec![Pending::approval(
+            cx.key.to_string(),
             prompt,
-            options: a.options.clone(),
-        }],
+            a.options.clone(),
+        )],
     }))
 }
 

@@ -7,6 +7,7 @@ mod graph;
 mod leaf;
 mod llm;
 mod stall;
+mod wait;
 
 use crate::run::{Cx, Exec, Outcome, Recorded, Stop};
 use futures::future::BoxFuture;
@@ -355,6 +356,7 @@ async fn dispatch(cx: &Cx<'_>, block: &Block) -> Exec {
         BlockKind::Passthrough => Ok(Outcome::of(cx.input.clone())),
         BlockKind::Transform(t) => leaf::transform(cx, t),
         BlockKind::Approval(a) => leaf::approval(cx, a),
+        BlockKind::Wait(w) => boxed(wait::run(cx, w)).await,
         BlockKind::Llm(s) => boxed(leaf::journaled(ecx, outside, llm::run(ecx, s))).await,
         BlockKind::Embed(s) => boxed(leaf::journaled(ecx, outside, embed::run(ecx, s))).await,
         BlockKind::Code(s) => boxed(leaf::journaled(ecx, Reach::Inputs, leaf::code(ecx, s))).await,
