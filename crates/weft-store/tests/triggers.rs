@@ -46,6 +46,7 @@ fn firing(fire_ms: i64, outcome: FiringOutcome, run_id: Option<&str>) -> Firing 
         run_id: run_id.map(str::to_owned),
         missed: 0,
         at_ms: fire_ms + 3,
+        error: None,
     }
 }
 
@@ -153,6 +154,9 @@ async fn firings_list_latest_first_and_a_queued_one_starts_once() {
         let t = triggers(&store);
         let mut skipped = firing(1_000, FiringOutcome::Skipped, None);
         skipped.missed = 3;
+        let mut failed = firing(500, FiringOutcome::Failed, None);
+        failed.error = Some("no flow called `hello`".into());
+        assert!(t.record_firing(&failed, None).await.unwrap());
         assert!(t.record_firing(&skipped, None).await.unwrap());
         assert!(!t.record_firing(&skipped, None).await.unwrap(), "{name}");
         let queued = firing(2_000, FiringOutcome::Queued, None);
@@ -177,7 +181,8 @@ async fn firings_list_latest_first_and_a_queued_one_starts_once() {
             listed,
             vec![
                 firing(2_000, FiringOutcome::Started, Some("q1")),
-                skipped.clone()
+                skipped.clone(),
+                failed
             ],
             "{name}"
         );

@@ -88,6 +88,8 @@ pub enum FiringOutcome {
     Skipped,
     /// It started nothing: it was missed and the catch-up policy starts none.
     Missed,
+    /// Its run could not be made (the flow is gone or no longer valid): see its error.
+    Failed,
 }
 
 impl FiringOutcome {
@@ -98,6 +100,7 @@ impl FiringOutcome {
             FiringOutcome::Queued => "queued",
             FiringOutcome::Skipped => "skipped",
             FiringOutcome::Missed => "missed",
+            FiringOutcome::Failed => "failed",
         }
     }
 
@@ -108,6 +111,7 @@ impl FiringOutcome {
             "queued" => FiringOutcome::Queued,
             "skipped" => FiringOutcome::Skipped,
             "missed" => FiringOutcome::Missed,
+            "failed" => FiringOutcome::Failed,
             _ => return None,
         })
     }
@@ -128,6 +132,9 @@ pub struct Firing {
     /// How many earlier missed fire times it stands for (catch-up `last` or `none`).
     #[serde(default)]
     pub missed: u32,
+    /// Why it failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// When it was recorded, Unix milliseconds.
     pub at_ms: i64,
 }

@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS weft.schedules (id text COLLATE "C" PRIMARY KEY, doc 
 CREATE TABLE IF NOT EXISTS weft.hooks (name text COLLATE "C" PRIMARY KEY, doc text NOT NULL);
 CREATE TABLE IF NOT EXISTS weft.firings (
     schedule_id text COLLATE "C" NOT NULL, fire_ms bigint NOT NULL, outcome text NOT NULL,
-    run_id text, missed integer NOT NULL, at_ms bigint NOT NULL,
+    run_id text, missed integer NOT NULL, at_ms bigint NOT NULL, error text,
     PRIMARY KEY (schedule_id, fire_ms));
 "#;
 

@@ -114,6 +114,7 @@ fn firing_from_row(schedule_id: &str, r: &tokio_postgres::Row) -> Result<Firing,
         run_id: r.get(2),
         missed: u32::try_from(missed).unwrap_or(0),
         at_ms: r.get(4),
+        error: r.get(5),
     })
 }
 
@@ -154,8 +155,8 @@ impl TriggerStore for PostgresStore {
         let missed = i32::try_from(firing.missed).unwrap_or(i32::MAX);
         let inserted = tx
             .execute(
-                "INSERT INTO weft.firings (schedule_id, fire_ms, outcome, run_id, missed, at_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+                "INSERT INTO weft.firings (schedule_id, fire_ms, outcome, run_id, missed, at_ms, error)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
                 &[
                     &firing.schedule_id,
                     &firing.fire_ms,
@@ -163,6 +164,7 @@ impl TriggerStore for PostgresStore {
                     &firing.run_id,
                     &missed,
                     &firing.at_ms,
+                    &firing.error,
                 ],
             )
             .await
@@ -208,7 +210,7 @@ impl TriggerStore for PostgresStore {
             .client()
             .await?
             .query(
-                "SELECT fire_ms, outcome, run_id, missed, at_ms FROM weft.firings
+                "SELECT fire_ms, outcome, run_id, missed, at_ms, error FROM weft.firings
                  WHERE schedule_id = $1 ORDER BY fire_ms DESC LIMIT $2",
                 &[&schedule_id, &limit],
             )

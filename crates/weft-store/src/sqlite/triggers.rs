@@ -18,7 +18,7 @@ pub(super) const SCHEMA: &str =
      CREATE TABLE IF NOT EXISTS hooks (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
      CREATE TABLE IF NOT EXISTS firings (
          schedule_id TEXT NOT NULL, fire_ms INTEGER NOT NULL, outcome TEXT NOT NULL,
-         run_id TEXT, missed INTEGER NOT NULL, at_ms INTEGER NOT NULL,
+         run_id TEXT, missed INTEGER NOT NULL, at_ms INTEGER NOT NULL, error TEXT,
          PRIMARY KEY (schedule_id, fire_ms)) WITHOUT ROWID;";
 
 /// Writes document `doc` under `key` in `table` (`create`: only if there is none).
@@ -113,15 +113,16 @@ fn record_firing(
         .map_err(|e| err("firings", e))?;
     let inserted = tx
         .execute(
-            "INSERT OR IGNORE INTO firings (schedule_id, fire_ms, outcome, run_id, missed, at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT OR IGNORE INTO firings (schedule_id, fire_ms, outcome, run_id, missed, at_ms, error)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 firing.schedule_id,
                 firing.fire_ms,
                 firing.outcome.as_str(),
                 firing.run_id,
                 firing.missed,
-                firing.at_ms
+                firing.at_ms,
+                firing.error
             ],
         )
         .map_err(|e| err("firings", e))?;
@@ -158,22 +159,32 @@ fn start_queued_firing(
     Ok(true)
 }
 
+/// A firing's columns: fire time, outcome, run, missed count, when, error.
+type FiringRow = (i64, String, Option<String>, u32, i64, Option<String>);
+
 fn firings(conn: &Connection, schedule_id: &str, limit: usize) -> Result<Vec<Firing>, StoreError> {
     let mut stmt = conn
         .prepare_cached(
-            "SELECT fire_ms, outcome, run_id, missed, at_ms FROM firings
+            "SELECT fire_ms, outcome, run_id, missed, at_ms, error FROM firings
              WHERE schedule_id = ?1 ORDER BY fire_ms DESC LIMIT ?2",
         )
         .map_err(|e| err("firings", e))?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows: Vec<(i64, String, Option<String>, u32, i64)> = stmt
+    let rows: Vec<FiringRow> = stmt
         .query_map(params![schedule_id, limit], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
         })
         .and_then(|rows| rows.collect())
         .map_err(|e| err("firings", e))?;
     rows.into_iter()
-        .map(|(fire_ms, outcome, run_id, missed, at_ms)| {
+        .map(|(fire_ms, outcome, run_id, missed, at_ms, error)| {
             Ok(Firing {
                 schedule_id: schedule_id.to_owned(),
                 fire_ms,
@@ -183,6 +194,7 @@ fn firings(conn: &Connection, schedule_id: &str, limit: usize) -> Result<Vec<Fir
                 run_id,
                 missed,
                 at_ms,
+                error,
             })
         })
         .collect()

@@ -1,0 +1,62 @@
+//! The timer loop every `weft serve` and `weft worker` runs: wakes the paused runs
+//! whose `wait` came due ([`weft_engine::Engine::wake`]: the first process to take a
+//! run wins), and sleeps until the next one or a second (timers other processes set).
+
+use crate::counters::Counters;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use weft_core::event::now_ms;
+use weft_core::ports::StoreError;
+use weft_engine::Engine;
+
+/// The longest the loop sleeps.
+const POLL_MS: i64 = 1_000;
+/// Runs woken per store query.
+const BATCH: usize = 100;
+
+/// Wakes `engine`'s due runs until `shutdown` completes.
+pub async fn serve_timers(
+    engine: Engine,
+    counters: Arc<Counters>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let next = match wake_due(&engine, &counters).await {
+            Ok(next) => next,
+            Err(e) => {
+                eprintln!("weft: timers: {e}");
+                None
+            }
+        };
+        let wait = next.map_or(POLL_MS, |t| (t - now_ms() as i64).clamp(0, POLL_MS));
+        tokio::select! {
+            () = &mut shutdown => return,
+            () = tokio::time::sleep(Duration::from_millis(wait as u64)) => {}
+        }
+    }
+}
+
+/// Wakes every run due now; when the next one within a second is due.
+pub async fn wake_due(engine: &Engine, counters: &Counters) -> Result<Option<i64>, StoreError> {
+    let store = engine.store().clone();
+    let Some(triggers) = store.triggers() else {
+        return Ok(None);
+    };
+    loop {
+        let due = triggers.due_timers(now_ms() as i64, BATCH).await?;
+        for timer in &due {
+            match engine.wake(&timer.run_id).await {
+                Ok(Some(_underway)) => Counters::add(&counters.timers_fired, 1),
+                Ok(None) => {}
+                Err(e) => eprintln!("weft: timers: run {}: {e}", timer.run_id),
+            }
+        }
+        if due.len() < BATCH {
+            break;
+        }
+    }
+    let soon = triggers.due_timers(now_ms() as i64 + POLL_MS, 1).await?;
+    Ok(soon.first().map(|t| t.wake_ms))
+}
