@@ -78,9 +78,9 @@ pub fn verify(
         }
         HookAuth::Hmac => {
             let header = signature.ok_or_else(|| {
-                Rejected::Missing(format!(
-                    "this hook takes a `Weft-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<body>\">` header"
-                ))
+                Rejected::Missing(
+                    "this hook takes a `Weft-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<body>\">` header".into(),
+                )
             })?;
             let (t, given) = parse_signature(header)?;
             let expected = mac(&hook.secret, t, body);
