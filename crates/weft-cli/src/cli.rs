@@ -180,6 +180,22 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Start stored flows on cron schedules (docs/triggers.md); `weft serve` and `weft
+    /// worker` fire them.
+    Schedules {
+        #[command(subcommand)]
+        command: SchedulesCommand,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Webhooks that start runs of stored flows (docs/triggers.md), served by `weft
+    /// serve` at /v1/hooks/NAME.
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Answer a paused run's approval (approve by default) and continue it.
     Approve {
         /// The run id (a unique prefix will do).
@@ -323,6 +339,121 @@ pub enum RunsCommand {
     Cancel {
         /// The run id.
         id: String,
+    },
+}
+
+impl Command {
+    /// Whether the command only reads and prints (it drives no run, so it writes to
+    /// no sandbox's or model's pipe).
+    pub fn only_prints(&self) -> bool {
+        match self {
+            Command::Validate { .. }
+            | Command::Graph { .. }
+            | Command::Convert { .. }
+            | Command::Schema { .. }
+            | Command::Hooks { .. } => true,
+            Command::Runs { command, .. } => {
+                matches!(command, RunsCommand::List { .. } | RunsCommand::Show { .. })
+            }
+            Command::Schedules { command, .. } => {
+                !matches!(command, SchedulesCommand::TriggerNow { .. })
+            }
+            _ => false,
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SchedulesCommand {
+    /// Schedule a flow: a stored flow's name (NAME or NAME@VERSION), or a flow file,
+    /// which is stored as the next version of its flow's name first.
+    Add {
+        /// The flow: NAME, NAME@VERSION, or a file.
+        flow: String,
+        /// The cron expression: `0 9 * * MON-FRI` (minute hour day month weekday), or
+        /// six fields with seconds first.
+        #[arg(long)]
+        cron: String,
+        /// The IANA time zone the expression is read in.
+        #[arg(long, default_value = "UTC")]
+        tz: String,
+        /// The input of every run, as JSON.
+        #[arg(long, value_name = "JSON")]
+        input: Option<String>,
+        /// What a firing does while the previous run goes on.
+        #[arg(long, default_value = "skip", value_parser = ["skip", "queue", "cancel-previous"])]
+        overlap: String,
+        /// What the schedule starts for firings it missed while no server ran.
+        #[arg(long = "catch-up", default_value = "last", value_parser = ["none", "last", "all"])]
+        catch_up: String,
+        /// Start each firing up to this long after its time (`30s`).
+        #[arg(long, value_name = "DURATION")]
+        jitter: Option<String>,
+        /// The schedule's id (default: the flow's name).
+        #[arg(long)]
+        id: Option<String>,
+    },
+    /// Every schedule, with its next fire time.
+    List {
+        /// As JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One schedule: its next five fire times and its latest firings with their runs.
+    Show {
+        /// The schedule's id.
+        id: String,
+    },
+    /// Stop a schedule firing until it is resumed.
+    Pause {
+        /// The schedule's id.
+        id: String,
+    },
+    /// Fire a paused schedule again, from now on.
+    Resume {
+        /// The schedule's id.
+        id: String,
+    },
+    /// Delete a schedule and its firings (their runs stay).
+    Delete {
+        /// The schedule's id.
+        id: String,
+    },
+    /// Start a schedule's flow now, out of schedule, and print its result (on a shared
+    /// database, its run id: the workers drive it).
+    TriggerNow {
+        /// The schedule's id.
+        id: String,
+        #[command(flatten)]
+        effects: EffectArgs,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum HooksCommand {
+    /// Create a webhook starting runs of a stored flow (NAME or NAME@VERSION); prints
+    /// its secret, once.
+    Add {
+        /// Its name: deliveries go to /v1/hooks/NAME.
+        name: String,
+        /// The flow: NAME or NAME@VERSION of a stored flow.
+        flow: String,
+        /// How deliveries prove they may start runs.
+        #[arg(long, default_value = "hmac", value_parser = ["hmac", "bearer"])]
+        auth: String,
+        /// The secret (default: a new random one).
+        #[arg(long)]
+        secret: Option<String>,
+        /// A dotted field of the JSON body that tells deliveries apart.
+        #[arg(long, value_name = "FIELD")]
+        dedupe_field: Option<String>,
+    },
+    /// Every webhook (without secrets).
+    List,
+    /// Delete a webhook.
+    Delete {
+        /// Its name.
+        name: String,
     },
 }
 

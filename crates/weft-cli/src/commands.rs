@@ -88,6 +88,10 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             ..
         } => crate::remote_runs::runs(command, &server, settings).await,
         Command::Runs { command, db, .. } => runs(command, &db, settings).await,
+        Command::Schedules { command, db } => {
+            crate::triggers::schedules(command, &db, settings).await
+        }
+        Command::Hooks { command, db } => crate::triggers::hooks(command, &db, settings).await,
         Command::Approve {
             id,
             reject,
@@ -343,7 +347,47 @@ async fn run(
         ..RunOptions::default()
     };
     let result = session.engine.start(prepared, input, opts).await?;
+    let result = wait_for_timers(&session.engine, result).await?;
     Ok(session.report(&result))
+}
+
+/// Follows a run that paused only at `wait` steps: sleeps until the first is due,
+/// wakes the run and drives it on, as long as it keeps pausing only for time. The run
+/// is stored meanwhile: stopped, it goes on in `weft serve` when its time comes.
+async fn wait_for_timers(engine: &Engine, mut result: RunResult) -> Result<RunResult, Failure> {
+    loop {
+        let timers_only = result.status == RunStatus::Paused
+            && result
+                .waiting
+                .iter()
+                .all(|w| w["timer_only"] == json!(true));
+        let wake = result
+            .waiting
+            .iter()
+            .filter_map(|w| w["wake_ms"].as_i64())
+            .min();
+        let (true, Some(wake)) = (timers_only, wake) else {
+            return Ok(result);
+        };
+        let until = std::time::UNIX_EPOCH + std::time::Duration::from_millis(wake.max(0) as u64);
+        eprintln!(
+            "run {} waits until {} (it is stored: stopped now, `weft serve` continues it then)",
+            result.run_id,
+            humantime::format_rfc3339_seconds(until)
+        );
+        let left = wake - weft_core::event::now_ms() as i64;
+        tokio::time::sleep(std::time::Duration::from_millis(left.max(0) as u64)).await;
+        match engine.wake(&result.run_id).await? {
+            Some(underway) => result = underway.end().await?,
+            // Woken elsewhere (a server on the same database): follow it there.
+            None => {
+                let handle = engine.follow_elsewhere(result.run_id.clone());
+                result = handle
+                    .await
+                    .map_err(|e| Failure::invalid(format!("error: {e}")))??;
+            }
+        }
+    }
 }
 
 /// `--input` (JSON) or `--input-file` (JSON or YAML), if either is given.

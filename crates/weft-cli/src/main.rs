@@ -16,6 +16,7 @@ mod remote_runs;
 mod run_settings;
 mod serving;
 mod settings;
+mod triggers;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -52,6 +53,15 @@ fn main() -> ExitCode {
         {
             eprintln!("error: this weft was built without the `local` feature ({path})");
             return ExitCode::from(exit::INVALID);
+        }
+    }
+    if args.command.only_prints() {
+        // `weft runs list | head`: a reader that stops early ends the command quietly,
+        // as it would any Unix tool, instead of a failed print panicking. Commands that
+        // write to sandboxes' and models' pipes keep ignoring the signal.
+        // SAFETY: before any thread starts; SIG_DFL is a valid disposition for SIGPIPE.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()

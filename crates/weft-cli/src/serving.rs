@@ -79,7 +79,7 @@ pub(crate) async fn serve(
         (Role::Worker, Some(queue)) => {
             let adapters = crate::engines::Adapters::new(settings)?;
             let engine = serving_engine(opened.store, &adapters, run, false);
-            return work(engine, queue, serving.working).await;
+            return work(engine, queue, serving.working, Some(run.to_value())).await;
         }
         (Role::Api, Some(_)) => None,
     };
@@ -97,8 +97,9 @@ pub(crate) async fn serve(
     };
     if let Some(queue) = queue {
         // `--role all` on a shared database: this process is one of the workers too.
+        // Its server fires the schedules and timers, for both.
         let (engine, working) = (engine.clone(), serving.working);
-        tokio::spawn(async move { work(engine, queue, working).await });
+        tokio::spawn(async move { work(engine, queue, working, None).await });
     }
     let fail = |e: weft_server::ServerError| Failure::invalid(format!("error: {e}"));
     let listener = weft_server::bind(&config).await.map_err(fail)?;
@@ -176,12 +177,18 @@ pub(crate) async fn worker(
     };
     let adapters = crate::engines::Adapters::new(settings)?;
     let engine = serving_engine(opened.store, &adapters, run, false);
-    work(engine, queue, working).await
+    work(engine, queue, working, Some(run.to_value())).await
 }
 
 /// The worker loop of this process, until Ctrl-C. The runs it drives then are taken
-/// over by other workers once their leases lapse.
-async fn work(engine: Engine, queue: Arc<dyn WorkQueue>, working: Working) -> Result<u8, Failure> {
+/// over by other workers once their leases lapse. With `run_settings`, it also fires
+/// schedules and wakes timers (no server in this process does).
+async fn work(
+    engine: Engine,
+    queue: Arc<dyn WorkQueue>,
+    working: Working,
+    run_settings: Option<serde_json::Value>,
+) -> Result<u8, Failure> {
     eprintln!(
         "weft worker: {} taking up to {} runs at once (leases of {})",
         engine.owner_name(),
@@ -190,6 +197,8 @@ async fn work(engine: Engine, queue: Arc<dyn WorkQueue>, working: Working) -> Re
     );
     let config = weft_server::WorkerConfig {
         concurrency: working.concurrency,
+        triggers: run_settings.is_some(),
+        run_settings,
         ..weft_server::WorkerConfig::default()
     };
     let shutdown = async {

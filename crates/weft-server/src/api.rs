@@ -1,9 +1,9 @@
 //! The API's one route table: the router is built from it and so is the OpenAPI
 //! document served at `/v1/openapi.json`, so the two cannot disagree.
 
-use crate::{App, events, flows, metrics, runs};
+use crate::{App, events, flows, hooks, metrics, runs, schedules};
 use axum::Router;
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, delete, get, post};
 use serde_json::{Map, Value, json};
 
 /// One route: what clients read about it, and what serves it.
@@ -23,6 +23,7 @@ pub(crate) struct Route {
 const PROBLEM: (u16, &str) = (400, "a problem object (application/problem+json)");
 const NOT_FOUND: (u16, &str) = (404, "no such run");
 const NO_FLOW: (u16, &str) = (404, "no such flow");
+const NO_SCHEDULE: (u16, &str) = (404, "no such schedule");
 const PAGING: [(&str, &str); 2] = [
     ("limit", "at most this many (default 50, at most 1000)"),
     (
@@ -211,6 +212,110 @@ pub(crate) fn routes() -> Vec<Route> {
             handler: post(runs::cancel),
         },
         Route {
+            method: "post",
+            path: "/v1/schedules",
+            summary: "Schedule a stored flow on a cron expression in a time zone, with overlap and catch-up policies",
+            body: Some(schemars::schema_for!(weft_triggers::manage::NewSchedule)),
+            responses: &[
+                (201, "the schedule, with its next five fire times (`next`)"),
+                PROBLEM,
+                (409, "a schedule with that id exists"),
+            ],
+            query: &[],
+            handler: post(schedules::create),
+        },
+        Route {
+            method: "get",
+            path: "/v1/schedules",
+            summary: "List schedules, each with its next fire times and latest firings",
+            body: None,
+            responses: &[(
+                200,
+                "{schedules: [{id, flow, cron, tz, ..., next, firings}]}",
+            )],
+            query: &[],
+            handler: get(schedules::list),
+        },
+        Route {
+            method: "get",
+            path: "/v1/schedules/{id}",
+            summary: "A schedule: its next five fire times and its last 50 firings, each with its run",
+            body: None,
+            responses: &[
+                (200, "{id, flow, cron, tz, ..., next, firings}"),
+                NO_SCHEDULE,
+            ],
+            query: &[],
+            handler: get(schedules::show),
+        },
+        Route {
+            method: "delete",
+            path: "/v1/schedules/{id}",
+            summary: "Delete a schedule and its firings (their runs stay)",
+            body: None,
+            responses: &[(204, "deleted"), NO_SCHEDULE],
+            query: &[],
+            handler: delete(schedules::delete),
+        },
+        Route {
+            method: "post",
+            path: "/v1/schedules/{id}/pause",
+            summary: "Pause a schedule: it fires nothing until resumed",
+            body: None,
+            responses: &[(200, "the schedule"), NO_SCHEDULE],
+            query: &[],
+            handler: post(schedules::pause),
+        },
+        Route {
+            method: "post",
+            path: "/v1/schedules/{id}/resume",
+            summary: "Resume a schedule from now (what it slept through is not missed)",
+            body: None,
+            responses: &[(200, "the schedule"), NO_SCHEDULE],
+            query: &[],
+            handler: post(schedules::resume),
+        },
+        Route {
+            method: "post",
+            path: "/v1/schedules/{id}/trigger",
+            summary: "Start a schedule's flow now, out of schedule (a `triggered` firing)",
+            body: None,
+            responses: &[(202, "{run_id, firing}"), NO_SCHEDULE, PROBLEM],
+            query: &[],
+            handler: post(schedules::trigger),
+        },
+        Route {
+            method: "post",
+            path: "/v1/hooks",
+            summary: "Create a webhook that starts runs of a stored flow; its secret is shown once",
+            body: Some(schemars::schema_for!(weft_triggers::manage::NewHook)),
+            responses: &[
+                (201, "{name, flow, auth, url, secret}"),
+                PROBLEM,
+                (409, "a webhook with that name exists"),
+            ],
+            query: &[],
+            handler: post(hooks::create),
+        },
+        Route {
+            method: "get",
+            path: "/v1/hooks",
+            summary: "List webhooks (without their secrets)",
+            body: None,
+            responses: &[(200, "{hooks: [{name, flow, auth, url}]}")],
+            query: &[],
+            handler: get(hooks::list),
+        },
+        Route {
+            method: "delete",
+            path: "/v1/hooks/{name}",
+            summary: "Delete a webhook",
+            body: None,
+            responses: &[(204, "deleted"), (404, "no such webhook")],
+            query: &[],
+            handler: delete(hooks::delete),
+        },
+        Route {
             method: "get",
             path: "/metrics",
             summary: "Runs by status, journaled steps, model tokens and cost, queue depth, open event streams (OpenMetrics text)",
@@ -222,6 +327,29 @@ pub(crate) fn routes() -> Vec<Route> {
     ]
 }
 
+/// Routes the server's token does not guard: each checks its own credentials.
+pub(crate) fn public_routes() -> Vec<Route> {
+    vec![Route {
+        method: "post",
+        path: "/v1/hooks/{name}",
+        summary: "Deliver to a webhook: starts a run of its flow with the body (JSON, or form/text as a string) as input. Authenticated by the hook's own `Weft-Signature` (HMAC-SHA256 of `<t>.<body>`) or bearer secret, not the server's token",
+        body: None,
+        responses: &[
+            (202, "accepted: {run_id, status}"),
+            (
+                200,
+                "with ?wait, the run ended or paused: weft run --json's object; or a repeated delivery (same Idempotency-Key, dedupe field or signature): {run_id, status, duplicate: true}",
+            ),
+            (401, "a missing, wrong or stale signature or token"),
+            (404, "no such webhook"),
+            (413, "the body is too large"),
+            (422, "the hook's flow is not stored or not valid now"),
+        ],
+        query: &[WAIT],
+        handler: post(hooks::deliver),
+    }]
+}
+
 /// A router serving `routes`.
 pub(crate) fn router(routes: Vec<Route>) -> Router<App> {
     routes
@@ -229,10 +357,14 @@ pub(crate) fn router(routes: Vec<Route>) -> Router<App> {
         .fold(Router::new(), |r, route| r.route(route.path, route.handler))
 }
 
-/// The OpenAPI 3.1 document describing `routes`.
-pub(crate) fn openapi(routes: &[Route]) -> Value {
+/// The OpenAPI 3.1 document describing `routes` (behind the token) and `public`.
+pub(crate) fn openapi(routes: &[Route], public: &[Route]) -> Value {
     let mut paths = Map::new();
-    for route in routes {
+    for (route, open) in routes
+        .iter()
+        .map(|r| (r, false))
+        .chain(public.iter().map(|r| (r, true)))
+    {
         let mut op = json!({
             "summary": route.summary,
             "responses": route.responses.iter().map(|(status, what)| {
@@ -247,10 +379,18 @@ pub(crate) fn openapi(routes: &[Route]) -> Value {
         if route.path.contains("{id}") {
             let what = if route.path.starts_with("/v1/flows") {
                 "the flow id"
+            } else if route.path.starts_with("/v1/schedules") {
+                "the schedule id"
             } else {
                 "the run id"
             };
             parameters.push(json!({"name": "id", "in": "path", "required": true, "description": what, "schema": {"type": "string"}}));
+        }
+        if route.path.contains("{name}") {
+            parameters.push(json!({"name": "name", "in": "path", "required": true, "description": "the webhook's name", "schema": {"type": "string"}}));
+        }
+        if open {
+            op["security"] = json!([]);
         }
         if !parameters.is_empty() {
             op["parameters"] = Value::Array(parameters);

@@ -22,10 +22,12 @@ mod auth;
 mod config;
 mod events;
 mod flows;
+mod hooks;
 mod listing;
 mod metrics;
 mod problem;
 mod runs;
+mod schedules;
 mod slots;
 mod worker;
 
@@ -48,20 +50,68 @@ pub(crate) struct App {
     pub(crate) live: Arc<metrics::Live>,
     /// How many new runs may run at once.
     pub(crate) slots: slots::Slots,
+    /// Starts the runs of schedules and webhooks.
+    pub(crate) launcher: weft_triggers::Launcher,
+    /// What this process's triggers did.
+    pub(crate) counters: Arc<weft_triggers::Counters>,
+}
+
+impl App {
+    /// The store's schedules, webhooks and timers.
+    pub(crate) fn triggers(&self) -> Result<&dyn weft_core::ports::TriggerStore, Problem> {
+        self.engine.store().triggers().ok_or_else(|| {
+            Problem::new(axum::http::StatusCode::NOT_IMPLEMENTED, "not supported")
+                .detail("this server's store keeps no schedules or webhooks")
+        })
+    }
+}
+
+/// The launcher of trigger runs over `engine`: a run it stores `queued` starts within
+/// `slots`, or waits for the workers when they drive the engine's runs.
+fn launcher(
+    engine: &Engine,
+    config: &ServerConfig,
+    slots: &slots::Slots,
+) -> weft_triggers::Launcher {
+    let slots = slots.clone();
+    let start: weft_triggers::StartQueued = if engine.continues_on_workers() {
+        Arc::new(|_: &Engine, _: String| {})
+    } else {
+        Arc::new(move |engine: &Engine, run_id: String| {
+            drop(slots.start_when_free(engine, run_id));
+        })
+    };
+    weft_triggers::Launcher {
+        engine: engine.clone(),
+        run_settings: config.run_settings.clone(),
+        start,
+    }
 }
 
 /// The API's routes over `engine`, with the configuration's token, body limit and run
 /// limit.
 pub fn router(engine: Engine, config: &ServerConfig) -> Router {
-    router_with(engine, config, slots::Slots::new(config.max_runs))
+    router_with(
+        engine,
+        config,
+        slots::Slots::new(config.max_runs),
+        Arc::default(),
+    )
 }
 
-fn router_with(engine: Engine, config: &ServerConfig, slots: slots::Slots) -> Router {
+fn router_with(
+    engine: Engine,
+    config: &ServerConfig,
+    slots: slots::Slots,
+    counters: Arc<weft_triggers::Counters>,
+) -> Router {
     let app = App {
+        launcher: launcher(&engine, config, &slots),
         engine,
         run_settings: config.run_settings.clone(),
         live: Arc::default(),
         slots,
+        counters,
     };
     let mcp = weft_mcp::WeftMcp::new(
         app.engine.clone(),
@@ -73,7 +123,9 @@ fn router_with(engine: Engine, config: &ServerConfig, slots: slots::Slots) -> Ro
     )
     .http_service(config.mcp_hosts());
     let routes = api::routes();
-    let document = Arc::new(api::openapi(&routes));
+    let public = api::public_routes();
+    let document = Arc::new(api::openapi(&routes, &public));
+    let public = api::router(public).with_state(app.clone());
     let api = api::router(routes)
         .route(
             "/v1/openapi.json",
@@ -95,6 +147,7 @@ fn router_with(engine: Engine, config: &ServerConfig, slots: slots::Slots) -> Ro
         .with_state(credentials);
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
+        .merge(public)
         .merge(weft_web::assets())
         .merge(login)
         .merge(guarded)
@@ -134,11 +187,43 @@ pub async fn serve(
     if !engine.continues_on_workers() {
         runs::resume_orphans(&engine, &app_slots).await;
     }
-    let app = router_with(engine, &config, app_slots);
+    let counters = Arc::<weft_triggers::Counters>::default();
+    let (stop, stopped) = tokio::sync::watch::channel(());
+    let triggered = launcher(&engine, &config, &app_slots);
+    serve_triggers(triggered, counters.clone(), stopped);
+    let app = router_with(engine, &config, app_slots, counters);
+    let shutdown = async move {
+        shutdown.await;
+        drop(stop);
+    };
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(ServerError::Serve)
+}
+
+/// Runs the schedule loop and the timer loop of `launcher`'s engine on their own tasks
+/// until `stopped`'s sender is dropped. Every server and worker on a store runs them:
+/// the store lets one process record each firing and wake each run.
+pub fn serve_triggers(
+    launcher: weft_triggers::Launcher,
+    counters: Arc<weft_triggers::Counters>,
+    stopped: tokio::sync::watch::Receiver<()>,
+) {
+    let until = |mut rx: tokio::sync::watch::Receiver<()>| async move {
+        let _ = rx.changed().await;
+    };
+    let engine = launcher.engine.clone();
+    tokio::spawn(weft_triggers::serve_timers(
+        engine,
+        counters.clone(),
+        until(stopped.clone()),
+    ));
+    tokio::spawn(weft_triggers::run_schedules(
+        launcher,
+        counters,
+        until(stopped),
+    ));
 }
 
 /// Why the server could not start or stopped.

@@ -91,6 +91,11 @@ pub(crate) async fn render(State(app): State<App>) -> Result<impl IntoResponse, 
     let subscribers = Gauge::<i64, AtomicI64>::default();
     subscribers.set(app.live.subscribers.load(Ordering::Relaxed));
     registry.register("sse_subscribers", "Event streams open now", subscribers);
+    for (name, help, n) in app.counters.snapshot() {
+        let c = prometheus_client::metrics::counter::Counter::<u64, AtomicU64>::default();
+        c.inc_by(n);
+        registry.register(name, help, c);
+    }
     let mut text = String::new();
     encode(&mut text, &registry).map_err(|e| {
         Problem::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "metrics").detail(e.to_string())

@@ -41,7 +41,7 @@ pub(crate) struct Wait {
 }
 
 impl Wait {
-    fn duration(&self) -> Option<Duration> {
+    pub(crate) fn duration(&self) -> Option<Duration> {
         self.wait
             .filter(|s| s.is_finite() && *s > 0.0)
             .map(|s| Duration::from_secs_f64(s.min(MAX_WAIT_S)))
@@ -146,7 +146,7 @@ fn continued(run: &Underway) -> &'static str {
 }
 
 /// `202` with the run id and where it stands.
-fn accepted(run_id: String, status: &str) -> (StatusCode, Json<Value>) {
+pub(crate) fn accepted(run_id: String, status: &str) -> (StatusCode, Json<Value>) {
     (
         StatusCode::ACCEPTED,
         Json(json!({"run_id": run_id, "status": status})),
@@ -154,14 +154,14 @@ fn accepted(run_id: String, status: &str) -> (StatusCode, Json<Value>) {
 }
 
 /// `Idempotency-Key` on `POST /v1/runs`: the same key names the same run.
-mod idempotency {
+pub(crate) mod idempotency {
     use super::*;
 
     /// The longest key accepted.
     const MAX_KEY: usize = 255;
 
     /// The request's `Idempotency-Key`, if it has one.
-    pub(super) fn key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
+    pub(crate) fn key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
         let Some(value) = headers.get("idempotency-key") else {
             return Ok(None);
         };

@@ -21,6 +21,11 @@ pub struct WorkerConfig {
     /// The mean time between polls when nothing wakes the worker (each poll waits
     /// between half and one and a half of it, so that workers started together spread).
     pub poll: Duration,
+    /// Also fire schedules and wake runs whose wait came due (`weft worker`; a server
+    /// that is a worker too does this once for both).
+    pub triggers: bool,
+    /// The settings stored with the runs its schedules start.
+    pub run_settings: Option<serde_json::Value>,
 }
 
 impl Default for WorkerConfig {
@@ -28,6 +33,8 @@ impl Default for WorkerConfig {
         WorkerConfig {
             concurrency: 16,
             poll: Duration::from_secs(1),
+            triggers: true,
+            run_settings: None,
         }
     }
 }
@@ -43,6 +50,17 @@ pub async fn work(
     let concurrency = config.concurrency.max(1);
     let mut driving: JoinSet<()> = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
+    // Dropped when this returns: the trigger loops stop with the worker.
+    let (_stop, stopped) = tokio::sync::watch::channel(());
+    if config.triggers {
+        // The runs its schedules store `queued` are claimed like any other.
+        let launcher = weft_triggers::Launcher {
+            engine: engine.clone(),
+            run_settings: config.run_settings.clone(),
+            start: Arc::new(|_: &Engine, _: String| {}),
+        };
+        crate::serve_triggers(launcher, Arc::default(), stopped);
+    }
     loop {
         let room = concurrency.saturating_sub(driving.len());
         let claimed = claim(&engine, &*queue, room, &mut driving).await;

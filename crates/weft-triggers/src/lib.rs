@@ -14,6 +14,7 @@ pub mod counters;
 pub mod cron;
 pub mod hooks;
 pub mod launch;
+pub mod manage;
 pub mod plan;
 pub mod scheduler;
 pub mod timers;

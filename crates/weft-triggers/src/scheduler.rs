@@ -108,7 +108,8 @@ impl Firer<'_> {
         let s = self.schedule;
         let firings = self.triggers.firings(&s.id, RECENT).await?;
         let mut last = firings
-            .first()
+            .iter()
+            .find(|f| f.outcome != FiringOutcome::Triggered)
             .map_or(s.since_ms, |f| f.fire_ms.max(s.since_ms));
         let mut recent = Recent {
             previous_run: firings.iter().find_map(|f| f.run_id.clone()),

@@ -118,7 +118,11 @@ async fn each_due_second_starts_one_run_with_the_schedule_s_input() {
         [(11_000, Started, 0), (12_000, Started, 0)]
     );
     assert_eq!(w.status_of(12_000).await, RunStatus::Completed);
-    let runs = w.store.list_runs(&weft_core::ports::RunQuery::newest(10)).await.unwrap();
+    let runs = w
+        .store
+        .list_runs(&weft_core::ports::RunQuery::newest(10))
+        .await
+        .unwrap();
     assert!(runs.iter().all(|r| r.output == Some(json!(7))), "{runs:?}");
 }
 

@@ -12,7 +12,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 /// What a firing does while the run of the schedule's previous firing has not ended.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Overlap {
     /// Starts nothing; the firing is recorded as skipped.
@@ -26,7 +28,9 @@ pub enum Overlap {
 
 /// What a schedule starts for the firings it missed (its processes were down, or
 /// it was behind by more than one firing).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum CatchUp {
     /// Nothing: the missed firings are recorded as one missed firing.
@@ -90,6 +94,9 @@ pub enum FiringOutcome {
     Missed,
     /// Its run could not be made (the flow is gone or no longer valid): see its error.
     Failed,
+    /// A person started it out of schedule (`trigger-now`); its time is when they did,
+    /// not a fire time, so it moves no fire time of the schedule.
+    Triggered,
 }
 
 impl FiringOutcome {
@@ -101,6 +108,7 @@ impl FiringOutcome {
             FiringOutcome::Skipped => "skipped",
             FiringOutcome::Missed => "missed",
             FiringOutcome::Failed => "failed",
+            FiringOutcome::Triggered => "triggered",
         }
     }
 
@@ -112,6 +120,7 @@ impl FiringOutcome {
             "skipped" => FiringOutcome::Skipped,
             "missed" => FiringOutcome::Missed,
             "failed" => FiringOutcome::Failed,
+            "triggered" => FiringOutcome::Triggered,
             _ => return None,
         })
     }
@@ -140,7 +149,9 @@ pub struct Firing {
 }
 
 /// How a webhook's caller proves it may start runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum HookAuth {
     /// An HMAC-SHA256 signature of the timestamp and the body, keyed by the secret.
