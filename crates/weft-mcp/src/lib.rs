@@ -16,6 +16,7 @@ mod format;
 mod prompts;
 mod resources;
 mod runs;
+mod schedules;
 mod testing;
 pub mod tools;
 

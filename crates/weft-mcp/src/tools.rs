@@ -82,6 +82,21 @@ const TOOLS: &[Spec] = &[
         schema: schema_of::<RetryRun>,
     },
     Spec {
+        name: "schedule_flow",
+        description: "Run a saved flow on a cron schedule (`0 9 * * MON-FRI`, in `tz`), with `input`; `overlap` (skip, queue, cancel-previous) says what a firing does while the previous run goes on, `catch_up` (last, none, all) what is started for firings missed while no server ran. Returns the schedule with its next five fire times. A `weft serve` or `weft worker` on the database fires it.",
+        schema: schema_of::<weft_triggers::manage::NewSchedule>,
+    },
+    Spec {
+        name: "list_schedules",
+        description: "The schedules, each with its next fire times and latest firings (each with its run_id); with `id`, that one with its last 20 firings.",
+        schema: schema_of::<crate::schedules::ListSchedules>,
+    },
+    Spec {
+        name: "change_schedule",
+        description: "Pause, resume (firing from now on), delete, or trigger (start its flow now, out of schedule) a schedule.",
+        schema: schema_of::<crate::schedules::ChangeSchedule>,
+    },
+    Spec {
         name: "answer_approval",
         description: "Answer a paused run's approval and continue it. Only when the server allows models to answer approvals; otherwise a person answers.",
         schema: schema_of::<AnswerApproval>,
@@ -137,6 +152,9 @@ async fn dispatch(mcp: &WeftMcp, name: &str, a: Map<String, Value>) -> Result<Va
         "cancel_run" => crate::runs::cancel(mcp, args::read(name, a)?).await,
         "retry_run" => crate::runs::retry(mcp, args::read(name, a)?).await,
         "answer_approval" => crate::runs::answer(mcp, args::read(name, a)?).await,
+        "schedule_flow" => crate::schedules::add(mcp, args::read(name, a)?).await,
+        "list_schedules" => crate::schedules::list(mcp, args::read(name, a)?).await,
+        "change_schedule" => crate::schedules::change(mcp, args::read(name, a)?).await,
         other => Err(Failure::new(format!(
             "there is no tool {}",
             crate::failure::quoted(other)

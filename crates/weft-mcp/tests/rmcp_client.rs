@@ -448,3 +448,90 @@ async fn prompts_help_a_model_write_a_flow_in_each_dialect() {
         assert!(refused.is_err(), "{name}: {refused:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_schedules_a_saved_flow_triggers_it_and_pauses_it() {
+    let s = session(McpOptions::default()).await;
+    let (err, missing) = s
+        .call(
+            "schedule_flow",
+            json!({"flow": "double", "cron": "0 9 * * MON-FRI"}),
+        )
+        .await;
+    assert!(err, "{missing}");
+    assert!(
+        missing["hint"].as_str().unwrap().contains("save_flow"),
+        "{missing}"
+    );
+    s.call("save_flow", json!({"name": "double", "source": FLOW}))
+        .await;
+    let (err, bad) = s
+        .call(
+            "schedule_flow",
+            json!({"flow": "double", "cron": "at nine"}),
+        )
+        .await;
+    assert!(
+        err && bad["error"].as_str().unwrap().contains("cron"),
+        "{bad}"
+    );
+    let (err, added) = s
+        .call(
+            "schedule_flow",
+            json!({"flow": "double", "cron": "0 9 * * MON-FRI", "tz": "Europe/Paris", "input": {"count": 21}}),
+        )
+        .await;
+    assert!(!err, "{added}");
+    assert_eq!(added["id"], json!("double"));
+    let next = added["next"].as_array().unwrap();
+    assert_eq!(next.len(), 5);
+    assert!(
+        next[0]["at"].as_str().unwrap().contains("T09:00:00+0"),
+        "{next:?}"
+    );
+
+    let (err, triggered) = s
+        .call(
+            "change_schedule",
+            json!({"id": "double", "action": "trigger"}),
+        )
+        .await;
+    assert!(!err, "{triggered}");
+    let run_id = triggered["run_id"].as_str().unwrap().to_owned();
+    let run = loop {
+        let (_, run) = s.call("get_run", json!({"run_id": run_id})).await;
+        if run["status"] == "completed" {
+            break run;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(run["output"], json!(42));
+    let (_, shown) = s.call("list_schedules", json!({"id": "double"})).await;
+    assert_eq!(shown["firings"][0]["outcome"], json!("triggered"));
+    assert_eq!(shown["firings"][0]["run_id"], json!(run_id));
+
+    let (err, paused) = s
+        .call(
+            "change_schedule",
+            json!({"id": "double", "action": "pause"}),
+        )
+        .await;
+    assert!(!err && paused["paused"] == json!(true), "{paused}");
+    assert!(paused["next"].as_array().unwrap().is_empty());
+    let (_, listed) = s.call("list_schedules", json!({})).await;
+    assert_eq!(listed["schedules"].as_array().unwrap().len(), 1);
+    let (err, _) = s
+        .call(
+            "change_schedule",
+            json!({"id": "double", "action": "delete"}),
+        )
+        .await;
+    assert!(!err);
+    let (err, gone) = s
+        .call(
+            "change_schedule",
+            json!({"id": "double", "action": "pause"}),
+        )
+        .await;
+    assert!(err && gone["hint"].is_string(), "{gone}");
+}

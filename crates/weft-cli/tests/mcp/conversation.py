@@ -22,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 TOOLS = {
     "describe_format", "validate_flow", "save_flow", "get_flow", "list_flows", "edit_flow",
     "test_flow", "run_flow", "get_run", "list_runs", "cancel_run", "retry_run", "answer_approval",
+    "schedule_flow", "list_schedules", "change_schedule",
 }
 
 # Two model calls and a file write: test_flow answers the first, asks the local model
