@@ -474,3 +474,59 @@ async fn a_person_starts_watches_approves_and_retries_runs_in_a_browser() {
 
     page.c.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_follows_a_schedule_s_firings_to_their_runs() {
+    let env = Env::new();
+    let flow = env.write(
+        "tick.yaml",
+        "weft: 1\nname: tick\nroot: {transform: {output: 'tick {{ input.n }}'}}\n",
+    );
+    let flow = flow.display().to_string();
+    let args = ["schedules", "add", flow.as_str(), "--cron", "* * * * * *"];
+    let added = env.weft(&[&args[..], &["--input", r#"{"n": 1}"#]].concat());
+    assert_eq!(support::code(&added), 0, "{}", support::stderr(&added));
+    let weekly = env.weft(&[
+        "schedules",
+        "add",
+        "tick",
+        "--cron",
+        "0 9 * * MON",
+        "--tz",
+        "Europe/Paris",
+        "--id",
+        "weekly",
+    ]);
+    assert_eq!(support::code(&weekly), 0, "{}", support::stderr(&weekly));
+    let served = Served::start(&env);
+    let driver = Driver::start();
+    let page = Page {
+        c: driver.browser().await,
+    };
+    page.open(&format!("{}/schedules", served.base)).await;
+    let next = page
+        .wait_for(
+            "the weekly schedule's next fire times",
+            "return [...document.querySelectorAll('#schedule-weekly ol.next time')].map(t => t.textContent);",
+        )
+        .await;
+    let next = next.as_array().unwrap();
+    assert_eq!(next.len(), 5, "{next:?}");
+    assert!(
+        next.iter()
+            .all(|t| t.as_str().unwrap().contains("T09:00:00+0")),
+        "{next:?}"
+    );
+    // The every-second schedule has fired by the time the page is read again.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    page.open(&format!("{}/schedules", served.base)).await;
+    page.wait_for(
+        "a firing linked to its run",
+        "return document.querySelector('#schedule-tick table.firings a[href^=\"/runs/\"]');",
+    )
+    .await;
+    page.click("#schedule-tick table.firings a[href^=\"/runs/\"]")
+        .await;
+    assert_eq!(page.output().await, json!("tick 1"));
+    page.c.close().await.unwrap();
+}

@@ -12,6 +12,7 @@ pub(crate) enum Section {
     Runs,
     Approvals,
     Flows,
+    Schedules,
     Start,
 }
 
@@ -21,6 +22,7 @@ pub(crate) fn page(title: &str, section: Section, body: Markup) -> Markup {
         (Section::Runs, "/", "Runs"),
         (Section::Approvals, "/approvals", "Approvals"),
         (Section::Flows, "/flows", "Flows"),
+        (Section::Schedules, "/schedules", "Schedules"),
         (Section::Start, "/new", "Start a run"),
     ];
     html! {

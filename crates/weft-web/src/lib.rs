@@ -26,19 +26,22 @@ mod layout;
 mod login;
 mod run;
 mod runs;
+mod schedules;
 mod step;
 
 use axum::Router;
 use axum::routing::get;
 use weft_engine::Engine;
 
-/// The page's routes: `/` (runs), `/runs/{id}`, `/approvals`, `/flows` and `/new`.
+/// The page's routes: `/` (runs), `/runs/{id}`, `/approvals`, `/flows`, `/schedules`
+/// and `/new`.
 pub fn router(engine: Engine) -> Router {
     Router::new()
         .route("/", get(runs::page))
         .route("/runs/{id}", get(run::page))
         .route("/approvals", get(approvals::page))
         .route("/flows", get(flows::list))
+        .route("/schedules", get(schedules::page))
         .route("/new", get(flows::start))
         .with_state(engine)
 }
