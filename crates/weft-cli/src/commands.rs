@@ -493,6 +493,12 @@ pub(crate) fn report(r: &RunResult, as_json: bool, log: Option<&DialectLog>) -> 
                         w["key"].as_str().unwrap_or(""),
                         w["prompt"].as_str().unwrap_or("")
                     );
+                    if let Some(wake) = w["wake_ms"].as_i64() {
+                        eprintln!(
+                            "  unanswered, it goes on by itself at {} in `weft serve` on this database",
+                            format_ms(wake)
+                        );
+                    }
                 }
                 eprintln!(
                     "  answer with `weft approve {}` (or `--reject --note TEXT`)",

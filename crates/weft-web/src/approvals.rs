@@ -66,6 +66,16 @@ pub(crate) async fn page(
 /// accepts, with a note and the answerer's name.
 pub(crate) fn form(run_id: &str, waiting: &Value) -> Markup {
     let key = waiting.get("key").and_then(Value::as_str).unwrap_or("");
+    let wake = waiting.get("wake_ms").and_then(Value::as_i64);
+    if let (Some(wake), Some(true)) = (wake, waiting.get("timer_only").and_then(Value::as_bool)) {
+        // A plain `wait`: nobody answers it; it goes on by itself.
+        return html! {
+            section.approval.timer data-run=(run_id) data-step=(key) aria-label={ "Wait " (key) } {
+                h2 { "Waiting until " (layout::time(wake)) }
+                p.muted.small { "at " code { (key) } "; the run goes on by itself then" }
+            }
+        };
+    }
     let prompt = waiting.get("prompt").and_then(Value::as_str).unwrap_or("");
     let options: Vec<&str> = waiting
         .get("options")
@@ -81,7 +91,10 @@ pub(crate) fn form(run_id: &str, waiting: &Value) -> Markup {
         section.approval data-run=(run_id) data-step=(key) aria-label={ "Approval " (key) } {
             h2 { "Waiting for approval" }
             p.prompt { (prompt) }
-            p.muted.small { "at " code { (key) } }
+            p.muted.small {
+                "at " code { (key) }
+                @if let Some(wake) = wake { "; goes on by itself at " (layout::time(wake)) }
+            }
             div.answer-fields {
                 div {
                     label for=(id) { "Note" }
