@@ -71,7 +71,13 @@ pub async fn add_schedule(
     now_ms: i64,
 ) -> Result<Schedule, ManageError> {
     let tz = new.tz.unwrap_or_else(|| "UTC".into());
-    CronTimes::parse(&new.cron, &tz).map_err(ManageError::Invalid)?;
+    let cron = CronTimes::parse(&new.cron, &tz).map_err(ManageError::Invalid)?;
+    if cron.next_after(now_ms).is_none() {
+        return Err(ManageError::Invalid(format!(
+            "`{}` never fires after now (a date that does not exist, or a year gone by)",
+            new.cron
+        )));
+    }
     let jitter_ms = match &new.jitter {
         Some(text) => humantime::parse_duration(text)
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))

@@ -237,3 +237,40 @@ async fn a_missing_flow_is_recorded_failed_with_its_reason() {
         1
     );
 }
+
+#[tokio::test]
+async fn a_schedule_is_refused_when_it_never_fires_or_names_no_zone() {
+    use weft_triggers::manage::{ManageError, NewSchedule, add_schedule};
+    let w = world();
+    let new = |cron: &str, tz: &str| NewSchedule {
+        id: None,
+        flow: "quick".into(),
+        version: None,
+        cron: cron.into(),
+        tz: Some(tz.into()),
+        input: None,
+        overlap: None,
+        catch_up: None,
+        jitter: None,
+    };
+    for (cron, tz, words) in [
+        ("0 0 30 2 *", "UTC", "never fires"),
+        ("0 9 * * *", "Europe/Nowhere", "not a time zone"),
+        ("0 9 * *", "UTC", "not a cron expression"),
+    ] {
+        match add_schedule(&w.launcher, new(cron, tz), 0).await {
+            Err(ManageError::Invalid(m)) => assert!(m.contains(words), "{cron}: {m}"),
+            other => panic!("{cron} {tz}: {other:?}"),
+        }
+    }
+    let first = add_schedule(&w.launcher, new("0 9 * * *", "UTC"), 0)
+        .await
+        .unwrap();
+    let second = add_schedule(&w.launcher, new("0 10 * * *", "UTC"), 0)
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.id.as_str(), second.id.as_str()),
+        ("quick", "quick-2")
+    );
+}
