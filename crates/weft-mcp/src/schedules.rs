@@ -48,7 +48,7 @@ pub(crate) struct ChangeSchedule {
 impl From<ManageError> for Failure {
     fn from(e: ManageError) -> Failure {
         let hint = match &e {
-            ManageError::NotFound(_) => Some("list_schedules shows the schedules there are"),
+            ManageError::NoSchedule(_) => Some("list_schedules shows the schedules there are"),
             ManageError::Invalid(_) => Some("the tool's input schema names each field"),
             _ => None,
         };

@@ -62,10 +62,7 @@ pub(crate) async fn deliver(
         .hook(&name)
         .await
         .map_err(store)?
-        .ok_or_else(|| {
-            Problem::new(StatusCode::NOT_FOUND, "not found")
-                .detail(format!("no webhook called `{name}`"))
-        })?;
+        .ok_or_else(|| Problem::from(ManageError::NoHook(name.clone())))?;
     let verified = verify(&app, &hook, &headers, &body)?;
     let input = input_of(&headers, &body)?;
     let key = idempotency::key(&headers)?;

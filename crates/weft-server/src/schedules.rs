@@ -20,7 +20,8 @@ impl From<ManageError> for Problem {
     fn from(e: ManageError) -> Problem {
         let (status, title) = match &e {
             ManageError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid request"),
-            ManageError::NotFound(_) => (StatusCode::NOT_FOUND, "not found"),
+            ManageError::NoSchedule(_) => (StatusCode::NOT_FOUND, "no such schedule"),
+            ManageError::NoHook(_) => (StatusCode::NOT_FOUND, "no such webhook"),
             ManageError::Taken(_) => (StatusCode::CONFLICT, "taken"),
             ManageError::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "store unavailable"),
         };

@@ -394,10 +394,15 @@ async fn the_openapi_document_matches_the_routes() {
     for (path, ops) in paths {
         for (method, op) in ops.as_object().unwrap() {
             assert!(op["summary"].is_string(), "{method} {path}");
-            let url = format!("{}{}", s.base, path.replace("{id}", id));
+            let url = format!(
+                "{}{}",
+                s.base,
+                path.replace("{id}", id).replace("{name}", "nobody")
+            );
             let req = match method.as_str() {
                 "get" => s.client.get(&url),
                 "post" => s.client.post(&url).json(&json!({})),
+                "delete" => s.client.delete(&url),
                 other => panic!("{other} {path}"),
             };
             // Streams are only opened: their status says the route exists.
@@ -411,7 +416,7 @@ async fn the_openapi_document_matches_the_routes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 13, "{paths:?}");
+    assert_eq!(checked, 24, "{paths:?}");
     assert!(paths["/v1/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]["source"].is_object());
     let (status, p) = s.get("/v1/nothing").await;
     assert_eq!((status, p["title"].as_str()), (404, Some("not found")));

@@ -252,8 +252,28 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (8, events::MIGRATION),
     (9, journal::MIGRATION),
     (10, ""),
-    (11, "ALTER TABLE runs ADD COLUMN wake_ms INTEGER;"),
+    // 11 adds `runs.wake_ms` through `ensure_column`: a table `SCHEMA` has just
+    // created already has it.
+    (11, ""),
 ];
+
+/// Adds `column` (of `decl`) to `table` unless the table has it.
+fn ensure_column(
+    tx: &rusqlite::Transaction<'_>,
+    table: &str,
+    column: &str,
+    decl: &str,
+) -> rusqlite::Result<()> {
+    let has: bool = tx.query_row(
+        &format!("SELECT count(*) > 0 FROM pragma_table_info('{table}') WHERE name = ?1"),
+        params![column],
+        |r| r.get(0),
+    )?;
+    if !has {
+        tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl};"))?;
+    }
+    Ok(())
+}
 
 /// Indexes on columns a migration may have added, made once the migrations ran.
 const LATE_SCHEMA: &str =
@@ -315,6 +335,7 @@ fn open_connection(path: &Path, durability: Durability) -> Result<Connection, Op
         Some(Ok(v)) => return Err(OpenError::TooNew(v)),
         Some(Err(_)) => return Err(OpenError::Foreign(tables)),
     }
+    ensure_column(&tx, "runs", "wake_ms", "INTEGER")?;
     tx.execute_batch(LATE_SCHEMA)?;
     tx.execute_batch(triggers::SCHEMA)?;
     tx.commit()?;
@@ -1093,6 +1114,21 @@ mod tests {
         s.create_run(&r).await.unwrap();
         let back = s.get_run("new").await.unwrap().unwrap();
         assert_eq!((back.scopes, back.view), (r.scopes, r.view));
+        // Version 11's timers and trigger tables.
+        let mut waiting = run("waits");
+        waiting.status = RunStatus::Paused;
+        waiting.wake_ms = Some(7);
+        s.create_run(&waiting).await.unwrap();
+        let due = weft_core::ports::TriggerStore::due_timers(&s, 10, 10)
+            .await
+            .unwrap();
+        assert_eq!(due.len(), 1);
+        assert!(
+            weft_core::ports::TriggerStore::schedules(&s)
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[tokio::test]

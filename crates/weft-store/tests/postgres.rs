@@ -42,7 +42,38 @@ async fn stores_starting_together_on_a_new_database_create_one_schema() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(version, "1");
+    assert_eq!(version, "2");
+}
+
+#[tokio::test]
+async fn a_version_1_database_gains_run_timers_and_trigger_tables() {
+    let Some(url) = stores::fresh_postgres().await else {
+        return;
+    };
+    PostgresStore::connect(&url).await.unwrap();
+    // What version 1 had: runs without wake_ms, no trigger tables.
+    admin(&url)
+        .await
+        .batch_execute(
+            "DROP INDEX weft.runs_waking; ALTER TABLE weft.runs DROP COLUMN wake_ms;
+             DROP TABLE weft.schedules, weft.hooks, weft.firings;
+             UPDATE weft.meta SET value = '1' WHERE key = 'schema_version'",
+        )
+        .await
+        .unwrap();
+    let store = PostgresStore::connect(&url).await.unwrap();
+    let mut paused = run("waits");
+    paused.status = weft_core::ports::RunStatus::Paused;
+    paused.wake_ms = Some(5);
+    store.create_run(&paused).await.unwrap();
+    let due = weft_core::ports::TriggerStore::due_timers(&store, 10, 10)
+        .await
+        .unwrap();
+    assert_eq!(due.len(), 1);
+    let schedules = weft_core::ports::TriggerStore::schedules(&store)
+        .await
+        .unwrap();
+    assert!(schedules.is_empty());
 }
 
 #[tokio::test]

@@ -46,9 +46,12 @@ pub enum ManageError {
     /// The request names something invalid: answered `400` with the reason.
     #[error("{0}")]
     Invalid(String),
-    /// No such schedule or webhook: `404`.
-    #[error("{0}")]
-    NotFound(String),
+    /// No such schedule: `404`.
+    #[error("no schedule called `{0}`")]
+    NoSchedule(String),
+    /// No such webhook: `404`.
+    #[error("no webhook called `{0}`")]
+    NoHook(String),
     /// The id or name is taken: `409`.
     #[error("{0}")]
     Taken(String),
@@ -157,7 +160,7 @@ pub async fn schedule(launcher: &Launcher, id: &str) -> Result<Schedule, ManageE
     triggers(launcher)?
         .schedule(id)
         .await?
-        .ok_or_else(|| ManageError::NotFound(format!("no schedule called `{id}`")))
+        .ok_or_else(|| ManageError::NoSchedule(id.to_owned()))
 }
 
 /// Pauses (`paused`) or resumes schedule `id` at `now_ms`. A resumed schedule fires
@@ -185,7 +188,7 @@ pub async fn delete_schedule(launcher: &Launcher, id: &str) -> Result<(), Manage
     if triggers(launcher)?.delete_schedule(id).await? {
         Ok(())
     } else {
-        Err(ManageError::NotFound(format!("no schedule called `{id}`")))
+        Err(ManageError::NoSchedule(id.to_owned()))
     }
 }
 
@@ -316,7 +319,7 @@ pub async fn delete_hook(launcher: &Launcher, name: &str) -> Result<(), ManageEr
     if triggers(launcher)?.delete_hook(name).await? {
         Ok(())
     } else {
-        Err(ManageError::NotFound(format!("no webhook called `{name}`")))
+        Err(ManageError::NoHook(name.to_owned()))
     }
 }
 
