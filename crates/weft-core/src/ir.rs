@@ -336,6 +336,14 @@ impl BlockKind {
         }
     }
 
+    /// Whether the kind named `name` (as [`BlockKind::name`] writes it) is a leaf.
+    pub fn is_leaf_name(name: &str) -> bool {
+        !matches!(
+            name,
+            "sequence" | "parallel" | "map" | "loop" | "branch" | "graph" | "subflow"
+        ) && Self::NAMES.contains(&name)
+    }
+
     /// Blocks that run no other block: the steps a person reads one by one.
     pub fn is_leaf(&self) -> bool {
         self.is_effectful() || matches!(self, BlockKind::Passthrough | BlockKind::Transform(_))

@@ -13,10 +13,12 @@ mod args;
 mod failure;
 mod flows;
 mod format;
+mod progress;
 mod prompts;
 mod resources;
 mod runs;
 mod schedules;
+mod tasks;
 mod testing;
 pub mod tools;
 
@@ -25,10 +27,11 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
-    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetPromptRequestParams,
+    GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -56,12 +59,18 @@ pub struct McpOptions {
 pub struct WeftMcp {
     pub(crate) engine: Engine,
     pub(crate) options: McpOptions,
+    /// `test_flow` tasks, which no store keeps.
+    pub(crate) tests: tasks::TestTasks,
 }
 
 impl WeftMcp {
     /// The server for `engine`.
     pub fn new(engine: Engine, options: McpOptions) -> WeftMcp {
-        WeftMcp { engine, options }
+        WeftMcp {
+            engine,
+            options,
+            tests: tasks::TestTasks::default(),
+        }
     }
 
     /// Serves one client on standard input and output until it disconnects.
@@ -125,6 +134,7 @@ impl ServerHandler for WeftMcp {
                 .enable_tools()
                 .enable_resources()
                 .enable_prompts()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("weft", env!("CARGO_PKG_VERSION")))
@@ -186,9 +196,48 @@ impl ServerHandler for WeftMcp {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.unwrap_or_default();
-        Ok(tools::call(self, &request.name, arguments).await.into())
+        let takes_tasks = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        if takes_tasks && tasks::TASK_TOOLS.contains(&request.name.as_ref()) {
+            return Ok(tasks::call(self, &request.name, arguments).await);
+        }
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| progress::Progress {
+                peer: context.peer.clone(),
+                token,
+            });
+        Ok(tools::call(self, &request.name, arguments, progress)
+            .await
+            .into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        tasks::get(self, &request.task_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::cancel(self, &request.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::update(self, &request.task_id, request.input_responses).await
     }
 }

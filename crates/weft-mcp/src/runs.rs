@@ -4,6 +4,7 @@
 use crate::WeftMcp;
 use crate::args::{self, AnswerApproval, GetRun, ListRuns, RetryRun, RunFlow, RunId};
 use crate::failure::Failure;
+use crate::progress::Progress;
 use serde_json::{Value, json};
 use std::time::Duration;
 use weft_core::ports::{RunQuery, RunRecord, RunStatus};
@@ -13,7 +14,11 @@ use weft_engine::{RunOptions, Underway};
 /// Events one `get_run` returns at most; `next_after` pages on.
 const EVENTS_PER_CALL: usize = 200;
 
-pub(crate) async fn run(mcp: &WeftMcp, a: RunFlow) -> Result<Value, Failure> {
+pub(crate) async fn run(
+    mcp: &WeftMcp,
+    a: RunFlow,
+    progress: Option<Progress>,
+) -> Result<Value, Failure> {
     let (text, dialect) = match (&a.name, &a.source) {
         (Some(name), None) => {
             let (_, source) = crate::flows::saved(mcp, args::name(name)?, a.version).await?;
@@ -38,24 +43,43 @@ pub(crate) async fn run(mcp: &WeftMcp, a: RunFlow) -> Result<Value, Failure> {
         flow_source: Some(loaded.flow_source()),
         ..RunOptions::default()
     };
+    let total = crate::progress::fixed_steps(checked.prepared.flow());
     let run = mcp
         .engine
         .submit(checked.prepared.clone(), a.input, opts)
         .await?;
-    answer_when_done(mcp, run, args::wait(a.wait_seconds)).await
+    let wait = args::wait(a.wait_seconds);
+    answer_when_done(mcp, run, wait, progress.map(|p| (p, total))).await
 }
 
-/// `{run_id, status}` now, or the run's result if it ends or pauses within `wait`.
+/// `{run_id, status}` now, or the run's result if it ends or pauses within `wait`;
+/// meanwhile each step it completes is reported to `progress` (with the flow's step
+/// count, when fixed).
 async fn answer_when_done(
     mcp: &WeftMcp,
     run: Underway,
     wait: Option<Duration>,
+    progress: Option<(Progress, Option<usize>)>,
 ) -> Result<Value, Failure> {
     let run_id = run.run_id().to_owned();
-    if let Some(wait) = wait
-        && let Some(result) = run.within(wait).await
-    {
-        return Ok(result?.to_json());
+    if let Some(wait) = wait {
+        let ended = match progress {
+            Some((p, total)) => {
+                let store = mcp.engine.store().clone();
+                let mut steps = crate::progress::Follower::new(store, run_id.clone(), p, total);
+                let ended = tokio::select! {
+                    ended = run.within(wait) => ended,
+                    () = steps.follow() => None,
+                };
+                // The steps between the last look and the end.
+                steps.pump().await;
+                ended
+            }
+            None => run.within(wait).await,
+        };
+        if let Some(result) = ended {
+            return Ok(result?.to_json());
+        }
     }
     let status = match mcp.engine.store().get_run(&run_id).await? {
         Some(r) => r.status.as_str(),
@@ -141,12 +165,21 @@ pub(crate) async fn cancel(mcp: &WeftMcp, a: RunId) -> Result<Value, Failure> {
     Ok(summary(&r))
 }
 
-pub(crate) async fn retry(mcp: &WeftMcp, a: RetryRun) -> Result<Value, Failure> {
+pub(crate) async fn retry(
+    mcp: &WeftMcp,
+    a: RetryRun,
+    progress: Option<Progress>,
+) -> Result<Value, Failure> {
     let run = mcp.engine.retry_detached(&a.run_id, None).await?;
-    answer_when_done(mcp, run, args::wait(a.wait_seconds)).await
+    let wait = args::wait(a.wait_seconds);
+    answer_when_done(mcp, run, wait, progress.map(|p| (p, None))).await
 }
 
-pub(crate) async fn answer(mcp: &WeftMcp, a: AnswerApproval) -> Result<Value, Failure> {
+pub(crate) async fn answer(
+    mcp: &WeftMcp,
+    a: AnswerApproval,
+    progress: Option<Progress>,
+) -> Result<Value, Failure> {
     if !mcp.options.allow_approvals {
         return Err(Failure::new(
             "models may not answer approvals on this server: a person answers them",
@@ -161,5 +194,6 @@ pub(crate) async fn answer(mcp: &WeftMcp, a: AnswerApproval) -> Result<Value, Fa
         .engine
         .answer_detached(&a.run_id, a.step.as_deref(), answer)
         .await?;
-    answer_when_done(mcp, run, args::wait(a.wait_seconds)).await
+    let wait = args::wait(a.wait_seconds);
+    answer_when_done(mcp, run, wait, progress.map(|p| (p, None))).await
 }

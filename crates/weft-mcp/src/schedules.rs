@@ -91,8 +91,11 @@ pub(crate) async fn add(mcp: &WeftMcp, new: NewSchedule) -> Result<Value, Failur
         .await?
         .is_none()
     {
-        return Err(Failure::new(format!("no saved flow `{}`", new.flow))
-            .hint("save it first with save_flow; list_flows shows the saved ones"));
+        return Err(Failure::new(format!(
+            "no saved flow {}",
+            crate::failure::quoted(&new.flow)
+        ))
+        .hint("save it first with save_flow; list_flows shows the saved ones"));
     }
     let s = manage::add_schedule(&l, new, now()).await?;
     Ok(manage::describe(&s, &[], now()))

@@ -4,6 +4,7 @@
 use crate::WeftMcp;
 use crate::args::{self, *};
 use crate::failure::Failure;
+use crate::progress::Progress;
 use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -127,14 +128,21 @@ pub(crate) async fn call(
     mcp: &WeftMcp,
     name: &str,
     arguments: Map<String, Value>,
+    progress: Option<Progress>,
 ) -> CallToolResult {
-    match dispatch(mcp, name, arguments).await {
+    match dispatch(mcp, name, arguments, progress).await {
         Ok(value) => CallToolResult::structured(value),
         Err(failure) => failure.into_result(),
     }
 }
 
-async fn dispatch(mcp: &WeftMcp, name: &str, a: Map<String, Value>) -> Result<Value, Failure> {
+/// Runs tool `name`; a tool that waits for a run reports its steps to `progress`.
+pub(crate) async fn dispatch(
+    mcp: &WeftMcp,
+    name: &str,
+    a: Map<String, Value>,
+    progress: Option<Progress>,
+) -> Result<Value, Failure> {
     match name {
         "describe_format" => crate::format::describe(args::read(name, a)?),
         "validate_flow" => crate::flows::validate(mcp, args::read(name, a)?),
@@ -146,12 +154,12 @@ async fn dispatch(mcp: &WeftMcp, name: &str, a: Map<String, Value>) -> Result<Va
         }
         "edit_flow" => crate::flows::edit(mcp, args::read(name, a)?).await,
         "test_flow" => crate::testing::test(mcp, args::read(name, a)?).await,
-        "run_flow" => crate::runs::run(mcp, args::read(name, a)?).await,
+        "run_flow" => crate::runs::run(mcp, args::read(name, a)?, progress).await,
         "get_run" => crate::runs::get(mcp, args::read(name, a)?).await,
         "list_runs" => crate::runs::list(mcp, args::read(name, a)?).await,
         "cancel_run" => crate::runs::cancel(mcp, args::read(name, a)?).await,
-        "retry_run" => crate::runs::retry(mcp, args::read(name, a)?).await,
-        "answer_approval" => crate::runs::answer(mcp, args::read(name, a)?).await,
+        "retry_run" => crate::runs::retry(mcp, args::read(name, a)?, progress).await,
+        "answer_approval" => crate::runs::answer(mcp, args::read(name, a)?, progress).await,
         "schedule_flow" => crate::schedules::add(mcp, args::read(name, a)?).await,
         "list_schedules" => crate::schedules::list(mcp, args::read(name, a)?).await,
         "change_schedule" => crate::schedules::change(mcp, args::read(name, a)?).await,

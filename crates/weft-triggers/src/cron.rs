@@ -30,11 +30,15 @@ impl CronTimes {
             .parse(expression)
             .map_err(|e| {
                 format!(
-                    "`{expression}` is not a cron expression ({e}); write five fields, minute hour day month weekday, like `0 9 * * MON-FRI`, or six with seconds first"
+                    "{} is not a cron expression ({e}); write five fields, minute hour day month weekday, like `0 9 * * MON-FRI`, or six with seconds first",
+                    crate::quoted(expression)
                 )
             })?;
         let tz = TimeZone::get(tz).map_err(|_| {
-            format!("`{tz}` is not a time zone this Weft knows; write an IANA name like `UTC` or `Europe/Paris`")
+            format!(
+                "{} is not a time zone this Weft knows; write an IANA name like `UTC` or `Europe/Paris`",
+                crate::quoted(tz)
+            )
         })?;
         Ok(CronTimes { cron, tz })
     }

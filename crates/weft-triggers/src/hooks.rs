@@ -104,7 +104,8 @@ pub fn verify(
 fn parse_signature(header: &str) -> Result<(i64, Vec<Vec<u8>>), Rejected> {
     let malformed = || {
         Rejected::Missing(format!(
-            "`{header}` is not a signature: write `t=<unix seconds>,v1=<hex>`"
+            "{} is not a signature: write `t=<unix seconds>,v1=<hex>`",
+            crate::quoted(header)
         ))
     };
     let mut t = None;

@@ -47,10 +47,10 @@ pub enum ManageError {
     #[error("{0}")]
     Invalid(String),
     /// No such schedule: `404`.
-    #[error("no schedule called `{0}`")]
+    #[error("no schedule called {}", crate::quoted(.0))]
     NoSchedule(String),
     /// No such webhook: `404`.
-    #[error("no webhook called `{0}`")]
+    #[error("no webhook called {}", crate::quoted(.0))]
     NoHook(String),
     /// The id or name is taken: `409`.
     #[error("{0}")]
@@ -77,8 +77,8 @@ pub async fn add_schedule(
     let cron = CronTimes::parse(&new.cron, &tz).map_err(ManageError::Invalid)?;
     if cron.next_after(now_ms).is_none() {
         return Err(ManageError::Invalid(format!(
-            "`{}` never fires after now (a date that does not exist, or a year gone by)",
-            new.cron
+            "{} never fires after now (a date that does not exist, or a year gone by)",
+            crate::quoted(&new.cron)
         )));
     }
     let jitter_ms = match &new.jitter {
@@ -116,9 +116,10 @@ pub async fn add_schedule(
         since_ms: now_ms,
     };
     t.put_schedule(&s, true).await.map_err(|e| match e {
-        StoreError::Conflict(_) => {
-            ManageError::Taken(format!("a schedule called `{}` exists already", s.id))
-        }
+        StoreError::Conflict(_) => ManageError::Taken(format!(
+            "a schedule called {} exists already",
+            crate::quoted(&s.id)
+        )),
         e => e.into(),
     })?;
     Ok(s)
@@ -135,7 +136,8 @@ fn check_name(what: &str, name: &str) -> Result<(), ManageError> {
         Ok(())
     } else {
         Err(ManageError::Invalid(format!(
-            "`{name}` is not a {what}: use 1 to 100 letters, digits, `-`, `_` or `.`"
+            "{} is not a {what}: use 1 to 100 letters, digits, `-`, `_` or `.`",
+            crate::quoted(name)
         )))
     }
 }
@@ -329,7 +331,8 @@ pub fn parse_auth(text: &str) -> Result<HookAuth, ManageError> {
         "hmac" => Ok(HookAuth::Hmac),
         "bearer" => Ok(HookAuth::Bearer),
         other => Err(ManageError::Invalid(format!(
-            "`{other}` is not a webhook auth: use `hmac` or `bearer`"
+            "{} is not a webhook auth: use `hmac` or `bearer`",
+            crate::quoted(other)
         ))),
     }
 }

@@ -139,6 +139,27 @@ async def conversation(session, approval_source):
     cancelled = body(await session.call_tool("cancel_run", {"run_id": paused["run_id"]}))
     check(cancelled["status"] == "cancelled", "cancel_run", cancelled)
 
+    # A waiting call with a progress token: a notification per step, in order, counting
+    # toward the flow's ten steps, each naming its step.
+    seen_progress = []
+
+    async def on_progress(progress, total, message):
+        seen_progress.append((progress, total, message))
+
+    steps = "".join(f"    - {{id: s{i}, transform: {{output: {i}}}}}\n" for i in range(1, 11))
+    ten = body(await session.call_tool(
+        "run_flow", {"source": f"weft: 1\nname: ten\nroot:\n  sequence:\n{steps}", "wait_seconds": 60},
+        progress_callback=on_progress,
+    ))
+    check(ten["status"] == "completed", "the ten-step run completes", ten)
+    for _ in range(50):
+        if len(seen_progress) >= 10:
+            break
+        await asyncio.sleep(0.05)
+    check([p for p, _, _ in seen_progress] == list(range(1, 11)), "progress in order", seen_progress)
+    check(all(t == 10 for _, t, _ in seen_progress), "progress toward ten steps", seen_progress)
+    check(seen_progress[0][2] == "root/s1", "progress names the step", seen_progress)
+
 
 # Every tool with missing, wrongly typed and oversized arguments: each a tool error.
 HOSTILE = [
