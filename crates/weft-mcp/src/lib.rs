@@ -26,6 +26,8 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::sync::Arc;
 
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, GetPromptRequestParams,
     GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, ListPromptsResult,
@@ -128,12 +130,14 @@ side effects, model calls answered by you), then run_flow and get_run (status, o
 failing step and its error, events). Runs are addressed by run_id.";
 
 impl ServerHandler for WeftMcp {
+    #[allow(deprecated)] // logging: see `set_level`
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
                 .enable_prompts()
+                .enable_logging()
                 .enable_tasks()
                 .build(),
         )
@@ -213,8 +217,20 @@ impl ServerHandler for WeftMcp {
                 token,
             });
         Ok(tools::call(self, &request.name, arguments, progress)
-            .await
+            .await?
             .into())
+    }
+
+    /// Accepted at any level, for clients of the 2025-11-25 revision (logging left the
+    /// protocol with SEP-2577): the server sends no log messages; a run's warnings are in
+    /// its events, which `get_run` returns.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _: SetLevelRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
     }
 
     async fn get_task(

@@ -143,7 +143,8 @@ fn not_found(uri: &str) -> ErrorData {
             "no resource {}: resources/list and resources/templates/list name them",
             crate::failure::quoted(uri)
         ),
-        None,
+        // The URI asked for, as SEP-2164 asks (a client matches the error to its read).
+        (uri.len() <= 2048).then(|| serde_json::json!({ "uri": uri })),
     )
 }
 

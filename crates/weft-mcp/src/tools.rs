@@ -5,6 +5,7 @@ use crate::WeftMcp;
 use crate::args::{self, *};
 use crate::failure::Failure;
 use crate::progress::Progress;
+use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -123,17 +124,30 @@ pub fn names() -> Vec<&'static str> {
     TOOLS.iter().map(|t| t.name).collect()
 }
 
-/// Runs tool `name` with `arguments`; a failure is a tool error, never a protocol one.
+/// Runs tool `name` with `arguments`; a failure is a tool error the model reads. Only a
+/// name no tool has is a protocol error (`-32602`, as the specification asks), with
+/// the tools there are in its data.
 pub(crate) async fn call(
     mcp: &WeftMcp,
     name: &str,
     arguments: Map<String, Value>,
     progress: Option<Progress>,
-) -> CallToolResult {
-    match dispatch(mcp, name, arguments, progress).await {
+) -> Result<CallToolResult, ErrorData> {
+    if !names().contains(&name) {
+        return Err(unknown(name));
+    }
+    Ok(match dispatch(mcp, name, arguments, progress).await {
         Ok(value) => CallToolResult::structured(value),
         Err(failure) => failure.into_result(),
-    }
+    })
+}
+
+/// The protocol error for a call of tool `name`, which does not exist.
+pub(crate) fn unknown(name: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("Unknown tool: {}", crate::failure::quoted(name)),
+        Some(serde_json::json!({ "tools": names() })),
+    )
 }
 
 /// Runs tool `name`; a tool that waits for a run reports its steps to `progress`.

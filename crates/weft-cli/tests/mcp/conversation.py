@@ -187,7 +187,6 @@ HOSTILE = [
     ("cancel_run", {}),
     ("retry_run", {"run_id": "0000dead"}),
     ("answer_approval", {"run_id": "x"}),
-    ("no_such_tool", {}),
 ]
 
 
@@ -223,6 +222,14 @@ async def hostile(session):
         check(body(r)["error"], f"{name} says why", body(r))
         check(len(json.dumps(body(r))) < 20_000, f"{name}: the error does not echo 2 MiB back", len(json.dumps(body(r))))
     check(len(cases) > 60, "the hostile table covers every tool", len(cases))
+    # A tool that does not exist is a protocol error (-32602) naming the tools there are.
+    try:
+        await session.call_tool("no_such_tool", {})
+        check(False, "an unknown tool is refused", None)
+    except Exception as e:
+        error = getattr(e, "error", None)
+        check(getattr(error, "code", None) == -32602, "an unknown tool is -32602", repr(e))
+        check("run_flow" in json.dumps(getattr(error, "data", None)), "the error names the tools", repr(e))
     tools = await session.list_tools()
     check(len(tools.tools) == len(TOOLS), "still serving after hostile input")
 
