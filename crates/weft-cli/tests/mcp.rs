@@ -130,3 +130,101 @@ fn garbage_on_stdin_does_not_stop_the_server() {
         "a closed stdin ends the server cleanly: {status}"
     );
 }
+
+/// One JSON-RPC request to `/mcp` of the 2026-07-28 revision (stateless: what the
+/// client is travels in `_meta`), from a client that takes MCP Tasks.
+fn mcp_request(
+    base: &str,
+    method: &str,
+    name: &str,
+    params: serde_json::Value,
+) -> serde_json::Value {
+    let meta = serde_json::json!({
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "weft-test", "version": "1"},
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28"
+    });
+    let mut params = params;
+    params["_meta"] = meta;
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let answer: serde_json::Value = reqwest::blocking::Client::new()
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .json(&body)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert!(answer["error"].is_null(), "{method}: {answer}");
+    answer["result"].clone()
+}
+
+/// Polls task `id` until it is `status`.
+fn task_until(base: &str, id: &str, status: &str) -> serde_json::Value {
+    for _ in 0..200 {
+        let task = mcp_request(base, "tasks/get", id, serde_json::json!({"taskId": id}));
+        if task["status"] == status {
+            return task;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("task {id} never became {status}")
+}
+
+#[test]
+fn a_task_waits_for_a_person_outlives_its_server_and_finishes_when_answered_through_the_api() {
+    let env = Env::new();
+    let served = support::Served::start(&env);
+    let flow = "weft: 1\nname: ship\nroot:\n  sequence:\n    - {id: review, approval: {prompt: 'Ship {{ input.what }}?'}}\n    - {transform: {output: 'shipped {{ initial.what }}'}}\n";
+    let created = mcp_request(
+        &served.base,
+        "tools/call",
+        "run_flow",
+        serde_json::json!({"name": "run_flow", "arguments": {"source": flow, "input": {"what": "v2"}}}),
+    );
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let asking = task_until(&served.base, &id, "input_required");
+    let request = &asking["inputRequests"]["root/review"];
+    assert_eq!(request["method"], "elicitation/create", "{asking}");
+    assert_eq!(request["params"]["message"], "Ship v2?");
+
+    // The task is the run: a new server on the same database answers for it.
+    served.kill();
+    let served = support::Served::start(&env);
+    task_until(&served.base, &id, "input_required");
+    let approved = reqwest::blocking::Client::new()
+        .post(format!("{}/v1/runs/{id}/approve", served.base))
+        .json(&serde_json::json!({"decision": "approve"}))
+        .send()
+        .unwrap();
+    assert!(approved.status().is_success(), "{:?}", approved.text());
+    let done = task_until(&served.base, &id, "completed");
+    assert_eq!(
+        done["result"]["structuredContent"]["output"], "shipped v2",
+        "{done}"
+    );
+
+    // Cancelling a task cancels its run.
+    let waiting = "weft: 1\nname: nap\nroot: {wait: {for: 1h}}\n";
+    let created = mcp_request(
+        &served.base,
+        "tools/call",
+        "run_flow",
+        serde_json::json!({"name": "run_flow", "arguments": {"source": waiting}}),
+    );
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let ack = mcp_request(
+        &served.base,
+        "tasks/cancel",
+        &id,
+        serde_json::json!({"taskId": id}),
+    );
+    assert_eq!(ack["resultType"], "complete", "{ack}");
+    task_until(&served.base, &id, "cancelled");
+    let run = env.weft(&["runs", "show", &id]);
+    assert_eq!(support::stdout_json(&run)["status"], "cancelled");
+}
