@@ -332,6 +332,14 @@ async fn run(
     let store = open_store(db, settings).await?;
     let run_settings = RunSettings::for_new_run(out);
     let session = session(store, settings, out, loaded.events.clone(), &run_settings)?;
+    if run_settings.model.is_none()
+        && let Some(told) = unnamed_models(flow, &loaded)
+    {
+        eprintln!("{told}");
+        if let Some(p) = &session.progress {
+            p.no_model_told();
+        }
+    }
     let opts = RunOptions {
         source: Some(
             std::fs::canonicalize(flow)
@@ -571,11 +579,13 @@ fn validate_one(flow: &Path, checks: &Checks<'_>, sandboxes: &weft_code::Sandbox
             false
         }
         Ok(p) => {
-            let unmodelled = if checks.has_model {
+            let mut unmodelled = if checks.has_model {
                 Vec::new()
             } else {
                 loaded.locate_all(blocks_without_model(&loaded.flow))
             };
+            // Several calls one node of the file compiles to are one line to fix.
+            unmodelled.dedup_by(|a, b| a.loc.is_some() && a.loc == b.loc);
             let warnings = loaded
                 .warnings
                 .iter()
@@ -599,6 +609,34 @@ fn validate_one(flow: &Path, checks: &Checks<'_>, sandboxes: &weft_code::Sandbox
             true
         }
     }
+}
+
+/// What `weft run` says once, before a run whose model calls name no model (and no
+/// `--model` or `$WEFT_MODEL` gives one): how many, what they will use, and where the
+/// file could name one, at the first such call.
+fn unnamed_models(file: &Path, loaded: &Loaded) -> Option<String> {
+    let unnamed = blocks_without_model(&loaded.flow);
+    let first = unnamed.first()?.clone();
+    let place = match loaded.dialect {
+        "tea" => "in `settings.llm` (`model`, `provider`), or on the call",
+        "souls" => "on the soul, or in the workflow's `config`",
+        "graph" => "on the agent node",
+        _ => "on the block, or as the flow's default in `models`",
+    };
+    let calls = if unnamed.len() == 1 {
+        "1 model call names".to_owned()
+    } else {
+        format!("{} model calls name", unnamed.len())
+    };
+    let mut d = first.hint(format!(
+        "name a model {place}, or pass --model / set WEFT_MODEL"
+    ));
+    let fallback = crate::engines::no_model_warning();
+    d.message = format!(
+        "{calls} no model: {}",
+        fallback.trim_start_matches("no model: ")
+    );
+    Some(loaded.locate(d).render(&file.display().to_string()))
 }
 
 /// A warning for each llm block that names no model: `weft run` would give it the

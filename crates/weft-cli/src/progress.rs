@@ -13,6 +13,9 @@ const WORK: &[&str] = &[
 
 pub struct Progress {
     spinner: Option<ProgressBar>,
+    /// The run was told up front that blocks name no model: the engine's own warning
+    /// of it, when the first such block runs, is not repeated.
+    no_model_told: std::sync::atomic::AtomicBool,
 }
 
 impl Progress {
@@ -26,7 +29,16 @@ impl Progress {
             pb.enable_steady_tick(Duration::from_millis(100));
             pb
         });
-        Progress { spinner }
+        Progress {
+            spinner,
+            no_model_told: Default::default(),
+        }
+    }
+
+    /// Leaves out the engine's `no_model` warning: the command gave it up front.
+    pub fn no_model_told(&self) {
+        self.no_model_told
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn finish(&self) {
@@ -98,6 +110,11 @@ impl EventSink for Progress {
                     "  ! {path}: {owner}'s {budget} budget is {state} its limit ({used} of {limit})"
                 ))
             }
+            EventKind::Warning { code, .. }
+                if code == "no_model"
+                    && self
+                        .no_model_told
+                        .load(std::sync::atomic::Ordering::Relaxed) => {}
             EventKind::Warning { path, message, .. } => self.line(format!("  ! {path}: {message}")),
             EventKind::ApprovalRequested { key, prompt, .. } => {
                 self.line(format!("  ⏸ {key} waits for approval: {prompt}"))

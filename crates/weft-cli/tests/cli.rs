@@ -1190,3 +1190,41 @@ fn a_run_without_an_event_log_keeps_its_journal_and_result_but_no_events() {
         assert!(!store.journal(&ids[1]).await.unwrap().is_empty());
     });
 }
+
+#[test]
+fn a_tea_run_whose_calls_name_no_model_says_so_once_up_front_where_one_could_be_named() {
+    let env = Env::new();
+    // TEA's examples/reflection/llm-evaluator-example.yaml names its model in
+    // `settings.llm` as `default_model`: every call, the evaluator's too, takes it.
+    let named = env.write(
+        "named.yaml",
+        "name: t\nsettings:\n  llm: {provider: ollama, default_model: llama3.2}\nnodes:\n  - name: w\n    uses: reflection.loop\n    with:\n      generator: {run: 'result = {\"text\": \"x\"}'}\n      evaluator: {type: llm}\n",
+    );
+    let o = env.weft(&["validate", named.to_str().unwrap()]);
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("no model"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // Without it, one line says so, at the node, even where it compiles to two calls.
+    let bare = env.write(
+        "bare.yaml",
+        "name: t\nnodes:\n  - name: ask\n    uses: reason.self_correct\n    with: {task: 'say hi', improvement_rounds: 1, max_tokens: 4}\n    output: answer\n",
+    );
+    let o = env.weft(&["validate", bare.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.matches("warning: no model").count(), 1, "{out}");
+    let o = env.weft(&["run", bare.to_str().unwrap(), "--input", "{}"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    let told = "bare.yaml:3:5: warning: 2 model calls name no model: using local/smollm2; set --model or WEFT_MODEL";
+    assert!(
+        err.lines().next().unwrap().ends_with(told),
+        "said up front: {err}"
+    );
+    assert!(
+        err.contains("hint: name a model in `settings.llm`"),
+        "{err}"
+    );
+    assert_eq!(err.matches("no model").count(), 1, "said once: {err}");
+}

@@ -11,7 +11,8 @@
 //!   value: EXPR}`;
 //! - keys beginning with `_`, at the top or on a node, are a tool's annotations (TEA
 //!   ignores every key it does not read) and are dropped;
-//! - `settings.llm`'s `model`, `provider` and `api_base` are the defaults of every model
+//! - `settings.llm`'s `model` (or `default_model`), `provider` and `api_base` are the
+//!   defaults of every model
 //!   action that names none (a value of `${VARIABLE}` form is left out: Weft's own
 //!   `--model` / `WEFT_MODEL` is the default then).
 //!
@@ -128,13 +129,25 @@ fn llm_defaults(doc: &Value) -> Vec<(String, Value)> {
     let Some(llm) = doc.pointer("/settings/llm").and_then(Value::as_object) else {
         return Vec::new();
     };
-    ["model", "provider", "api_base", "embedding_model"]
-        .iter()
-        .filter_map(|k| {
-            let v = llm.get(*k)?.as_str()?;
-            (!v.contains("${") && !v.contains("{{")).then(|| ((*k).to_owned(), Value::from(v)))
-        })
-        .collect()
+    // TEA's examples also write the model as `default_model`.
+    [
+        ("model", "model"),
+        ("model", "default_model"),
+        ("provider", "provider"),
+        ("api_base", "api_base"),
+        ("embedding_model", "embedding_model"),
+    ]
+    .iter()
+    .filter_map(|(key, setting)| {
+        let v = llm.get(*setting)?.as_str()?;
+        (!v.contains("${") && !v.contains("{{")).then(|| ((*key).to_owned(), Value::from(v)))
+    })
+    .fold(Vec::new(), |mut kept, (k, v)| {
+        if !kept.iter().any(|(have, _): &(String, Value)| *have == k) {
+            kept.push((k, v));
+        }
+        kept
+    })
 }
 
 /// Gives a model action node the defaults it lacks: `llm.embed` takes its model from

@@ -102,7 +102,7 @@ impl Compiler<'_> {
             output: LlmOutput::Message,
             ..LlmSpec::default()
         };
-        spec.model = self.model_of(with, &wptr, node);
+        spec.model = self.model_of(&self.with_settings(with), &wptr, node);
         self.messages(with, &wptr, &mut spec);
         if let Some(t) = with.get("temperature") {
             match t.as_f64() {
@@ -142,6 +142,31 @@ impl Compiler<'_> {
             ])),
             None => block,
         })
+    }
+
+    /// `with` and what `settings.llm` gives every model call that names none, as TEA
+    /// resolves a call's model: the call's own `model`, `provider` and `api_base`, else
+    /// the settings' (`model`, or `default_model` as TEA's examples write it). Every
+    /// model call goes through here: `llm.*`, and those inside reflection, reasoning,
+    /// agents, planning and extraction.
+    fn with_settings(
+        &self,
+        with: &serde_json::Map<String, Value>,
+    ) -> serde_json::Map<String, Value> {
+        let mut resolved = with.clone();
+        for (key, from) in [
+            ("model", &["model", "default_model"][..]),
+            ("provider", &["provider"][..]),
+            ("api_base", &["api_base"][..]),
+        ] {
+            if resolved.contains_key(key) {
+                continue;
+            }
+            if let Some(v) = from.iter().find_map(|k| self.llm_settings.get(*k)) {
+                resolved.insert(key.to_owned(), v.clone());
+            }
+        }
+        resolved
     }
 
     /// The file's model name behind `id` when `id` is an alias [`Self::model_of`] made

@@ -8,6 +8,7 @@ mod dataflow;
 mod extraction;
 mod invalid;
 mod model_patterns;
+mod model_settings;
 mod planning;
 mod reasoning_patterns;
 mod retry_loop;
