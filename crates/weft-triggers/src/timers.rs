@@ -46,12 +46,21 @@ pub async fn wake_due(engine: &Engine, counters: &Counters) -> Result<Option<i64
     };
     loop {
         let due = triggers.due_timers(now_ms() as i64, BATCH).await?;
+        let mut woken = 0;
         for timer in &due {
             match engine.wake(&timer.run_id).await {
-                Ok(Some(_underway)) => Counters::add(&counters.timers_fired, 1),
+                Ok(Some(_underway)) => {
+                    woken += 1;
+                    Counters::add(&counters.timers_fired, 1);
+                }
                 Ok(None) => {}
                 Err(e) => eprintln!("weft: timers: run {}: {e}", timer.run_id),
             }
+        }
+        if woken == 0 && !due.is_empty() {
+            // Due, yet none would wake (another process is at them, or a record the
+            // engine cannot read): look again after a poll, not at once.
+            return Ok(None);
         }
         if due.len() < BATCH {
             break;
