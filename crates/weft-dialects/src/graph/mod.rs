@@ -559,16 +559,20 @@ fn previous_output(text: &str, previous: &str) -> String {
 }
 
 /// The exit handle of an `if` node: the first condition that matches the lowercased,
-/// stringified previous output (`condition-<i>`), else `false`.
+/// stringified previous output (`condition-<i>`), else `false`. A condition's value is
+/// trimmed and lowercased, and one that is then empty never matches, as AgentFlow's
+/// engine has it (a blank condition the editor left would otherwise match everything).
 fn exit_template(conditions: &[Condition]) -> String {
     let mut t = String::from("{%- set p = text(state.last_output) | lower -%}");
     for (i, c) in conditions.iter().enumerate() {
         let value = match &c.value {
-            Value::String(s) => s.to_lowercase(),
+            Value::String(s) => s.trim().to_lowercase(),
+            Value::Null => String::new(),
             other => other.to_string().to_lowercase(),
         };
-        let literal = Value::String(value).to_string();
+        let literal = Value::String(value.clone()).to_string();
         let test = match c.operator.as_str() {
+            _ if value.is_empty() => "false".to_owned(),
             "equal" => format!("p == {literal}"),
             _ => format!("{literal} in p"),
         };

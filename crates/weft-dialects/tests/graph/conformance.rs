@@ -186,6 +186,19 @@ async fn if_matches_equal_and_contains_on_the_lowercased_output_first_match_wins
         ["condition_2"]
     );
     assert_eq!(route("nil", conditions.clone(), &handles).await, ["false"]);
+    // A value is trimmed; a blank one never matches, not even a blank output
+    // (AgentFlow's engine: `if (!expectedValue) return false`).
+    let blank = json!([
+        {"operator": "contains", "value": "  "},
+        {"operator": "equal", "value": ""},
+        {"operator": "contains", "value": " Yes "}
+    ]);
+    let handles = ["condition-0", "condition-1", "condition-2", "false"];
+    assert_eq!(
+        route("yes!", blank.clone(), &handles).await,
+        ["condition_2"]
+    );
+    assert_eq!(route("", blank, &handles).await, ["false"]);
     // Numbers are compared as their text.
     assert_eq!(
         route(
