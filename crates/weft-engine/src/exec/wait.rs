@@ -16,6 +16,7 @@ use weft_core::{BlockError, ErrorKind, Patch, Value};
 
 pub(crate) async fn run(cx: &Cx<'_>, w: &WaitSpec) -> Exec {
     let until_ms = match cx.run.recorded(&cx.key) {
+        // Woken (or answered) in an earlier drive: the step ends now, for the first time.
         Some(Recorded::Answer(answer)) => return Ok(continued(cx, answer)),
         Some(Recorded::Started(started)) => started.get("until_ms").and_then(Value::as_i64),
         _ => None,
@@ -40,7 +41,11 @@ pub(crate) async fn run(cx: &Cx<'_>, w: &WaitSpec) -> Exec {
         cx.run.emitter.emit(|| EventKind::TimerFired {
             key: cx.key.to_string(),
         });
-        return Ok(continued(cx, &answer));
+        // Its time had come when it was reached: it ran now, nothing was replayed.
+        return Ok(Outcome {
+            replayed: false,
+            ..continued(cx, &answer)
+        });
     }
     cx.run.emitter.emit(|| EventKind::TimerSet {
         key: cx.key.to_string(),
@@ -73,7 +78,8 @@ pub(crate) async fn run(cx: &Cx<'_>, w: &WaitSpec) -> Exec {
 }
 
 /// The step once its time came or a person answered: its input goes on, and its exit
-/// is `elapsed` or the person's decision.
+/// is `elapsed` or the person's decision. Like an answered approval, it is marked
+/// replayed: its end comes from the journal, so a later drive ends it the same way.
 fn continued(cx: &Cx<'_>, answer: &Value) -> Outcome {
     let exit = answer
         .get("decision")
