@@ -301,6 +301,17 @@ impl Diagnostic {
     }
 }
 
+/// `text` as an error message quotes what a person, a model or a service sent: in
+/// backquotes, at most 60 characters (what was sent may be megabytes long), with its
+/// length when cut.
+pub fn quoted(text: &str) -> String {
+    const SHOWN: usize = 60;
+    match text.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("`{}…` ({} bytes)", &text[..cut], text.len()),
+        None => format!("`{text}`"),
+    }
+}
+
 /// The closest of `candidates` to `word`, if one is close enough to be a likely typo.
 pub fn did_you_mean<'a>(
     word: &str,

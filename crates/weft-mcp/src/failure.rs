@@ -64,14 +64,8 @@ pub(crate) fn cut(message: impl std::fmt::Display) -> String {
     text
 }
 
-/// A value the client sent, as an error message quotes it: at most 60 characters.
-pub(crate) fn quoted(value: &str) -> String {
-    const SHOWN: usize = 60;
-    match value.char_indices().nth(SHOWN) {
-        Some((cut, _)) => format!("`{}…` ({} bytes)", &value[..cut], value.len()),
-        None => format!("`{value}`"),
-    }
-}
+/// A value the client sent, as an error message quotes it.
+pub(crate) use weft_core::error::quoted;
 
 impl From<EngineError> for Failure {
     fn from(e: EngineError) -> Failure {

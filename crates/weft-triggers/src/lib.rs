@@ -21,15 +21,10 @@ pub mod timers;
 
 pub use counters::Counters;
 
-/// `text` as an error message quotes it: in backquotes, at most 60 characters (what a
-/// person or a model sent may be megabytes long).
-pub fn quoted(text: &str) -> String {
-    match text.char_indices().nth(60) {
-        Some((cut, _)) => format!("`{}…` ({} bytes)", &text[..cut], text.len()),
-        None => format!("`{text}`"),
-    }
-}
 pub use cron::CronTimes;
 pub use launch::{LaunchError, Launcher, StartQueued};
 pub use scheduler::run_schedules;
 pub use timers::serve_timers;
+
+/// Quotes what a request sent in an error message, bounded.
+pub(crate) use weft_core::error::quoted;
