@@ -38,16 +38,19 @@ pub async fn serve_timers(
     }
 }
 
-/// Wakes every run due now; when the next one within a second is due.
+/// Wakes every run due now; when the next one within a second is due. One query a
+/// round reads both: the timers due by a second from now, earliest first.
 pub async fn wake_due(engine: &Engine, counters: &Counters) -> Result<Option<i64>, StoreError> {
     let store = engine.store().clone();
     let Some(triggers) = store.triggers() else {
         return Ok(None);
     };
     loop {
-        let due = triggers.due_timers(now_ms() as i64, BATCH).await?;
+        let now = now_ms() as i64;
+        let timers = triggers.due_timers(now + POLL_MS, BATCH).await?;
+        let due_now = timers.iter().take_while(|t| t.wake_ms <= now).count();
         let mut woken = 0;
-        for timer in &due {
+        for timer in &timers[..due_now] {
             match engine.wake(&timer.run_id).await {
                 Ok(Some(_underway)) => {
                     woken += 1;
@@ -57,15 +60,17 @@ pub async fn wake_due(engine: &Engine, counters: &Counters) -> Result<Option<i64
                 Err(e) => eprintln!("weft: timers: run {}: {e}", timer.run_id),
             }
         }
-        if woken == 0 && !due.is_empty() {
+        if woken == 0 && due_now > 0 {
             // Due, yet none would wake (another process is at them, or a record the
             // engine cannot read): look again after a poll, not at once.
             return Ok(None);
         }
-        if due.len() < BATCH {
-            break;
+        if let Some(next) = timers.get(due_now) {
+            return Ok(Some(next.wake_ms));
         }
+        if timers.len() < BATCH {
+            return Ok(None);
+        }
+        // A full batch, all due now: more may wait behind it.
     }
-    let soon = triggers.due_timers(now_ms() as i64 + POLL_MS, 1).await?;
-    Ok(soon.first().map(|t| t.wake_ms))
 }
