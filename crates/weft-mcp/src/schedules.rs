@@ -7,9 +7,7 @@ use crate::failure::Failure;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use weft_core::event::now_ms;
-use weft_engine::Engine;
 use weft_triggers::Launcher;
 use weft_triggers::manage::{self, ManageError, NewSchedule};
 
@@ -63,19 +61,7 @@ impl From<ManageError> for Failure {
 /// The launcher of this server's engine: a triggered run starts here, or waits for the
 /// workers when they drive the engine's runs.
 fn launcher(mcp: &WeftMcp) -> Launcher {
-    let start: weft_triggers::StartQueued = if mcp.engine.continues_on_workers() {
-        Arc::new(|_: &Engine, _: String| {})
-    } else {
-        Arc::new(|engine: &Engine, id: String| {
-            let engine = engine.clone();
-            tokio::spawn(async move { engine.start_queued(&id).await.map(drop) });
-        })
-    };
-    Launcher {
-        engine: mcp.engine.clone(),
-        run_settings: mcp.options.run_settings.clone(),
-        start,
-    }
+    Launcher::here_or_on_workers(mcp.engine.clone(), mcp.options.run_settings.clone())
 }
 
 fn now() -> i64 {

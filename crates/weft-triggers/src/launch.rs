@@ -34,6 +34,25 @@ pub enum LaunchError {
 }
 
 impl Launcher {
+    /// A launcher whose runs start on their own tasks in this process, or are left to
+    /// the workers when they drive `engine`'s runs
+    /// ([`Engine::continues_on_workers`]); with no run limit of a server's.
+    pub fn here_or_on_workers(engine: Engine, run_settings: Option<serde_json::Value>) -> Launcher {
+        let start: StartQueued = if engine.continues_on_workers() {
+            Arc::new(|_: &Engine, _: String| {})
+        } else {
+            Arc::new(|engine: &Engine, id: String| {
+                let engine = engine.clone();
+                tokio::spawn(async move { engine.start_queued(&id).await.map(drop) });
+            })
+        };
+        Launcher {
+            engine,
+            run_settings,
+            start,
+        }
+    }
+
     /// The store the engine keeps runs in.
     pub fn store(&self) -> &Arc<dyn Store> {
         self.engine.store()

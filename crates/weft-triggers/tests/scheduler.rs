@@ -28,15 +28,7 @@ fn world() -> World {
         weft_store::SqliteStore::open(dir.path().join("w.db"), weft_store::Durability::Process)
             .unwrap(),
     );
-    let engine = Engine::builder(store.clone()).build();
-    let launcher = Launcher {
-        engine,
-        run_settings: None,
-        start: Arc::new(|engine: &Engine, id: String| {
-            let engine = engine.clone();
-            tokio::spawn(async move { engine.start_queued(&id).await.map(|_| ()) });
-        }),
-    };
+    let launcher = Launcher::here_or_on_workers(Engine::builder(store.clone()).build(), None);
     World {
         _dir: dir,
         store,
