@@ -6,7 +6,6 @@ mod support;
 
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use std::process::Stdio;
 use std::time::Duration;
 use support::*;
 
@@ -303,14 +302,8 @@ fn a_waiting_run_whose_server_is_killed_finishes_on_time_after_a_restart() {
     let wake = started["waiting"][0]["wake_ms"].as_i64().unwrap();
     served.kill();
     std::thread::sleep(Duration::from_millis(1_000));
-    let mut again = env
-        .cmd()
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let base = listening_on(&mut again);
+    let again = Served::start(&env);
+    let base = &again.base;
     let finished = loop {
         let run: Value = client
             .get(format!("{base}/v1/runs/{id}"))
@@ -323,8 +316,7 @@ fn a_waiting_run_whose_server_is_killed_finishes_on_time_after_a_restart() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let _ = again.kill();
-    let _ = again.wait();
+    drop(again);
     assert_eq!(finished["status"], json!("completed"), "{finished}");
     assert_eq!(finished["output"], json!("rested"));
     let ended = finished["updated_ms"].as_i64().unwrap();

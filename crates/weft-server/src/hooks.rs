@@ -86,12 +86,12 @@ pub(crate) async fn deliver(
     if let Some(id) = run_id {
         run.id = id;
     }
-    let store_ = app.engine.store();
-    match store_.create_run(&run).await {
+    let runs = app.engine.store();
+    match runs.create_run(&run).await {
         Ok(()) => {}
         // The same delivery again: the run the first one started.
         Err(StoreError::Conflict(_)) => {
-            let first = store_.get_run(&run.id).await.map_err(store)?;
+            let first = runs.get_run(&run.id).await.map_err(store)?;
             let status = first.map_or("queued", |r| r.status.as_str());
             return Ok((
                 StatusCode::OK,
