@@ -95,8 +95,17 @@ fn killed_server_finishes_every_accepted_run(env: &Env) {
         }
         ids
     });
-    // Inside the runs: some steps done, most to come.
-    std::thread::sleep(Duration::from_millis(150));
+    // Inside the runs: some steps done, most to come. Waited for, not timed: on a loaded
+    // machine a worker may take more than a fixed moment to start the first runs.
+    let started = Instant::now();
+    while (0..50).all(|i| line_counts(&env.path(&format!("log{i}.txt"))).is_empty()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no run started a step"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(50));
     server.kill();
     let before: Vec<HashSet<String>> = ids.iter().map(|id| journaled_steps(env, id)).collect();
     let logs_before: Vec<BTreeMap<String, usize>> = (0..50)
