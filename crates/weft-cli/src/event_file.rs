@@ -30,7 +30,7 @@ impl EventSink for EventFile {
         // A failing event file must not fail the run; the journal is the record.
         let _ = serde_json::to_writer(&mut *out, event);
         let _ = out.write_all(b"\n");
-        if let Some(named) = self.view.translate(event) {
+        for named in self.view.translate(event) {
             let _ = serde_json::to_writer(&mut *out, &named);
             let _ = out.write_all(b"\n");
         }
@@ -72,10 +72,11 @@ impl DialectLog {
 
 impl EventSink for DialectLog {
     fn emit(&self, event: &Event) {
-        if let Some(line) = self.view.translate(event)
+        let named = self.view.translate(event);
+        if !named.is_empty()
             && let Ok(mut lines) = self.lines.lock()
         {
-            lines.push(line);
+            lines.extend(named);
         }
     }
 }

@@ -437,7 +437,10 @@ fn graph_examples_pause_continue_in_another_process_convert_and_draw() {
         assert_eq!(paused["status"], "paused");
         assert_eq!(paused["waitingForInput"], true);
         assert_eq!(paused["currentNodeId"], "sign_off");
-        assert_eq!(paused["state"]["last_output"], "Deploy v2.1 to PRODUCTION");
+        assert_eq!(
+            paused["state"]["previous_output"],
+            "Deploy v2.1 to PRODUCTION"
+        );
         assert_eq!(graph_log(&paused).last().unwrap().0, "wait_input");
         let id = paused["runId"].as_str().unwrap().to_owned();
         let mut approve = vec!["approve", id.as_str(), "--json", "-q"];

@@ -93,6 +93,12 @@ pub struct Rule {
     /// The dialect event's fields, in order.
     #[serde(default)]
     pub fields: IndexMap<String, Source>,
+    /// A field of the engine event (JSON pointer) that may hold a list: then the rule
+    /// applies once per element, read in the field's place, and an element it does not
+    /// name (its name null, say) gives no event. A block's one `emit` can so log several
+    /// entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub each: Option<String>,
 }
 
 /// Where a value of a dialect's event comes from.
@@ -199,18 +205,40 @@ impl EventView {
             .unwrap_or_default()
     }
 
-    /// The dialect's event for `e`, if it names one: `run_id`, `seq`, `at_ms`, the
-    /// dialect's `type`, then the rule's fields.
-    pub fn translate(&self, e: &Event) -> Option<Value> {
+    /// The dialect's events for `e`: none when it names none, one per element when the
+    /// rule that applies expands a list (see [`Rule::each`]). Each is `run_id`, `seq`,
+    /// `at_ms`, the dialect's `type`, then the rule's fields.
+    pub fn translate(&self, e: &Event) -> Vec<Value> {
         if self.rules.is_empty() {
-            return None;
+            return Vec::new();
         }
-        let event = serde_json::to_value(&e.kind).ok()?;
-        let kind = event.get("type")?.as_str()?;
-        self.rules
-            .iter()
-            .filter(|r| r.on.iter().any(|o| o == kind))
-            .find_map(|r| self.apply(r, e, &event))
+        let Ok(event) = serde_json::to_value(&e.kind) else {
+            return Vec::new();
+        };
+        let Some(kind) = event.get("type").and_then(Value::as_str) else {
+            return Vec::new();
+        };
+        for rule in self.rules.iter().filter(|r| r.on.iter().any(|o| o == kind)) {
+            let list = rule
+                .each
+                .as_deref()
+                .and_then(|at| Some((at, event.pointer(at)?.as_array()?)));
+            let out: Vec<Value> = match list {
+                Some((at, items)) => items
+                    .iter()
+                    .filter_map(|item| {
+                        let mut one = event.clone();
+                        *one.pointer_mut(at)? = item.clone();
+                        self.apply(rule, e, &one)
+                    })
+                    .collect(),
+                None => self.apply(rule, e, &event).into_iter().collect(),
+            };
+            if !out.is_empty() || list.is_some() {
+                return out;
+            }
+        }
+        Vec::new()
     }
 
     fn apply(&self, rule: &Rule, e: &Event, event: &Value) -> Option<Value> {
@@ -397,7 +425,14 @@ impl Rule {
             unless: IndexMap::new(),
             name,
             fields: IndexMap::new(),
+            each: None,
         }
+    }
+
+    /// Applies once per element when the engine event's field `at` is a list.
+    pub fn each(mut self, at: &str) -> Rule {
+        self.each = Some(at.to_owned());
+        self
     }
 
     /// Applies to events about `subject`.
@@ -486,10 +521,41 @@ mod tests {
         });
         assert_eq!(
             back.translate(&e),
-            Some(
+            vec![
                 json!({"run_id": "r", "seq": 7, "at_ms": 1, "type": "LoopStart", "node_name": "poll", "max_iterations": 3})
-            )
+            ]
         );
+    }
+
+    #[test]
+    fn a_message_holding_a_list_is_one_event_per_element_it_names() {
+        let mut view = loop_view();
+        view.rules = vec![
+            Rule::named_by(&["message"], Source::at("/message/type"))
+                .each("/message")
+                .field("content", Source::at("/message/content")),
+        ];
+        let e = event(EventKind::Message {
+            path: "root/poll".into(),
+            message: json!([
+                {"type": "check", "content": "first"},
+                {"type": null, "content": "not logged"},
+                {"type": "check", "content": "second"},
+            ]),
+        });
+        let contents: Vec<Value> = view
+            .translate(&e)
+            .into_iter()
+            .map(|v| v["content"].clone())
+            .collect();
+        assert_eq!(contents, vec![json!("first"), json!("second")]);
+        let one = event(EventKind::Message {
+            path: "root/poll".into(),
+            message: json!({"type": "check", "content": "alone"}),
+        });
+        assert_eq!(view.translate(&one)[0]["content"], "alone");
+        let stored = EventView::from_stored(view.to_stored().as_ref());
+        assert_eq!(stored, view, "`each` is kept with the run");
     }
 
     #[test]
@@ -499,13 +565,13 @@ mod tests {
             path: "root/other".into(),
             max_iterations: 3,
         });
-        assert_eq!(view.translate(&other), None);
+        assert!(view.translate(&other).is_empty());
         let started = event(EventKind::StepStarted {
             path: "root/poll".into(),
             kind: "loop".into(),
             input: None,
         });
-        assert_eq!(view.translate(&started), None);
+        assert!(view.translate(&started).is_empty());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::problem::Problem;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use std::convert::Infallible;
 use std::time::Duration;
@@ -69,41 +69,51 @@ pub(crate) async fn stream(
         |(mut rx, view, subscribed)| async move {
             loop {
                 let next = rx.recv().await?;
-                let sse = match next {
-                    Ok(e) => match to_sse(&e, view.as_ref()) {
-                        Some(sse) => sse,
-                        None => continue,
-                    },
-                    Err(e) => SseEvent::default()
-                        .event("error")
-                        .data(serde_json::to_string(&Problem::from(e)).unwrap_or_default()),
+                let batch = match next {
+                    Ok(e) => to_sse(&e, view.as_ref()),
+                    Err(e) => vec![
+                        SseEvent::default()
+                            .event("error")
+                            .data(serde_json::to_string(&Problem::from(e)).unwrap_or_default()),
+                    ],
                 };
-                return Some((Ok(sse), (rx, view, subscribed)));
+                if !batch.is_empty() {
+                    return Some((batch, (rx, view, subscribed)));
+                }
             }
         },
-    );
+    )
+    .flat_map(|batch| futures::stream::iter(batch.into_iter().map(Ok::<_, Infallible>)));
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
 
 /// One event as SSE: `id` its `seq` (none for live-only deltas, which are never
 /// replayed), `event` its type, `data` its JSON, in Weft's shape (written once for all
-/// the streams that send it) or the dialect's.
-fn to_sse(e: &SharedEvent, view: Option<&EventView>) -> Option<SseEvent> {
-    let mut sse = match view {
-        None => SseEvent::default().event(e.type_name()).data(e.json()),
-        Some(v) => {
-            let data = v.translate(e)?;
+/// the streams that send it) or the dialect's: none, one, or several (a dialect may log
+/// several entries for one event; they share its `id`, and are sent together).
+fn to_sse(e: &SharedEvent, view: Option<&EventView>) -> Vec<SseEvent> {
+    let with_id = |sse: SseEvent| {
+        if e.kind.is_live_only() {
+            sse
+        } else {
+            sse.id(e.seq.to_string())
+        }
+    };
+    let Some(v) = view else {
+        return vec![with_id(
+            SseEvent::default().event(e.type_name()).data(e.json()),
+        )];
+    };
+    v.translate(e)
+        .into_iter()
+        .map(|data| {
             let kind = data
                 .get("type")
                 .or_else(|| data.get("event"))
                 .and_then(|t| t.as_str())
                 .unwrap_or("event")
                 .to_owned();
-            SseEvent::default().event(kind).data(data.to_string())
-        }
-    };
-    if !e.kind.is_live_only() {
-        sse = sse.id(e.seq.to_string());
-    }
-    Some(sse)
+            with_id(SseEvent::default().event(kind).data(data.to_string()))
+        })
+        .collect()
 }

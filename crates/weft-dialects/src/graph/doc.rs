@@ -53,6 +53,9 @@ pub(super) struct Connection {
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct StartData {
+    // The editor's "settings open or closed" flag: read, not used.
+    #[serde(default, rename = "collapsed")]
+    pub _collapsed: Option<bool>,
     #[serde(default, rename = "label")]
     pub _label: Option<String>,
     #[serde(default, rename = "initialInput")]
@@ -63,6 +66,12 @@ pub(super) struct StartData {
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct AgentData {
+    /// The name AgentFlow's editor gives an agent (its chat label and subagent name).
+    #[serde(default, rename = "agentName")]
+    pub agent_name: Option<String>,
+    // The editor's "settings open or closed" flag: read, not used.
+    #[serde(default, rename = "collapsed")]
+    pub _collapsed: Option<bool>,
     #[serde(default)]
     pub label: Option<String>,
     #[serde(default)]
@@ -95,6 +104,9 @@ pub(super) struct AgentTools {
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct IfData {
+    // The editor's "settings open or closed" flag: read, not used.
+    #[serde(default, rename = "collapsed")]
+    pub _collapsed: Option<bool>,
     #[serde(default, rename = "label")]
     pub _label: Option<String>,
     #[serde(default)]
@@ -137,6 +149,9 @@ pub(super) struct Condition {
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ApprovalData {
+    // The editor's "settings open or closed" flag: read, not used.
+    #[serde(default, rename = "collapsed")]
+    pub _collapsed: Option<bool>,
     #[serde(default)]
     pub label: Option<String>,
     #[serde(default)]
@@ -147,6 +162,9 @@ pub(super) struct ApprovalData {
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct EndData {
+    // The editor's "settings open or closed" flag: read, not used.
+    #[serde(default, rename = "collapsed")]
+    pub _collapsed: Option<bool>,
     #[serde(default, rename = "label")]
     pub _label: Option<String>,
 }

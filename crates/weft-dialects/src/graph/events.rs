@@ -35,7 +35,28 @@ pub(crate) fn view(doc: &Value) -> EventView {
         }
     }
     let connections = doc.get("connections").or_else(|| doc.get("edges"));
-    for c in connections.and_then(Value::as_array).into_iter().flatten() {
+    let connections = connections.and_then(Value::as_array).map(Vec::as_slice);
+    // Each agent of the execution graph logs its start from its prompt step.
+    for n in nodes {
+        let is_subagent = |id: &str| {
+            connections
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c["sourceHandle"] == super::SUBAGENT && c["target"] == id)
+        };
+        if let (Some(id), Some("agent")) = (n["id"].as_str(), n["type"].as_str())
+            && !is_subagent(id)
+        {
+            view.nodes.insert(
+                super::prompt_name(id),
+                ViewNode {
+                    id: id.to_owned(),
+                    kind: PROMPT_STEP.to_owned(),
+                },
+            );
+        }
+    }
+    for c in connections.into_iter().flatten() {
         if c["sourceHandle"] != super::SUBAGENT {
             continue;
         }
@@ -75,19 +96,32 @@ fn rules() -> Vec<Rule> {
     let entry = |rule: Rule, (name, source): (&str, Source)| {
         rule.field("nodeId", Source::Node).field(name, source)
     };
-    vec![
+    // `step_start` says what AgentFlow's engine says of each node type; an agent's own
+    // comes from its prompt step, with the agent's name.
+    let mut rules: Vec<Rule> = [
+        ("start", "start node"),
+        ("if", "condition node"),
+        ("approval", "approval node"),
+        ("end", "end node"),
+    ]
+    .into_iter()
+    .map(|(kind, said)| {
         entry(
-            Rule::on(&["step_started"], "step_start"),
-            content(Source::NodeKind),
-        ),
-        // A node's log entry travels as a `message` whose `type` is the log type.
+            Rule::on(&["step_started"], "step_start").kinds(&[kind]),
+            content(Source::Const(Value::from(said))),
+        )
+    })
+    .collect();
+    rules.extend([
+        // A node's log entries travel as a `message` (or a list of them) whose `type`
+        // is the log type.
         entry(
-            Rule::named_by(&["message"], Source::at("/message/type")),
+            Rule::named_by(&["message"], Source::at("/message/type")).each("/message"),
             content(Source::at_or("/message/content", Value::Null)),
         ),
         entry(
             Rule::on(&["approval_requested"], "wait_input"),
-            content(Source::at("/prompt")),
+            content(Source::Const(Value::from("Waiting for user approval"))),
         ),
         entry(
             Rule::on(&["tool_called"], "subagent_call_start").about(Subject::ToolCall),
@@ -109,8 +143,12 @@ fn rules() -> Vec<Rule> {
             Rule::on(&["step_failed"], "error"),
             content(Source::at("/error/message")),
         ),
-    ]
+    ]);
+    rules
 }
+
+/// The kind of an agent's prompt step in the view (no rule names its engine events).
+const PROMPT_STEP: &str = "agent_prompt";
 
 /// The editor engine's result: `{runId, status, logs, state, waitingForInput,
 /// currentNodeId}`, plus Weft's `output` and `error`.

@@ -3,8 +3,9 @@
 //!
 //! Every node becomes one block of a core-IR graph whose routing takes every matching
 //! edge at once (the editor's engine runs outgoing branches with `Promise.all`). A node
-//! reads the previous output from `state.last_output`, writes its own under its id, and
-//! emits its log entry as a `message` event ([`events`] turns the engine's events into
+//! reads the previous output from `state.previous_output`, writes its own under its id
+//! and there (the keys AgentFlow's engine keeps), and emits its log entries as `message`
+//! events ([`events`] turns the engine's events into
 //! the spec's log types). `if` and `approval` choose their outgoing edges by exit handle.
 
 mod check;
@@ -139,6 +140,7 @@ fn compile(doc: Value, map: &SourceMap) -> Compiled {
         map,
         diags: Diagnostics::new(),
         flows: IndexMap::new(),
+        prompts: IndexMap::new(),
     };
     let flow = c.flow(file, connections_key);
     c.diags.finish(flow, map)
@@ -149,6 +151,8 @@ struct Compiler<'a> {
     diags: Diagnostics,
     /// The sub-flows serving top-level agents' subagent tools.
     flows: IndexMap<String, Flow>,
+    /// Each top-level agent's prompt step, by the agent's id (see [`prompt_step`]).
+    prompts: IndexMap<String, Block>,
 }
 
 impl Compiler<'_> {
@@ -202,17 +206,36 @@ impl Compiler<'_> {
                 graph_nodes.insert(ir_name(&n.id), block);
             }
         }
-        let edges = checked
+        let prompts = std::mem::take(&mut self.prompts);
+        // An agent is entered through its prompt step.
+        let entered = |id: &str| {
+            if prompts.contains_key(id) {
+                prompt_name(id)
+            } else {
+                ir_name(id)
+            }
+        };
+        let mut edges: Vec<Edge> = checked
             .execution
             .iter()
             .map(|e| Edge {
                 from: ir_name(&e.from),
-                to: ir_name(&e.to),
+                to: entered(&e.to),
                 when: None,
                 exit: e.exit.clone(),
                 parallel: false,
             })
             .collect();
+        for (id, step) in prompts {
+            edges.push(Edge {
+                from: prompt_name(&id),
+                to: ir_name(&id),
+                when: None,
+                exit: None,
+                parallel: false,
+            });
+            graph_nodes.insert(prompt_name(&id), step);
+        }
         let graph = GraphSpec {
             entry: ir_name(&start.id),
             nodes: graph_nodes,
@@ -306,12 +329,14 @@ impl Compiler<'_> {
                 self.diags.parse::<StartData>(&n.data, &dptr)?;
                 let mut b = passthrough("{{ input }}");
                 record(&mut b, id);
-                b.data.emit = Some(log("start_prompt", id, "{{ text(output) }}"));
                 b
             }
             "agent" => {
                 let (mut b, flows) = self.agent(n, nodes, subagents, PREVIOUS_IN_STATE)?;
                 self.flows.extend(flows);
+                let mut step = prompt_step(n, &b);
+                step.origin = self.map.loc(&n.ptr);
+                self.prompts.insert(id.to_owned(), step);
                 record(&mut b, id);
                 b.data.emit = Some(log("llm_response", id, "{{ text(output) }}"));
                 b
@@ -320,10 +345,10 @@ impl Compiler<'_> {
                 let data = self.diags.parse::<IfData>(&n.data, &dptr)?;
                 let conditions = self.conditions(data, &dptr)?;
                 let mut b = Block::new(BlockKind::Transform(TransformSpec {
-                    output: ValueTemplate(Value::from("{{ state.last_output }}")),
+                    output: ValueTemplate(Value::from("{{ state.previous_output }}")),
                     exit: Some(Template(exit_template(&conditions))),
                 }));
-                b.data.emit = Some(log("logic_check", id, "{{ exit }}"));
+                b.data.emit = Some(condition_checks(id, &conditions));
                 b
             }
             "approval" => {
@@ -336,16 +361,20 @@ impl Compiler<'_> {
                     prompt: Some(Template(crate::template_text::literal(&prompt))),
                     options: vec!["approve".into(), "reject".into()],
                 }));
+                // The answer as AgentFlow's engine keeps it: `{decision, note}`.
                 b.data.set.insert(
                     format!("{id}_approval"),
-                    ValueTemplate(Value::from("{{ output }}")),
+                    ValueTemplate(json!({
+                        "decision": "{{ 'reject' if output.decision == 'reject' else 'approve' }}",
+                        "note": "{{ output.note if output.note is string else '' }}",
+                    })),
                 );
-                b.data.emit = Some(log("input_received", id, "{{ text(output) }}"));
+                b.data.emit = Some(log("input_received", id, ANSWER_LOG));
                 b
             }
             _ => {
                 self.diags.parse::<EndData>(&n.data, &dptr)?;
-                passthrough("{{ state.last_output }}")
+                passthrough("{{ state.previous_output }}")
             }
         };
         block.id = Some(ir_name(id));
@@ -469,7 +498,7 @@ fn condition_count(data: &Value) -> usize {
 }
 
 /// Where a top-level node finds the previous output.
-const PREVIOUS_IN_STATE: &str = "state.last_output";
+const PREVIOUS_IN_STATE: &str = "state.previous_output";
 
 /// A block whose output is `template`.
 fn passthrough(template: &str) -> Block {
@@ -479,13 +508,78 @@ fn passthrough(template: &str) -> Block {
     }))
 }
 
-/// The node's output goes to `state[id]` and `state.last_output`.
+/// The node's output goes to `state[id]` and `state.previous_output`.
 fn record(b: &mut Block, id: &str) {
-    for key in [id, "last_output"] {
+    for key in [id, "previous_output"] {
         b.data
             .set
             .insert(key.to_owned(), ValueTemplate(Value::from("{{ output }}")));
     }
+}
+
+/// The name of an agent's prompt step in the core-IR graph (`~` is never in an id).
+pub(crate) fn prompt_name(id: &str) -> String {
+    format!("{id}~prompt")
+}
+
+/// The step an agent is entered through: it logs what AgentFlow's engine logs before
+/// the model call (`step_start` as `<agentName> agent node`, then `start_prompt` with
+/// the user message the call sends) and passes its input on.
+fn prompt_step(n: &Node, agent: &Block) -> Block {
+    let name = n.data["agentName"]
+        .as_str()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("Agent");
+    let prompt = match &agent.kind {
+        BlockKind::Llm(l) => l.prompt.as_ref().map(|t| t.0.clone()),
+        _ => None,
+    };
+    let mut b = passthrough("{{ input }}");
+    b.data.emit = Some(ValueTemplate(json!([
+        log(
+            "step_start",
+            &n.id,
+            &crate::template_text::literal(&format!("{name} agent node"))
+        )
+        .0,
+        log("start_prompt", &n.id, &prompt.unwrap_or_default()).0,
+    ])));
+    b.id = Some(prompt_name(&n.id));
+    b
+}
+
+/// What `input_received` says of an answer, as AgentFlow's engine words it (its editor
+/// reads the decision and the feedback back from this text).
+const ANSWER_LOG: &str = "User {{ 'rejected' if output.decision == 'reject' else 'approved' }} this step.\
+{% if output.note is string and output.note | trim %} Feedback: {{ output.note | trim }}{% endif %}";
+
+/// An `if` node's `logic_check` entries: one per condition evaluated, in order, up to
+/// the first that matched (all of them when none did), worded as AgentFlow's engine
+/// words them: `Condition 2 (contains "ok") evaluated as true`.
+fn condition_checks(id: &str, conditions: &[Condition]) -> ValueTemplate {
+    let checks = conditions
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let value = match &c.value {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            let said = crate::template_text::literal(&format!(
+                "Condition {} ({} \"{value}\") evaluated as ",
+                i + 1,
+                c.operator
+            ));
+            json!({
+                "type": format!("{{{{ 'logic_check' if exit == 'false' or (exit[10:] | int) >= {i} else none }}}}"),
+                "nodeId": crate::template_text::literal(id),
+                "content": format!("{said}{{{{ 'true' if exit == 'condition-{i}' else 'false' }}}}"),
+            })
+        })
+        .collect();
+    ValueTemplate(Value::Array(checks))
 }
 
 /// A log entry `{type, nodeId, content}` for a node's `emit`.
@@ -563,7 +657,7 @@ fn previous_output(text: &str, previous: &str) -> String {
 /// trimmed and lowercased, and one that is then empty never matches, as AgentFlow's
 /// engine has it (a blank condition the editor left would otherwise match everything).
 fn exit_template(conditions: &[Condition]) -> String {
-    let mut t = String::from("{%- set p = text(state.last_output) | lower -%}");
+    let mut t = String::from("{%- set p = text(state.previous_output) | lower -%}");
     for (i, c) in conditions.iter().enumerate() {
         let value = match &c.value {
             Value::String(s) => s.trim().to_lowercase(),
@@ -587,11 +681,12 @@ fn exit_template(conditions: &[Condition]) -> String {
     t
 }
 
-/// A subagent's tool name: its `name`, `label` or id, as a tool name providers accept.
+/// A subagent's tool name: its `agentName`, `name`, `label` or id, as a tool name providers accept.
 fn tool_name(data: &AgentData, id: &str) -> String {
     let raw = data
-        .name
+        .agent_name
         .as_deref()
+        .or(data.name.as_deref())
         .or(data.label.as_deref())
         .filter(|s| !s.trim().is_empty())
         .unwrap_or(id);

@@ -48,7 +48,8 @@ async fn start_outputs_its_initial_input_or_an_empty_string() {
     assert_eq!(g.result.status, RunStatus::Completed);
     assert_eq!(g.result.output, Some(json!("hello")));
     assert_eq!(g.state()["s"], "hello");
-    assert_eq!(g.state()["last_output"], "hello");
+    // AgentFlow's engine keeps the last output as `previous_output`.
+    assert_eq!(g.state()["previous_output"], "hello");
     let g = run(&graph(
         json!([start(None), end("e")]),
         json!([edge("s", "e", None)]),
@@ -280,7 +281,7 @@ async fn an_approval_pauses_and_resumes_down_the_decision_s_edge() {
     assert_eq!(shaped["waitingForInput"], true);
     assert_eq!(shaped["currentNodeId"], "gate");
     assert_eq!(
-        shaped["state"]["last_output"], "ship it",
+        shaped["state"]["previous_output"], "ship it",
         "the state so far"
     );
 
@@ -314,6 +315,20 @@ async fn an_approval_pauses_and_resumes_down_the_decision_s_edge() {
         assert!(!kinds.iter().any(|(_, n)| n == skipped), "{kinds:?}");
         assert!(kinds.contains(&("wait_input".into(), "gate".into())));
         assert!(kinds.contains(&("input_received".into(), "gate".into())));
+        // AgentFlow's editor reads the decision and the feedback back from this text.
+        let said =
+            |kind: &str| g.logs.iter().find(|l| l["type"] == kind).unwrap()["content"].clone();
+        let verb = if decision == "approve" {
+            "approved"
+        } else {
+            "rejected"
+        };
+        assert_eq!(
+            said("input_received"),
+            format!("User {verb} this step. Feedback: ok")
+        );
+        assert_eq!(said("wait_input"), "Waiting for user approval");
+        assert_eq!(said("step_start"), "start node");
     }
 }
 
@@ -427,14 +442,18 @@ async fn the_log_carries_the_spec_s_types() {
     let text = graph(
         json!([
             start(Some("go")),
-            agent("ask", json!({"model": "gpt-4o-mini"})),
-            {"id": "check", "type": "if", "x": 0, "y": 0, "data": {"conditions": [{"operator": "equal", "value": "yes"}]}},
+            agent("ask", json!({"model": "gpt-4o-mini", "agentName": "Asker", "collapsed": true})),
+            {"id": "check", "type": "if", "x": 0, "y": 0, "data": {"conditions": [
+                {"operator": "contains", "value": "no"},
+                {"operator": "equal", "value": " Yes "},
+                {"operator": "contains", "value": "y"}
+            ]}},
             agent("fail", json!({"model": "gpt-4o-mini"}))
         ]),
         json!([
             edge("s", "ask", None),
             edge("ask", "check", None),
-            edge("check", "fail", Some("condition-0"))
+            edge("check", "fail", Some("condition-1"))
         ]),
     );
     let g = run_with(&text, None, Some(&server), None).await;
@@ -444,23 +463,49 @@ async fn the_log_carries_the_spec_s_types() {
         .into_iter()
         .map(|(k, n)| format!("{k}:{n}"))
         .collect();
+    // As AgentFlow's engine logs them: no `start_prompt` for the start node; an agent's
+    // `start_prompt` (the user message it sends) before its call.
     assert_eq!(
         kinds,
         [
             "step_start:s",
-            "start_prompt:s",
             "step_start:ask",
+            "start_prompt:ask",
             "llm_response:ask",
             "step_start:check",
             "logic_check:check",
+            "logic_check:check",
             "step_start:fail",
+            "start_prompt:fail",
             "llm_error:fail"
         ]
     );
-    let response = g.logs.iter().find(|l| l["type"] == "llm_response").unwrap();
-    assert_eq!(response["content"], "yes");
-    let check = g.logs.iter().find(|l| l["type"] == "logic_check").unwrap();
-    assert_eq!(check["content"], "condition-0");
+    let contents = |kind: &str| -> Vec<Value> {
+        g.logs
+            .iter()
+            .filter(|l| l["type"] == kind)
+            .map(|l| l["content"].clone())
+            .collect()
+    };
+    assert_eq!(contents("llm_response"), [json!("yes")]);
+    assert_eq!(
+        contents("step_start"),
+        [
+            json!("start node"),
+            json!("Asker agent node"),
+            json!("condition node"),
+            json!("Agent agent node")
+        ]
+    );
+    assert_eq!(contents("start_prompt"), [json!("go"), json!("yes")]);
+    // One `logic_check` per condition evaluated, up to the first that matched.
+    assert_eq!(
+        contents("logic_check"),
+        [
+            json!("Condition 1 (contains \"no\") evaluated as false"),
+            json!("Condition 2 (equal \" Yes \") evaluated as true")
+        ]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

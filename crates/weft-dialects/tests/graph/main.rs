@@ -95,7 +95,7 @@ pub async fn run_with(
     }
     let events = sink.events();
     let view = loaded.events;
-    let logs = events.iter().filter_map(|e| view.translate(e)).collect();
+    let logs = events.iter().flat_map(|e| view.translate(e)).collect();
     Graph {
         result,
         events,
