@@ -17,6 +17,7 @@
 //! same token (which a browser gives once at `/login` for a session cookie). It must
 //! not depend on the command line or on any store, model or sandbox adapter.
 
+mod agentflow;
 mod api;
 mod auth;
 mod config;
@@ -135,6 +136,7 @@ fn router_with(
     let page = weft_web::router(app.engine.clone());
     let credentials = auth::Credentials::new(config.token.as_deref());
     let guarded = api
+        .merge(agentflow::router(app.clone()))
         .merge(page)
         .nest_service("/mcp", mcp)
         .fallback(not_found)

@@ -93,19 +93,7 @@ pub(crate) async fn create(
     {
         return Ok(existing);
     }
-    let opts = RunOptions {
-        run_id: run_id.clone(),
-        source_hash: Some(loaded.source_hash.clone()),
-        dialect: Some(loaded.dialect.to_owned()),
-        view: loaded.events.to_stored(),
-        settings: app.run_settings.clone(),
-        flow_source: Some(source),
-        ..RunOptions::default()
-    };
-    let started = app
-        .slots
-        .start(&app.engine, prepared.clone(), input.clone(), opts)
-        .await;
+    let started = start(&app, &loaded, &prepared, source, input.clone(), run_id.clone()).await;
     match (started, &run_id) {
         (Ok(s), _) => {
             let status = if s.queued { "queued" } else { "running" };
@@ -119,6 +107,31 @@ pub(crate) async fn create(
         }
         (Err(e), _) => Err(e.into()),
     }
+}
+
+/// Starts a run of a checked flow with `input`, within the server's run limit (or for
+/// the workers): the run keeps the flow's text, dialect and event view, and the
+/// server's settings.
+pub(crate) async fn start(
+    app: &App,
+    loaded: &weft_dialects::Loaded,
+    prepared: &std::sync::Arc<weft_engine::Prepared>,
+    source: weft_core::ports::FlowSource,
+    input: Value,
+    run_id: Option<String>,
+) -> Result<crate::slots::Started, EngineError> {
+    let opts = RunOptions {
+        run_id,
+        source_hash: Some(loaded.source_hash.clone()),
+        dialect: Some(loaded.dialect.to_owned()),
+        view: loaded.events.to_stored(),
+        settings: app.run_settings.clone(),
+        flow_source: Some(source),
+        ..RunOptions::default()
+    };
+    app.slots
+        .start(&app.engine, prepared.clone(), input, opts)
+        .await
 }
 
 /// `200` with the run's result if it ends or pauses within `wait`, else `202` with the
