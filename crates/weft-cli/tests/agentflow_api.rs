@@ -4,41 +4,20 @@
 //! 127.0.0.1.
 
 use serde_json::{Value, json};
-use std::process::Stdio;
 use std::time::Duration;
 use weft_fakes::{FakeServer, Reply, Wire};
 
 mod support;
 
-use support::{Env, listening_on};
+use support::{Env, Served};
 
-/// `weft serve` whose OpenAI models are `fake`; killed when dropped.
-struct Server {
-    child: std::process::Child,
-    base: String,
-}
-
-impl Server {
-    fn start(env: &Env, fake: &FakeServer) -> Server {
-        let mut child = env
-            .cmd()
-            .args(["serve", "--addr", "127.0.0.1:0"])
-            .env("OPENAI_BASE_URL", fake.base_url())
-            .env("OPENAI_API_KEY", "sk-test")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let base = listening_on(&mut child);
-        Server { child, base }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `weft serve` whose OpenAI models are `fake`.
+fn serve(env: &Env, fake: &FakeServer) -> Served {
+    let base = fake.base_url();
+    Served::start_with(
+        env,
+        &[("OPENAI_BASE_URL", &base), ("OPENAI_API_KEY", "sk-test")],
+    )
 }
 
 /// What the editor draws: start -> Writer -> approval -> Editor (reject ends the run).
@@ -126,7 +105,7 @@ async fn the_editor_runs_a_graph_pauses_at_its_approval_and_resumes_it() {
     // Slow enough that a second resume arrives while the first waits for the Editor.
     let fake = echoing_model(Duration::from_millis(1_000)).await;
     let env = Env::new();
-    let server = Server::start(&env, &fake);
+    let server = serve(&env, &fake);
     let client = reqwest::Client::new();
     let api = |path: &str| format!("{}/api/{path}", server.base);
 
@@ -237,7 +216,7 @@ async fn the_editor_runs_a_graph_pauses_at_its_approval_and_resumes_it() {
 async fn a_paused_run_outlives_its_server_and_a_text_answer_rejects() {
     let fake = echoing_model(Duration::ZERO).await;
     let env = Env::new();
-    let server = Server::start(&env, &fake);
+    let server = serve(&env, &fake);
     let client = reqwest::Client::new();
     let res = client
         .post(format!("{}/api/run", server.base))
@@ -251,7 +230,7 @@ async fn a_paused_run_outlives_its_server_and_a_text_answer_rejects() {
     let run_id = paused["runId"].as_str().unwrap().to_owned();
     drop(server); // SIGKILL: AgentFlow would lose the paused run with its process
 
-    let server = Server::start(&env, &fake);
+    let server = serve(&env, &fake);
     let res = client
         .post(format!("{}/api/resume", server.base))
         .json(&json!({"runId": run_id, "input": "Please REJECT this draft"}))
@@ -281,7 +260,7 @@ async fn a_paused_run_outlives_its_server_and_a_text_answer_rejects() {
 async fn bad_requests_get_agentflow_s_error_shape_and_the_server_keeps_serving() {
     let fake = echoing_model(Duration::ZERO).await;
     let env = Env::new();
-    let server = Server::start(&env, &fake);
+    let server = serve(&env, &fake);
     let client = reqwest::Client::new();
     let call = |method: &str, path: &str, body: Option<Value>| {
         let url = format!("{}/api/{path}", server.base);
@@ -299,7 +278,10 @@ async fn bad_requests_get_agentflow_s_error_shape_and_the_server_keeps_serving()
         }
     };
     let (status, e) = call("POST", "run", Some(json!({"graph": {"nodes": []}}))).await;
-    assert_eq!((status, e["error"].as_str()), (400, Some("Invalid workflow graph payload")));
+    assert_eq!(
+        (status, e["error"].as_str()),
+        (400, Some("Invalid workflow graph payload"))
+    );
     let typo = json!({"graph": {"nodes": [{"id": "a", "type": "agnet", "x": 0, "y": 0}], "connections": []}});
     let (status, e) = call("POST", "run-stream", Some(typo)).await;
     assert_eq!(status, 400, "checked before the stream starts: {e}");
@@ -308,20 +290,37 @@ async fn bad_requests_get_agentflow_s_error_shape_and_the_server_keeps_serving()
     assert!(message.contains("did you mean `agent`?"), "{message}");
     assert_eq!(e["diagnostics"][0]["pointer"], "/nodes/0/type");
     let (status, e) = call("POST", "resume", Some(json!({"input": "approve"}))).await;
-    assert_eq!((status, e["error"].as_str()), (400, Some("runId is required")));
-    let (status, e) = call("POST", "resume-stream", Some(json!({"runId": "0123456789"}))).await;
+    assert_eq!(
+        (status, e["error"].as_str()),
+        (400, Some("runId is required"))
+    );
+    let (status, e) = call(
+        "POST",
+        "resume-stream",
+        Some(json!({"runId": "0123456789"})),
+    )
+    .await;
     assert_eq!((status, e["error"].as_str()), (404, Some("Run not found")));
     let (status, e) = call("GET", "run/0123456789", None).await;
     assert_eq!((status, e["error"].as_str()), (404, Some("Run not found")));
     let (status, e) = call("GET", "config", None).await;
-    assert_eq!((status, e["error"].as_str()), (404, Some("No config found")));
+    assert_eq!(
+        (status, e["error"].as_str()),
+        (404, Some("No config found"))
+    );
     let (status, _) = call("GET", "default-workflow", None).await;
     assert_eq!(status, 404);
 
     // A run of another dialect is not AgentFlow's to show.
-    let flow = env.write("hello.yaml", "weft: 1\nname: hello\nroot:\n  transform: {output: hi}\n");
+    let flow = env.write(
+        "hello.yaml",
+        "weft: 1\nname: hello\nroot:\n  transform: {output: hi}\n",
+    );
     let o = env.weft(&["run", flow.to_str().unwrap(), "--json", "-q"]);
-    let native_id = support::stdout_json(&o)["run_id"].as_str().unwrap().to_owned();
+    let native_id = support::stdout_json(&o)["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let (status, e) = call("GET", &format!("run/{native_id}"), None).await;
     assert_eq!(status, 404);
     assert!(e["details"].as_str().unwrap().contains("/v1/runs/"), "{e}");

@@ -93,7 +93,15 @@ pub(crate) async fn create(
     {
         return Ok(existing);
     }
-    let started = start(&app, &loaded, &prepared, source, input.clone(), run_id.clone()).await;
+    let started = start(
+        &app,
+        &loaded,
+        &prepared,
+        source,
+        input.clone(),
+        run_id.clone(),
+    )
+    .await;
     match (started, &run_id) {
         (Ok(s), _) => {
             let status = if s.queued { "queued" } else { "running" };

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod browser;
+
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -203,9 +205,16 @@ pub struct Served {
 impl Served {
     /// Starts `weft serve` on a free port and waits until it listens.
     pub fn start(env: &Env) -> Served {
+        Served::start_with(env, &[])
+    }
+
+    /// [`Served::start`] with these environment variables set too (a provider's base
+    /// URL and key, say).
+    pub fn start_with(env: &Env, vars: &[(&str, &str)]) -> Served {
         let mut child = env
             .cmd()
             .args(["serve", "--addr", "127.0.0.1:0"])
+            .envs(vars.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

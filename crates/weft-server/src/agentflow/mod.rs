@@ -149,11 +149,10 @@ fn graph_of(body: Result<Json<Value>, JsonRejection>) -> Result<Value, ApiError>
     })?;
     match body.get("graph") {
         Some(g) if g["nodes"].is_array() && g["connections"].is_array() => Ok(g.clone()),
-        _ => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "Invalid workflow graph payload",
-        )
-        .details("the body is {\"graph\": {\"nodes\": [...], \"connections\": [...]}}")),
+        _ => Err(
+            ApiError::new(StatusCode::BAD_REQUEST, "Invalid workflow graph payload")
+                .details("the body is {\"graph\": {\"nodes\": [...], \"connections\": [...]}}"),
+        ),
     }
 }
 
@@ -188,7 +187,9 @@ async fn run(
     let run = start(&door.app, &graph).await?;
     let id = run.run_id().to_owned();
     run.end().await?;
-    Ok(Json(door.result(&id, Some(result::normalized(graph))).await?))
+    Ok(Json(
+        door.result(&id, Some(result::normalized(graph))).await?,
+    ))
 }
 
 /// `{runId, input}` of a resume request, the run it names (paused, or still going),
@@ -242,11 +243,13 @@ fn answer(input: Option<&Value>) -> Value {
 /// pauses at one at a time); a run that is not paused goes on as it is.
 async fn answer_run(door: &Door, rec: &RunRecord, answer: Value) -> Result<Underway, ApiError> {
     if rec.status != RunStatus::Paused {
-        return Err(ApiError::new(StatusCode::CONFLICT, "Run is not paused").details(format!(
-            "run {} is {}: it waits for no answer",
-            rec.id,
-            rec.status.as_str()
-        )));
+        return Err(
+            ApiError::new(StatusCode::CONFLICT, "Run is not paused").details(format!(
+                "run {} is {}: it waits for no answer",
+                rec.id,
+                rec.status.as_str()
+            )),
+        );
     }
     let key = rec
         .waiting

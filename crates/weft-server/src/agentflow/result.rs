@@ -42,16 +42,14 @@ pub(super) fn entries(view: &EventView, e: &Event, replays: &mut Replays) -> Vec
                 Some(other) => other.to_string(),
             };
             let kind = named["type"].as_str().unwrap_or_default().to_owned();
-            replays
-                .first_time(&path, &kind, &content)
-                .then(|| {
-                    json!({
-                        "timestamp": timestamp(e.at_ms),
-                        "nodeId": named.get("nodeId").cloned().unwrap_or_else(|| Value::from("system")),
-                        "type": kind,
-                        "content": content,
-                    })
+            replays.first_time(&path, &kind, &content).then(|| {
+                json!({
+                    "timestamp": timestamp(e.at_ms),
+                    "nodeId": named.get("nodeId").cloned().unwrap_or_else(|| Value::from("system")),
+                    "type": kind,
+                    "content": content,
                 })
+            })
         })
         .collect()
 }

@@ -105,7 +105,9 @@ fn progress(
         let done = async {
             let rest = entries_after(&door, &run_id, last, &mut replays).await?;
             for entry in rest {
-                let _ = tx.send(frame(&json!({"type": "log", "entry": entry}))).await;
+                let _ = tx
+                    .send(frame(&json!({"type": "log", "entry": entry})))
+                    .await;
             }
             door.result(&run_id, workflow).await
         };
