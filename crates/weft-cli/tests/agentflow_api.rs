@@ -329,3 +329,46 @@ async fn bad_requests_get_agentflow_s_error_shape_and_the_server_keeps_serving()
     let (status, ok) = call("POST", "run", Some(json!({"graph": drawn_graph()}))).await;
     assert_eq!((status, ok["status"].as_str()), (200, Some("paused")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_branches_at_approvals_pause_one_after_the_other() {
+    // AgentFlow's engine pauses at the first approval reached and queues the other;
+    // each resume answers the one it waits at and pauses at the next.
+    let fake = echoing_model(Duration::ZERO).await;
+    let env = Env::new();
+    let server = serve(&env, &fake);
+    let client = reqwest::Client::new();
+    let approval = |id: &str| json!({"id": id, "type": "approval", "x": 0, "y": 0, "data": {"prompt": format!("{id}?")}});
+    let graph = json!({
+        "nodes": [
+            {"id": "s", "type": "start", "x": 0, "y": 0, "data": {"initialInput": "go"}},
+            approval("legal"), approval("finance"),
+        ],
+        "connections": [
+            {"source": "s", "target": "legal", "sourceHandle": "output", "targetHandle": "input"},
+            {"source": "s", "target": "finance", "sourceHandle": "output", "targetHandle": "input"},
+        ]
+    });
+    let post = |path: &str, body: Value| {
+        let req = client.post(format!("{}/api/{path}", server.base)).json(&body);
+        async move { req.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let first = post("run", json!({"graph": graph})).await;
+    assert_eq!(first["status"], "paused");
+    let run_id = first["runId"].as_str().unwrap().to_owned();
+    let waits_at = first["currentNodeId"].as_str().unwrap().to_owned();
+    let other = if waits_at == "legal" { "finance" } else { "legal" };
+    let second = post("resume", json!({"runId": run_id, "input": {"decision": "approve"}})).await;
+    assert_eq!(second["status"], "paused", "{second}");
+    assert_eq!(second["currentNodeId"], other);
+    assert_eq!(second["state"][format!("{waits_at}_approval")]["decision"], "approve");
+    let third = post("resume", json!({"runId": run_id, "input": "reject"})).await;
+    assert_eq!(third["status"], "completed", "{third}");
+    assert_eq!(third["state"][format!("{other}_approval")]["decision"], "reject");
+    let answered: Vec<_> = said(third["logs"].as_array().unwrap())
+        .into_iter()
+        .filter(|(kind, _, _)| kind == "input_received")
+        .map(|(_, node, _)| node)
+        .collect();
+    assert_eq!(answered, [waits_at, other.to_owned()]);
+}
