@@ -350,21 +350,37 @@ async fn two_branches_at_approvals_pause_one_after_the_other() {
         ]
     });
     let post = |path: &str, body: Value| {
-        let req = client.post(format!("{}/api/{path}", server.base)).json(&body);
+        let req = client
+            .post(format!("{}/api/{path}", server.base))
+            .json(&body);
         async move { req.send().await.unwrap().json::<Value>().await.unwrap() }
     };
     let first = post("run", json!({"graph": graph})).await;
     assert_eq!(first["status"], "paused");
     let run_id = first["runId"].as_str().unwrap().to_owned();
     let waits_at = first["currentNodeId"].as_str().unwrap().to_owned();
-    let other = if waits_at == "legal" { "finance" } else { "legal" };
-    let second = post("resume", json!({"runId": run_id, "input": {"decision": "approve"}})).await;
+    let other = if waits_at == "legal" {
+        "finance"
+    } else {
+        "legal"
+    };
+    let second = post(
+        "resume",
+        json!({"runId": run_id, "input": {"decision": "approve"}}),
+    )
+    .await;
     assert_eq!(second["status"], "paused", "{second}");
     assert_eq!(second["currentNodeId"], other);
-    assert_eq!(second["state"][format!("{waits_at}_approval")]["decision"], "approve");
+    assert_eq!(
+        second["state"][format!("{waits_at}_approval")]["decision"],
+        "approve"
+    );
     let third = post("resume", json!({"runId": run_id, "input": "reject"})).await;
     assert_eq!(third["status"], "completed", "{third}");
-    assert_eq!(third["state"][format!("{other}_approval")]["decision"], "reject");
+    assert_eq!(
+        third["state"][format!("{other}_approval")]["decision"],
+        "reject"
+    );
     let answered: Vec<_> = said(third["logs"].as_array().unwrap())
         .into_iter()
         .filter(|(kind, _, _)| kind == "input_received")

@@ -45,6 +45,9 @@ pub struct ViewNode {
     pub id: String,
     /// Its type in the document (`while_loop`, `agent`, ...).
     pub kind: String,
+    /// The name it shows under, when the document gives it one besides its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// Which step paths belong to a node.
@@ -113,6 +116,17 @@ pub enum Source {
     NodeKind,
     /// For a tool: the id of the node it runs.
     ToolNode,
+    /// For a tool: the name of the node it runs (its id when it has no name).
+    ToolNodeName,
+    /// The outermost node the event's step is within (for a tool a nested node
+    /// offers: the top-level node whose call it is part of).
+    OuterNode,
+    /// How many tool calls deep the step path at this field is (1 for a tool of a
+    /// top-level node).
+    ToolDepth(String),
+    /// The step path of the tool call that encloses the tool call whose path is at this
+    /// field; left out at the first level.
+    EnclosingCall(String),
     /// A field of the engine event, by JSON pointer; a field the event lacks (or holds
     /// null in) is left out of the dialect's event.
     Field(String),
@@ -178,7 +192,8 @@ pub struct RunSummary<'a> {
 /// What an event is about, once its subject is resolved.
 struct Resolved<'v> {
     node: &'v ViewNode,
-    tool_node: Option<&'v str>,
+    tool_node: Option<&'v ViewNode>,
+    outer: Option<&'v ViewNode>,
 }
 
 impl EventView {
@@ -268,10 +283,12 @@ impl EventView {
             .get("path")
             .or_else(|| event.get("key"))
             .and_then(Value::as_str)?;
+        let outer = self.outer_node(path);
         match subject {
             Subject::Node => Some(Resolved {
                 node: self.node(path)?,
                 tool_node: None,
+                outer,
             }),
             Subject::ToolCall => {
                 let node = self.agent_at(path)?;
@@ -279,7 +296,8 @@ impl EventView {
                 let runs = self.tools.get(&node.id)?.get(tool)?;
                 Some(Resolved {
                     node,
-                    tool_node: Some(runs),
+                    tool_node: Some(self.by_id(runs)?),
+                    outer,
                 })
             }
             Subject::ToolStep => {
@@ -288,10 +306,27 @@ impl EventView {
                 let runs = self.agent_at(path)?;
                 Some(Resolved {
                     node,
-                    tool_node: Some(&runs.id),
+                    tool_node: Some(runs),
+                    outer,
                 })
             }
         }
+    }
+
+    /// The node of the shortest prefix of `path` that is a node of the view.
+    fn outer_node(&self, path: &str) -> Option<&ViewNode> {
+        path.match_indices('/')
+            .map(|(i, _)| &path[..i])
+            .chain([path])
+            .find_map(|prefix| self.node(prefix))
+    }
+
+    /// The node whose document id is `id` (its own step, not a helper step of it).
+    fn by_id(&self, id: &str) -> Option<&ViewNode> {
+        self.nodes
+            .get(id)
+            .filter(|n| n.id == id)
+            .or_else(|| self.nodes.values().find(|n| n.id == id))
     }
 
     /// The node a step path belongs to, as the view's scope says.
@@ -320,7 +355,7 @@ impl EventView {
         let (parent_path, tool) = tool_step(path)?;
         let parent = self.agent_at(parent_path)?;
         let runs = self.tools.get(&parent.id)?.get(tool)?;
-        self.nodes.values().find(|n| &n.id == runs)
+        self.by_id(runs)
     }
 
     /// A run's result in the dialect's shape, with the dialect's `events` so far; none
@@ -372,7 +407,21 @@ fn value_of(source: &Source, s: &Resolved<'_>, event: &Value) -> Option<Value> {
         Source::Const(v) => Some(v.clone()),
         Source::Node => Some(Value::from(s.node.id.as_str())),
         Source::NodeKind => Some(Value::from(s.node.kind.as_str())),
-        Source::ToolNode => s.tool_node.map(Value::from),
+        Source::ToolNode => s.tool_node.map(|n| Value::from(n.id.as_str())),
+        Source::ToolNodeName => s
+            .tool_node
+            .map(|n| Value::from(n.name.as_deref().unwrap_or(&n.id))),
+        Source::OuterNode => Some(Value::from(s.outer.unwrap_or(s.node).id.as_str())),
+        Source::ToolDepth(at) => {
+            let path = event.pointer(at)?.as_str()?;
+            Some(Value::from(tool_calls(path).count()))
+        }
+        Source::EnclosingCall(at) => {
+            let path = event.pointer(at)?.as_str()?;
+            let mut calls: Vec<usize> = tool_calls(path).collect();
+            calls.pop();
+            calls.last().map(|end| Value::from(&path[..*end]))
+        }
         Source::Field(at) => present(event, at).cloned(),
         Source::FieldOr { at, or } => Some(present(event, at).unwrap_or(or).clone()),
         Source::Number(at) => {
@@ -398,6 +447,15 @@ fn value_of(source: &Source, s: &Resolved<'_>, event: &Value) -> Option<Value> {
 /// The field of `event` at `at`, unless it is missing or null.
 fn present<'e>(event: &'e Value, at: &str) -> Option<&'e Value> {
     event.pointer(at).filter(|v| !v.is_null())
+}
+
+/// Where each tool-call step of `path` ends (the length of its prefix up to and
+/// including that step), outermost first.
+fn tool_calls(path: &str) -> impl Iterator<Item = usize> + '_ {
+    path.match_indices('/')
+        .map(|(i, _)| i)
+        .chain([path.len()])
+        .filter(move |end| tool_step(&path[..*end]).is_some())
 }
 
 /// `(<parent path>, <tool name>)` when `path` ends in the engine's tool-call step
@@ -498,6 +556,7 @@ mod tests {
             ViewNode {
                 id: "poll".into(),
                 kind: "while_loop".into(),
+                name: None,
             },
         );
         v.rules.push(

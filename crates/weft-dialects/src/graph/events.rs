@@ -29,6 +29,7 @@ pub(crate) fn view(doc: &Value) -> EventView {
                 ViewNode {
                     id: id.to_owned(),
                     kind: kind.to_owned(),
+                    name: (kind == "agent").then(|| super::agent_name(&n["data"]).to_owned()),
                 },
             );
             data.insert(id, n.get("data").cloned().unwrap_or(Value::Null));
@@ -52,6 +53,7 @@ pub(crate) fn view(doc: &Value) -> EventView {
                 ViewNode {
                     id: id.to_owned(),
                     kind: PROMPT_STEP.to_owned(),
+                    name: None,
                 },
             );
         }
@@ -77,22 +79,37 @@ pub(crate) fn view(doc: &Value) -> EventView {
 
 fn rules() -> Vec<Rule> {
     let content = |source: Source| ("content", source);
-    let subagent_payload = |kind: &str| {
+    // AgentFlow's runtime event: the top-level agent whose call it is part of, the
+    // subagent, the call (its step path: unique, and the same at its start and end),
+    // the enclosing call and the depth for a nested subagent.
+    let subagent_payload = |kind: &str, call: &str| {
         let mut p = IndexMap::new();
         p.insert("type".to_owned(), Source::Const(Value::from(kind)));
-        p.insert("parentNodeId".to_owned(), Source::Node);
+        p.insert("parentNodeId".to_owned(), Source::OuterNode);
         p.insert("subagentNodeId".to_owned(), Source::ToolNode);
+        p.insert("subagentName".to_owned(), Source::ToolNodeName);
+        p.insert("callId".to_owned(), Source::at(call));
+        p.insert(
+            "parentCallId".to_owned(),
+            Source::EnclosingCall(call.into()),
+        );
+        p.insert("depth".to_owned(), Source::ToolDepth(call.into()));
         p
     };
-    let mut start = subagent_payload("subagent_call_start");
+    let mut start = subagent_payload("subagent_call_start", "/step");
     start.insert("tool".into(), Source::at("/tool"));
     start.insert(
         "input".into(),
         Source::at_or("/arguments/input", Value::Null),
     );
-    let end = subagent_payload("subagent_call_end");
-    let mut failed = subagent_payload("subagent_call_error");
+    let end = subagent_payload("subagent_call_end", "/path");
+    let mut failed = subagent_payload("subagent_call_error", "/path");
+    failed.insert("message".into(), Source::at("/error/message"));
     failed.insert("error".into(), Source::at("/error/message"));
+    let call_entry = |rule: Rule, payload| {
+        rule.field("nodeId", Source::OuterNode)
+            .field("content", Source::JsonText(payload))
+    };
     let entry = |rule: Rule, (name, source): (&str, Source)| {
         rule.field("nodeId", Source::Node).field(name, source)
     };
@@ -123,17 +140,17 @@ fn rules() -> Vec<Rule> {
             Rule::on(&["approval_requested"], "wait_input"),
             content(Source::Const(Value::from("Waiting for user approval"))),
         ),
-        entry(
+        call_entry(
             Rule::on(&["tool_called"], "subagent_call_start").about(Subject::ToolCall),
-            content(Source::JsonText(start)),
+            start,
         ),
-        entry(
+        call_entry(
             Rule::on(&["step_completed"], "subagent_call_end").about(Subject::ToolStep),
-            content(Source::JsonText(end)),
+            end,
         ),
-        entry(
+        call_entry(
             Rule::on(&["step_failed"], "subagent_call_error").about(Subject::ToolStep),
-            content(Source::JsonText(failed)),
+            failed,
         ),
         entry(
             Rule::on(&["step_failed"], "llm_error").kinds(&["agent"]),

@@ -526,11 +526,7 @@ pub(crate) fn prompt_name(id: &str) -> String {
 /// the model call (`step_start` as `<agentName> agent node`, then `start_prompt` with
 /// the user message the call sends) and passes its input on.
 fn prompt_step(n: &Node, agent: &Block) -> Block {
-    let name = n.data["agentName"]
-        .as_str()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .unwrap_or("Agent");
+    let name = agent_name(&n.data);
     let prompt = match &agent.kind {
         BlockKind::Llm(l) => l.prompt.as_ref().map(|t| t.0.clone()),
         _ => None,
@@ -547,6 +543,16 @@ fn prompt_step(n: &Node, agent: &Block) -> Block {
     ])));
     b.id = Some(prompt_name(&n.id));
     b
+}
+
+/// The name an agent shows under: its `agentName`, or `Agent`, as AgentFlow's engine
+/// names it.
+pub(crate) fn agent_name(data: &Value) -> &str {
+    data["agentName"]
+        .as_str()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("Agent")
 }
 
 /// What `input_received` says of an answer, as AgentFlow's engine words it (its editor

@@ -34,6 +34,7 @@ fn collect(v: &Value, view: &mut EventView) {
                     ViewNode {
                         id: name.to_owned(),
                         kind: kind.to_owned(),
+                        name: None,
                     },
                 );
             }

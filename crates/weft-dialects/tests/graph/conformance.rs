@@ -577,8 +577,108 @@ async fn subagent_edges_make_a_nested_agent_a_tool() {
         .iter()
         .find(|l| l["type"] == "subagent_call_end")
         .expect("an end entry");
-    let payload: Value = serde_json::from_str(end["content"].as_str().unwrap()).unwrap();
-    assert_eq!(payload["subagentNodeId"], "helper");
+    let ended: Value = serde_json::from_str(end["content"].as_str().unwrap()).unwrap();
+    assert_eq!(ended["subagentNodeId"], "helper");
+    // The fields AgentFlow's editor needs to show the call (it ignores a payload
+    // without them): one call id from start to end, the subagent's name, the depth.
+    assert_eq!(payload["subagentName"], "Agent");
+    assert_eq!(payload["depth"], 1);
+    assert!(payload.get("parentCallId").is_none());
+    assert_eq!(payload["callId"], ended["callId"]);
+    assert!(payload["callId"].as_str().unwrap().ends_with("researcher"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_subagent_s_calls_belong_to_the_top_level_agent() {
+    // AgentFlow's runtime events: parentNodeId is the top-level agent, depth counts the
+    // nesting, parentCallId names the enclosing call.
+    let server = FakeServer::start_with(Wire::OpenAi, std::time::Duration::ZERO, |r| {
+        let tools = r.body["tools"].to_string();
+        let answered = r.body["messages"].to_string().contains("\"tool\"");
+        match (
+            tools.contains("Checker"),
+            tools.contains("Researcher"),
+            answered,
+        ) {
+            (true, _, false) => Reply::tool_call("Checker", json!({"input": "check Paris"})),
+            (_, true, false) => Reply::tool_call("Researcher", json!({"input": "capital?"})),
+            (true, _, true) => Reply::text("Paris, checked"),
+            (_, true, true) => Reply::text("Paris"),
+            _ => Reply::text("checked"),
+        }
+    })
+    .await;
+    let sub = json!({"model": "gpt-4o-mini", "tools": {"subagents": true}});
+    let text = graph(
+        json!([
+            start(Some("capital of France?")),
+            agent("lead", sub.clone()),
+            agent(
+                "research",
+                json!({"agentName": "Researcher", "model": "gpt-4o-mini", "tools": {"subagents": true}})
+            ),
+            agent(
+                "check",
+                json!({"agentName": "Checker", "model": "gpt-4o-mini"})
+            )
+        ]),
+        json!([
+            edge("s", "lead", None),
+            {"source": "lead", "target": "research", "sourceHandle": "subagent"},
+            {"source": "research", "target": "check", "sourceHandle": "subagent"}
+        ]),
+    );
+    let g = run_with(&text, None, Some(&server), None).await;
+    assert_eq!(
+        g.result.status,
+        RunStatus::Completed,
+        "{:?}",
+        g.result.error
+    );
+    let calls: Vec<(String, Value)> = g
+        .logs
+        .iter()
+        .filter(|l| l["type"].as_str().unwrap().starts_with("subagent_call"))
+        .map(|l| {
+            assert_eq!(
+                l["nodeId"], "lead",
+                "every call belongs to the top-level agent"
+            );
+            let p: Value = serde_json::from_str(l["content"].as_str().unwrap()).unwrap();
+            (l["type"].as_str().unwrap().to_owned(), p)
+        })
+        .collect();
+    let kinds: Vec<&str> = calls
+        .iter()
+        .map(|(k, p)| {
+            assert_eq!(p["parentNodeId"], "lead");
+            k.as_str()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "subagent_call_start",
+            "subagent_call_start",
+            "subagent_call_end",
+            "subagent_call_end"
+        ]
+    );
+    let (outer, inner) = (&calls[0].1, &calls[1].1);
+    assert_eq!(
+        (outer["subagentName"].as_str(), outer["depth"].as_u64()),
+        (Some("Researcher"), Some(1))
+    );
+    assert_eq!(
+        (inner["subagentName"].as_str(), inner["depth"].as_u64()),
+        (Some("Checker"), Some(2))
+    );
+    assert_eq!(inner["parentCallId"], outer["callId"]);
+    assert_eq!(
+        calls[2].1["callId"], inner["callId"],
+        "the inner call ends first"
+    );
+    assert_eq!(calls[3].1["callId"], outer["callId"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
