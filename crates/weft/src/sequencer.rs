@@ -10,11 +10,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::time::Duration;
-use weft_core::ErrorKind;
 use weft_core::ir::{
     self, BlockKind, BranchSpec, Case, Expr, LoopSpec, MapSpec, OnError, ParallelSpec, Rescue,
     ValueTemplate,
 };
+use weft_core::{BlockError, ErrorKind};
 use weft_engine::Function;
 
 /// The bound of `do_until` and `do_while` when none is given: every loop ends.
@@ -53,7 +53,12 @@ enum Step {
     },
     /// Background work beside the rest of the chain, until `WaitForWork`.
     Work(ir::Block),
-    WaitForWork(Option<Duration>),
+    WaitForWork {
+        timeout: Option<Duration>,
+        /// Whether a failure of the work fails the sequencer here (else it is logged in
+        /// the run's events and the chain goes on).
+        fail_on_error: bool,
+    },
     /// Ends the chain when `stop(value)` holds.
     ExitIf(String),
     /// Recovery for failures of every step so far.
@@ -419,8 +424,86 @@ impl Sequencer {
     /// running then is stopped, as a failure would be). Without it, the work is awaited
     /// when the sequencer ends: a run never finishes with work still running.
     pub fn wait_for_work(mut self, timeout: Option<Duration>) -> Self {
-        self.steps.push(Step::WaitForWork(timeout));
+        self.steps.push(Step::WaitForWork {
+            timeout,
+            fail_on_error: false,
+        });
         self
+    }
+
+    /// [`Sequencer::wait_for_work`], failing here with the work's own error when the
+    /// background work started before failed (flow-state-dev's `waitForWork({
+    /// failOnError: true })`); without it a failed work is recorded and the chain goes
+    /// on.
+    pub fn wait_for_work_or_fail(mut self, timeout: Option<Duration>) -> Self {
+        self.steps.push(Step::WaitForWork {
+            timeout,
+            fail_on_error: true,
+        });
+        self
+    }
+
+    /// [`Sequencer::work`] only when `when(value)` holds: otherwise nothing is started
+    /// (and the block never sees the value). The value passes on either way.
+    pub fn work_if<T: DeserializeOwned>(
+        mut self,
+        when: impl Fn(T) -> bool + Send + Sync + 'static,
+        block: impl Into<Block>,
+    ) -> Self {
+        let b = self.take(block);
+        let f = self.function("work_if", func::unary(when));
+        self.steps
+            .push(Step::Work(only_if(&func::call(&f, &["input"]), b)));
+        self
+    }
+
+    /// [`Sequencer::work_if`] on what `connector` makes of the value; the connector runs
+    /// only when `when` holds.
+    pub fn work_if_with<T, U, C>(
+        mut self,
+        when: impl Fn(C) -> bool + Send + Sync + 'static,
+        connector: impl Fn(T) -> U + Send + Sync + 'static,
+        block: impl Into<Block>,
+    ) -> Self
+    where
+        T: DeserializeOwned,
+        U: Serialize,
+        C: DeserializeOwned,
+    {
+        let b = self.take(block);
+        let b = self.connected("work_if_with", Some(func::unary(connector)), b);
+        let f = self.function("work_if", func::unary(when));
+        self.steps
+            .push(Step::Work(only_if(&func::call(&f, &["input"]), b)));
+        self
+    }
+
+    /// Fails the chain here with `error(value)` when `when(value)` holds; otherwise the
+    /// value passes on. A [`RescueCase`] matching the error's kind catches it.
+    pub fn throw_if<T: DeserializeOwned>(
+        mut self,
+        when: impl Fn(T) -> bool + Send + Sync + 'static,
+        error: impl Fn(T) -> BlockError + Send + Sync + 'static,
+    ) -> Self {
+        // A name of its own: one handler name is one block wherever it stands.
+        self.count += 1;
+        let name = format!("{}.throw_if.{}", self.name, self.count);
+        let read = move |v: &Value| {
+            serde_json::from_value::<T>(v.clone()).map_err(|e| {
+                BlockError::new(ErrorKind::Input, format!("throw_if cannot read {v}: {e}"))
+            })
+        };
+        let guard = crate::handler(name).execute(move |v: Value, _ctx| {
+            let out = read(&v).and_then(|t| {
+                if when(t) {
+                    Err(read(&v).map_or_else(|e| e, &error))
+                } else {
+                    Ok(v.clone())
+                }
+            });
+            async move { out }
+        });
+        self.then(guard)
     }
 
     /// Routes the value to the first case whose condition holds; without one, the value
@@ -628,19 +711,22 @@ fn fold(steps: &[Step]) -> Result<Vec<ir::Block>, String> {
             Step::Work(bg) => {
                 let end = steps[i + 1..]
                     .iter()
-                    .position(|s| matches!(s, Step::WaitForWork(_)))
+                    .position(|s| matches!(s, Step::WaitForWork { .. }))
                     .map_or(steps.len(), |p| i + 1 + p);
-                let timeout = match steps.get(end) {
-                    Some(Step::WaitForWork(t)) => *t,
-                    _ => None,
+                let (timeout, fail_on_error) = match steps.get(end) {
+                    Some(Step::WaitForWork {
+                        timeout,
+                        fail_on_error,
+                    }) => (*timeout, *fail_on_error),
+                    _ => (None, false),
                 };
                 let rest = fold(&steps[i + 1..end])?;
-                out.push(beside(one(rest), bg.clone(), timeout));
+                out.push(beside(one(rest), bg.clone(), timeout, fail_on_error));
                 i = end + 1;
                 continue;
             }
             // Nothing runs in the background here.
-            Step::WaitForWork(_) => {}
+            Step::WaitForWork { .. } => {}
             Step::LoopBack { target, again, max } => {
                 let Some(k) = out.iter().rposition(|b| b.label() == Some(target.as_str())) else {
                     return Err(format!(
@@ -670,13 +756,20 @@ fn one(mut blocks: Vec<ir::Block>) -> ir::Block {
 
 /// `main` with `work` running beside it: the output is `main`'s; the work's failure
 /// (or its running past `timeout`) is rescued into nothing.
-fn beside(main: ir::Block, work: ir::Block, timeout: Option<Duration>) -> ir::Block {
+fn beside(
+    main: ir::Block,
+    work: ir::Block,
+    timeout: Option<Duration>,
+    fail_on_error: bool,
+) -> ir::Block {
     let mut bg = wrap(work, |b| vec![b]);
     bg.policy.timeout_ms = timeout.map(|t| t.as_millis().max(1) as u64);
-    bg.policy.rescue.push(Rescue {
-        when: Vec::new(),
-        then: transform("none"),
-    });
+    if !fail_on_error {
+        bg.policy.rescue.push(Rescue {
+            when: Vec::new(),
+            then: transform("none"),
+        });
+    }
     let mut branches = IndexMap::new();
     branches.insert("main".to_owned(), main);
     branches.insert("work".to_owned(), bg);
