@@ -61,6 +61,7 @@ impl Router {
             &self.name,
             &func::call(&f, &["input", "state"]),
             self.routes,
+            &mut self.parts,
         );
         ir.name = Some(self.name.clone());
         Block::new(self.name, Kind::Router, ir, self.parts)

@@ -312,7 +312,12 @@ impl Sequencer {
                 (name, self.take(b))
             })
             .collect();
-        let body = choose(&self.name, &func::call(&f, &["item", "index"]), routes);
+        let body = choose(
+            &self.name,
+            &func::call(&f, &["item", "index"]),
+            routes,
+            &mut self.parts,
+        );
         self.push(map_block(func::value_of("input"), body, max_concurrency))
     }
 
@@ -855,8 +860,14 @@ fn loop_block(name: &str, body: ir::Block, until: &str, bound: Bound) -> ir::Blo
 }
 
 /// Runs the route that the expression `pick` names (evaluated once); naming no route
-/// fails with an error that says so.
-pub(crate) fn choose(owner: &str, pick: &str, routes: Vec<(String, ir::Block)>) -> ir::Block {
+/// fails with an error that says which name it was and what the routes are (through a
+/// function registered in `parts`, since an assertion's message is fixed text).
+pub(crate) fn choose(
+    owner: &str,
+    pick: &str,
+    routes: Vec<(String, ir::Block)>,
+    parts: &mut Parts,
+) -> ir::Block {
     let names: Vec<String> = routes.iter().map(|(n, _)| n.clone()).collect();
     let cases = routes
         .into_iter()
@@ -866,15 +877,14 @@ pub(crate) fn choose(owner: &str, pick: &str, routes: Vec<(String, ir::Block)>) 
             then,
         })
         .collect();
-    let mut none = ir::Block::new(BlockKind::Passthrough);
-    none.policy.assert.push(ir::Assertion {
-        warn: false,
-        that: Expr("false".into()),
-        message: Some(format!(
-            "`{owner}` chose a route it does not declare (its routes: {})",
-            names.join(", ")
-        )),
+    let said = format!("`{owner}` chose a route it does not declare");
+    let routes = names.join(", ");
+    let refuse: weft_engine::Function = std::sync::Arc::new(move |args: &[Value]| {
+        let chosen = args.first().cloned().unwrap_or(Value::Null);
+        Err(format!("{said}: {chosen} (its routes: {routes})"))
     });
+    let refuse = parts.function(format!("{owner}.no_such_route"), refuse);
+    let none = transform(&func::call(&refuse, &["weft_route"]));
     let mut b = ir::Block::new(BlockKind::Branch(BranchSpec {
         cases,
         otherwise: Some(Box::new(none)),
