@@ -706,6 +706,27 @@ fn empty_object_schema() -> Value {
     serde_json::json!({"type": "object"})
 }
 
+/// The longest tool name every provider accepts (OpenAI's bound).
+pub const MAX_TOOL_NAME: usize = 64;
+
+/// `name` as a tool name every provider accepts: letters, digits, `_` and `-`, at most
+/// [`MAX_TOOL_NAME`] characters (OpenAI, Anthropic and Gemini reject a `.` or a `/`,
+/// which namespaced block names hold); every other character becomes `_`. Empty stays
+/// empty, for the caller to name.
+pub fn provider_tool_name(name: &str) -> String {
+    name.trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(MAX_TOOL_NAME)
+        .collect()
+}
+
 /// Line `source_line` of a code block's source is line `file_line` of its flow file
 /// (and the lines after it follow one to one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -511,6 +511,21 @@ fn check_block(b: &Block, ptr: &str, subflows: &[&str], diags: &mut Vec<Diagnost
                         subflows,
                     ));
                 }
+                let safe = crate::ir::provider_tool_name(&t.name);
+                if safe != t.name {
+                    // A warning: the scripted and local models take any name.
+                    diags.push(
+                        Diagnostic::warning(
+                            format!("{ptr}/llm/tools/{i}/name"),
+                            format!(
+                                "the tool name `{}` is not one OpenAI, Anthropic or Gemini accept (letters, digits, `_` and `-`, at most {} characters): they refuse the call",
+                                t.name,
+                                crate::ir::MAX_TOOL_NAME
+                            ),
+                        )
+                        .hint(format!("name it `{safe}`")),
+                    );
+                }
             }
             if l.max_tool_rounds == 0 {
                 diags.push(Diagnostic::error(
@@ -954,6 +969,24 @@ mod tests {
         ]})));
         let found: Vec<&str> = d.iter().map(|d| d.pointer.as_str()).collect();
         assert_eq!(found, ["/root/sequence/0/on_unknown_outcome"]);
+    }
+
+    #[test]
+    fn a_tool_name_providers_refuse_is_warned_of_with_the_name_they_take() {
+        let f: Flow = serde_json::from_value(json!({
+            "name": "t",
+            "root": {"llm": {"prompt": "p", "tools": [
+                {"name": "web.search/v2", "flow": "search"},
+                {"name": "fine_name-2", "flow": "search"}
+            ]}},
+            "flows": {"search": {"name": "search", "root": {"passthrough": {}}}}
+        }))
+        .unwrap();
+        let d = validate(&f);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].severity, crate::error::Severity::Warning);
+        assert_eq!(d[0].pointer, "/root/llm/tools/0/name");
+        assert_eq!(d[0].hint.as_deref(), Some("name it `web_search_v2`"));
     }
 
     #[test]

@@ -144,8 +144,9 @@ impl Generator {
             flow.flows = t.parts.flows.clone();
             self.parts.merge(&t.parts);
             self.parts.flows.insert(flow_name.clone(), flow);
+            let alias = self.tool_alias(&t.name);
             self.spec.tools.push(ToolSpec {
-                name: t.name.clone(),
+                name: alias,
                 description: t.description.clone(),
                 parameters,
                 flow: flow_name,
@@ -154,9 +155,36 @@ impl Generator {
         self
     }
 
+    /// The name the model sees for the tool block `name`: the block's name made one that
+    /// every provider accepts (`web.search/v2` becomes `web_search_v2`), numbered when
+    /// another tool of this generator already has it. The block keeps its own name in
+    /// the run's steps; a call of the alias runs it.
+    fn tool_alias(&self, name: &str) -> String {
+        let base = match ir::provider_tool_name(name) {
+            b if b.is_empty() => "tool".to_owned(),
+            b => b,
+        };
+        let taken = |n: &str| self.spec.tools.iter().any(|t| t.name == n);
+        let mut alias = base.clone();
+        let mut k = 2;
+        while taken(&alias) {
+            let suffix = format!("_{k}");
+            let keep = ir::MAX_TOOL_NAME
+                .saturating_sub(suffix.len())
+                .min(base.len());
+            alias = format!("{}{suffix}", &base[..keep]);
+            k += 1;
+        }
+        alias
+    }
+
     /// Tools the model must call before its answer counts, in order.
     pub fn required_tools(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.spec.required_tools = names.into_iter().map(Into::into).collect();
+        // Named as the blocks are; the model calls them by their provider-safe aliases.
+        self.spec.required_tools = names
+            .into_iter()
+            .map(|n| ir::provider_tool_name(&n.into()))
+            .collect();
         self
     }
 

@@ -696,18 +696,7 @@ fn tool_name(data: &AgentData, id: &str) -> String {
         .or(data.label.as_deref())
         .filter(|s| !s.trim().is_empty())
         .unwrap_or(id);
-    let mut name: String = raw
-        .trim()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
+    let mut name = weft_core::ir::provider_tool_name(raw);
     if name.is_empty() {
         name = "subagent".into();
     }
