@@ -307,3 +307,107 @@ async fn generator_streaming_still_streams_text_through_when_agent_type_is_set()
     assert_eq!(said.len(), 1, "{said:?}");
     assert_eq!(said[0]["content"], "hello world");
 }
+
+// ---- generator — structured output repair (`generator-repair.test.ts`, commit 0ebee79)
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum Decision {
+    Continue,
+    Replan,
+    Complete,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+struct Verdict {
+    decision: Decision,
+    reasoning: String,
+}
+
+fn evaluator() -> Block {
+    generator("evaluator")
+        .user("decide")
+        .output::<Verdict>()
+        .into()
+}
+
+fn model_calls(run: &weft::testing::TestRun) -> usize {
+    run.events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::LlmCall { .. }))
+        .count()
+}
+
+#[tokio::test]
+async fn structured_output_repair_coerces_off_schema_output_renamed_keys() {
+    // Weft coerces by sending the invalid answer back to the same model with the schema
+    // (upstream asks a separate coercion model).
+    let run = TestHarness::new()
+        .reply(
+            "not valid",
+            r#"{"decision": "replan", "reasoning": "research errored"}"#,
+        )
+        .reply(
+            "decide",
+            r#"{"action": "replan", "reason": "research errored"}"#,
+        )
+        .run(evaluator(), json!({"value": "x"}))
+        .await;
+    assert_eq!(
+        run.output_as::<Verdict>(),
+        Verdict {
+            decision: Decision::Replan,
+            reasoning: "research errored".into()
+        }
+    );
+    assert_eq!(model_calls(&run), 2);
+}
+
+#[tokio::test]
+async fn structured_output_repair_recovers_malformed_json_deterministically_without_a_coercion_call()
+ {
+    let run = TestHarness::new()
+        .reply("decide", r#"{"decision":"complete","reasoning":"done",}"#)
+        .run(evaluator(), json!({"value": "x"}))
+        .await;
+    assert_eq!(
+        run.output_as::<Verdict>(),
+        Verdict {
+            decision: Decision::Complete,
+            reasoning: "done".into()
+        }
+    );
+    assert_eq!(model_calls(&run), 1, "repaired without asking again");
+    assert!(
+        run.warnings()
+            .iter()
+            .any(|(_, code, _)| *code == "structured_answer_repaired"),
+        "{:?}",
+        run.warnings()
+    );
+}
+
+#[tokio::test]
+async fn structured_output_repair_throws_without_coercion_when_repair_coerce_is_false() {
+    let block = generator("evaluator")
+        .user("decide")
+        .output::<Verdict>()
+        .max_repairs(0);
+    let run = TestHarness::new()
+        .reply("decide", r#"{"action": "replan", "reason": "x"}"#)
+        .run(block, json!({"value": "x"}))
+        .await;
+    assert!(run.error().is_some());
+    assert_eq!(model_calls(&run), 1);
+}
+
+#[tokio::test]
+async fn structured_output_repair_does_not_repair_when_the_model_returns_valid_structured_output() {
+    let run = TestHarness::new()
+        .reply("decide", r#"{"decision": "continue", "reasoning": "ok"}"#)
+        .run(evaluator(), json!({"value": "x"}))
+        .await;
+    assert_eq!(run.output_as::<Verdict>().decision, Decision::Continue);
+    assert_eq!(model_calls(&run), 1);
+    assert!(run.warnings().is_empty());
+}

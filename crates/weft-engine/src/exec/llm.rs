@@ -33,9 +33,26 @@ fn json_text(reply: &str) -> &str {
     t
 }
 
-fn parse_structured(reply: &str, schema: &Value) -> Result<Value, String> {
-    let value: Value =
-        serde_json::from_str(json_text(reply)).map_err(|e| format!("it is not JSON ({e})"))?;
+/// The JSON value of a model's reply, and whether it had to be repaired to read as
+/// JSON. A reply that is not JSON as written (a trailing comma, single quotes, prose
+/// around it) is repaired locally, which saves asking the model again; one cut off at
+/// its token limit is not, since completing it would invent what was never said.
+fn answer_json(reply: &str, cut_off: bool) -> Result<(Value, bool), String> {
+    let text = json_text(reply);
+    match serde_json::from_str(text) {
+        Ok(v) => Ok((v, false)),
+        Err(e) if cut_off => Err(format!(
+            "it is not JSON ({e}): the answer was cut off at its token limit"
+        )),
+        Err(e) => llm_json::loads(text, &llm_json::RepairOptions::default())
+            .map(|v| (v, true))
+            .map_err(|_| format!("it is not JSON ({e})")),
+    }
+}
+
+/// The reply's JSON checked against `schema`, and whether it was repaired locally.
+fn parse_structured(reply: &str, schema: &Value, cut_off: bool) -> Result<(Value, bool), String> {
+    let (value, repaired) = answer_json(reply, cut_off)?;
     let validator = jsonschema::validator_for(schema)
         .map_err(|e| format!("the output schema is invalid: {e}"))?;
     let errors: Vec<String> = validator
@@ -51,7 +68,7 @@ fn parse_structured(reply: &str, schema: &Value) -> Result<Value, String> {
         })
         .collect();
     if errors.is_empty() {
-        Ok(value)
+        Ok((value, repaired))
     } else {
         Err(format!(
             "it does not match the schema: {}",
@@ -114,6 +131,7 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
         tool_rounds: 0,
         trace: ToolTrace::default(),
         repairs_left: s.max_repairs,
+        repaired_locally: false,
     };
     loop {
         let resp = call.send(cx, model.as_ref()).await?;
@@ -127,6 +145,13 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
         let Some(output) = call.structured_output(s, &resp)? else {
             continue;
         };
+        if call.repaired_locally {
+            cx.run.emitter.emit(|| EventKind::Warning {
+                path: cx.key.to_string(),
+                code: "structured_answer_repaired".into(),
+                message: "the model's answer was not valid JSON as written; it was repaired locally (a trailing comma, quotes or prose around it) and then matched the output schema".into(),
+            });
+        }
         return Ok(call.finish(s, prompt, &resp.content, output));
     }
 }
@@ -279,6 +304,8 @@ struct Call {
     trace: ToolTrace,
     /// Structured-output repairs still allowed.
     repairs_left: u32,
+    /// Whether the accepted structured answer was repaired locally to read as JSON.
+    repaired_locally: bool,
 }
 
 impl Call {
@@ -454,8 +481,12 @@ impl Call {
         let Some(schema) = &s.output_schema else {
             return Ok(Some(Value::String(resp.content.clone())));
         };
-        match parse_structured(&resp.content, schema) {
-            Ok(v) => Ok(Some(v)),
+        let cut_off = resp.finish_reason.as_deref() == Some("length");
+        match parse_structured(&resp.content, schema, cut_off) {
+            Ok((v, repaired)) => {
+                self.repaired_locally |= repaired;
+                Ok(Some(v))
+            }
             Err(why) if self.repairs_left > 0 => {
                 self.repairs_left -= 1;
                 self.req
@@ -542,6 +573,7 @@ mod tests {
             tool_rounds: 0,
             trace: ToolTrace::default(),
             repairs_left: s.max_repairs,
+            repaired_locally: false,
         }
     }
 
@@ -589,6 +621,46 @@ mod tests {
             c.structured_output(&s, &answer("```json\n{\"n\": 1}\n```"))
                 .unwrap(),
             Some(json!({"n": 1}))
+        );
+    }
+
+    #[test]
+    fn a_reply_that_is_almost_json_is_repaired_locally_unless_it_was_cut_off() {
+        let s = LlmSpec {
+            output_schema: Some(json!({
+                "type": "object",
+                "properties": {"decision": {"enum": ["continue", "complete"]}},
+                "required": ["decision"],
+            })),
+            max_repairs: 1,
+            ..LlmSpec::default()
+        };
+        let mut c = call(&s);
+        for reply in [
+            r#"{"decision": "complete",}"#,
+            "Here it is: {'decision': 'complete'}",
+        ] {
+            assert_eq!(
+                c.structured_output(&s, &answer(reply)).unwrap(),
+                Some(json!({"decision": "complete"})),
+                "{reply}"
+            );
+        }
+        assert!(c.repaired_locally);
+        assert_eq!(c.req.messages.len(), 1, "the model was not asked again");
+        // Cut off at the token limit: completing it would invent the rest.
+        let cut = ModelResponse {
+            finish_reason: Some("length".into()),
+            ..answer(r#"{"decision": "comp"#)
+        };
+        assert_eq!(c.structured_output(&s, &cut).unwrap(), None);
+        assert!(c.req.messages[2].content.contains("token limit"));
+        // Repaired but off-schema still goes back to the model.
+        let mut c = call(&s);
+        assert_eq!(
+            c.structured_output(&s, &answer(r#"{"action": "replan",}"#))
+                .unwrap(),
+            None
         );
     }
 
