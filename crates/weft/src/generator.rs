@@ -126,6 +126,12 @@ impl Generator {
         for t in tools {
             let t: Block = t.into();
             let flow_name = format!("tool.{}", t.name);
+            // One block given twice (two capability sets sharing a tool) is one tool; a
+            // different block under the same name is refused when the flow builds.
+            if self.spec.tools.iter().any(|s| s.flow == flow_name) {
+                self.parts.merge(&t.parts);
+                continue;
+            }
             let (parameters, root) = match &t.input_schema {
                 Some(s) if s.get("type") == Some(&Value::from("object")) => {
                     (s.clone(), t.ir.clone())

@@ -411,3 +411,158 @@ async fn structured_output_repair_does_not_repair_when_the_model_returns_valid_s
     assert_eq!(model_calls(&run), 1);
     assert!(run.warnings().is_empty());
 }
+
+// ---- generator owned step loop (`generator-owned-loop.test.ts`, commit 43189ce) ------
+
+#[tokio::test]
+async fn generator_owned_step_loop_makes_exactly_one_model_call_per_step_and_completes_with_text() {
+    let runs = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = runs.clone();
+    let adder = handler("adder").execute(move |input: Value, _ctx| {
+        seen.lock().unwrap().push(input.clone());
+        async move { Ok(json!({"sum": input["a"].as_i64().unwrap() + 1})) }
+    });
+    let block = generator("loop-gen").user("p").tools([adder]);
+    let run = TestHarness::new()
+        .rule(json!({"role": "tool", "when": "\"sum\":3", "reply": "done"}))
+        .rule(json!({"role": "tool", "tool_calls": [{"name": "adder", "arguments": {"input": {"a": 2}}}]}))
+        .rule(json!({"tool_calls": [{"name": "adder", "arguments": {"input": {"a": 1}}}]}))
+        .run(block, json!({"q": 1}))
+        .await;
+    assert_eq!(run.output(), "done");
+    assert_eq!(model_calls(&run), 3);
+    assert_eq!(*runs.lock().unwrap(), [json!({"a": 1}), json!({"a": 2})]);
+}
+
+#[tokio::test]
+async fn generator_owned_step_loop_disambiguates_colliding_tool_names_across_steps_via_unique_aliases()
+ {
+    let executed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tool = |name: &'static str, from: &'static str| {
+        let executed = executed.clone();
+        handler(name).execute(move |_: Value, _ctx| {
+            executed.lock().unwrap().push(name);
+            async move { Ok(json!({"from": from})) }
+        })
+    };
+    let block = generator("collide-gen")
+        .user("p")
+        .tools([tool("foo.bar", "dot"), tool("foo/bar", "slash")]);
+    let names: Vec<String> = llm_of(&block.clone().into())
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(names, ["foo_bar", "foo_bar_2"]);
+    let run = TestHarness::new()
+        .rule(json!({"role": "tool", "when": "dot", "reply": "done"}))
+        .rule(json!({"role": "tool", "when": "slash", "tool_calls": [{"name": "foo_bar", "arguments": {}}]}))
+        .rule(json!({"tool_calls": [{"name": "foo_bar_2", "arguments": {}}]}))
+        .run(block, json!({}))
+        .await;
+    assert_eq!(run.output(), "done");
+    assert_eq!(*executed.lock().unwrap(), ["foo/bar", "foo.bar"]);
+}
+
+#[tokio::test]
+async fn generator_owned_step_loop_propagates_a_tool_s_suspension_out_of_the_loop() {
+    // A tool that asks a person (an approval in it) pauses the run; the model is not
+    // called again until the answer comes.
+    let gated = sequencer("gated-tool")
+        .then(approval("sign-off", "Go ahead?", ["approve", "reject"]))
+        .map(|_: Value| json!({"ok": true}));
+    let block = generator("suspend-gen").user("p").tools([gated]);
+    let run = TestHarness::new()
+        .after_tool("carried on")
+        .rule(json!({"tool_calls": [{"name": "gated-tool", "arguments": {"input": {}}}]}))
+        .run(block, json!({}))
+        .await;
+    assert_eq!(run.result.status, weft_core::ports::RunStatus::Paused);
+    assert_eq!(model_calls(&run), 1);
+}
+
+#[tokio::test]
+async fn generator_owned_step_loop_records_a_step_before_dispatching_its_tools() {
+    // Weft's record of a step: the model call, then `tool_called`, then the tool's own
+    // step.
+    let tool = handler("do-thing").execute(|_: Value, _ctx| async move { Ok(json!({"ok": true})) });
+    let block = generator("artifact-gen").user("p").tools([tool]);
+    let run = TestHarness::new()
+        .after_tool("done")
+        .rule(json!({"tool_calls": [{"name": "do-thing", "arguments": {"input": {"a": 1}}}]}))
+        .run(block, json!({}))
+        .await;
+    let mut order: Vec<&str> = run
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::LlmCall { .. } => Some("model"),
+            EventKind::ToolCalled { .. } => Some("tool_called"),
+            // The tool's step, and the block's own inside it.
+            EventKind::StepStarted { path, .. } if path.ends_with("do-thing") => Some("tool_step"),
+            _ => None,
+        })
+        .collect();
+    order.dedup();
+    assert_eq!(order, ["model", "tool_called", "tool_step", "model"]);
+}
+
+#[tokio::test]
+async fn generator_owned_step_loop_still_surfaces_a_model_visible_error_for_a_genuine_hallucinated_unknown_tool()
+ {
+    let real = handler("real").execute(|_: Value, _ctx| async move { Ok(json!({"ok": true})) });
+    let block = generator("hallucinated-gen").user("p").tools([real]);
+    let run = TestHarness::new()
+        .rule(json!({"role": "tool", "when": "no tool named `ghost`", "reply": "recovered"}))
+        .rule(json!({"tool_calls": [{"name": "ghost", "arguments": {}}]}))
+        .run(block, json!({}))
+        .await;
+    assert_eq!(
+        run.output(),
+        "recovered",
+        "the model saw the error and went on"
+    );
+    assert_eq!(model_calls(&run), 2);
+}
+
+#[tokio::test]
+async fn generator_owned_step_loop_throws_when_built_with_two_tools_sharing_an_identical_name() {
+    let a = handler("same-name").execute(|_: Value, _ctx| async move { Ok(json!({"ok": true})) });
+    let b = handler("same-name").execute(|_: Value, _ctx| async move { Ok(json!({"ok": false})) });
+    let block: Block = generator("dup-tools-gen").user("p").tools([a, b]).into();
+    let e = block.to_flow().unwrap_err().to_string();
+    assert!(
+        e.contains("two different handlers are named `same-name`"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn generator_owned_step_loop_allows_the_same_tool_instance_appearing_twice() {
+    let shared =
+        handler("shared-tool").execute(|_: Value, _ctx| async move { Ok(json!({"ok": true})) });
+    let block = generator("dup-ref-gen")
+        .user("p")
+        .tools([shared.clone(), shared]);
+    assert_eq!(llm_of(&block.clone().into()).tools.len(), 1, "one tool");
+    let run = TestHarness::new()
+        .reply("p", "ok")
+        .run(block, json!({}))
+        .await;
+    assert_eq!(run.output(), "ok");
+}
+
+#[tokio::test]
+async fn generator_owned_step_loop_aggregates_per_step_usage_into_one_report() {
+    let echo = handler("echo").execute(|_: Value, _ctx| async move { Ok(json!({"ok": true})) });
+    let block = generator("usage-gen").user("p").tools([echo]);
+    let usage = |input: u64, output: u64| json!({"input_tokens": input, "output_tokens": output});
+    let run = TestHarness::new()
+        .rule(json!({"role": "tool", "reply": "done", "usage": usage(20, 10)}))
+        .rule(json!({"tool_calls": [{"name": "echo", "arguments": {}}], "usage": usage(10, 5)}))
+        .run(block, json!({}))
+        .await;
+    assert_eq!(run.output(), "done");
+    assert_eq!(run.result.usage.input_tokens, 30);
+    assert_eq!(run.result.usage.output_tokens, 15);
+}
