@@ -54,7 +54,17 @@ pub(super) async fn resume(
     let (rec, answer, lock) = resume_request(&door, body).await?;
     let store = door.app.engine.store();
     let workflow = result::workflow(store.as_ref(), &rec).await;
-    // What it logged so far: the drive that takes the answer replays those steps.
+    if rec.status != RunStatus::Paused {
+        // Still going: where it stands, as AgentFlow's engine answers a resume then.
+        let result = door.result(&rec.id, workflow).await?;
+        let frames = vec![
+            frame(&json!({"type": "start", "runId": rec.id})),
+            frame(&json!({"type": "done", "result": result})),
+        ];
+        return Ok(sse(futures::stream::iter(frames)));
+    }
+    // What it logged so far (read before the answer): the drive that takes the answer
+    // replays those steps, and the stream sends only what comes after.
     let mut replays = Replays::default();
     let view = weft_dialects::view_of_run(&rec);
     result::logs(store.as_ref(), &rec, &view, None, &mut replays)
@@ -65,15 +75,6 @@ pub(super) async fn resume(
         .await
         .map_err(EngineError::from)?
         .checked_sub(1);
-    if rec.status != RunStatus::Paused {
-        // Still going: where it stands, as AgentFlow's engine answers a resume then.
-        let result = door.result(&rec.id, workflow).await?;
-        let frames = vec![
-            frame(&json!({"type": "start", "runId": rec.id})),
-            frame(&json!({"type": "done", "result": result})),
-        ];
-        return Ok(sse(futures::stream::iter(frames)));
-    }
     let run = super::answer_run(&door, &rec, answer).await?;
     Ok(progress(door, run, after, replays, workflow, Some(lock)))
 }
