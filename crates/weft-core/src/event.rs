@@ -110,8 +110,8 @@ pub enum EventKind {
     },
     /// The run finished with an output.
     RunCompleted {
-        /// The output.
-        output: Value,
+        /// The output, shared with the run's record and its result.
+        output: Arc<Value>,
     },
     /// The run finished with an error.
     RunFailed {

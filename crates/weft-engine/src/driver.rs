@@ -95,8 +95,8 @@ impl RunResult {
         RunResult {
             run_id: rec.id,
             status: rec.status,
-            output: rec.output,
-            state: rec.state.unwrap_or_default(),
+            output: rec.output.map(Arc::unwrap_or_clone),
+            state: rec.state.map(Arc::unwrap_or_clone).unwrap_or_default(),
             error: rec.error.and_then(|e| serde_json::from_value(e).ok()),
             waiting: match rec.waiting {
                 Some(Value::Array(waiting)) => waiting,
@@ -974,9 +974,9 @@ impl Engine {
                 rec.status = RunStatus::Completed;
                 rec.error = None;
                 run.emitter.emit(|| EventKind::RunCompleted {
-                    output: (*output).clone(),
+                    output: output.clone(),
                 });
-                rec.output = Some(Arc::unwrap_or_clone(output));
+                rec.output = Some(output);
             }
             Err(Stop::Failed(e)) if e.kind == ErrorKind::Cancelled || cancel.is_cancelled() => {
                 rec.status = RunStatus::Cancelled;
@@ -1005,7 +1005,7 @@ impl Engine {
                 });
             }
         }
-        rec.state = Some(state.to_value());
+        rec.state = Some(Arc::new(state.to_value()));
         // The run's last events are durable before its record says it ended: a follower
         // that sees the end has every event.
         inner.flush_events().await;
@@ -1015,8 +1015,12 @@ impl Engine {
             status: rec.status,
             // The record is not read again: its output and state move, not copied (a
             // fan-out's results can be most of a run's memory).
-            output: rec.output.take(),
-            state: rec.state.take().unwrap_or_default(),
+            output: rec.output.take().map(Arc::unwrap_or_clone),
+            state: rec
+                .state
+                .take()
+                .map(Arc::unwrap_or_clone)
+                .unwrap_or_default(),
             error: rec
                 .error
                 .as_ref()

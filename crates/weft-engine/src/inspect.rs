@@ -37,9 +37,9 @@ pub struct RunDetail {
     /// The run's input.
     pub input: Value,
     /// The output, once completed.
-    pub output: Option<Value>,
+    pub output: Option<std::sync::Arc<Value>>,
     /// The state, once ended or paused.
-    pub state: Option<Value>,
+    pub state: Option<std::sync::Arc<Value>>,
     /// The error, once failed.
     pub error: Option<Value>,
     /// The approvals it waits for (what each asks), when paused.

@@ -227,7 +227,7 @@ pub(crate) mod idempotency {
         }
         let mut shown = summary(&run);
         for (k, v) in [
-            ("output", run.output.clone()),
+            ("output", run.output.as_deref().cloned()),
             ("error", run.error.clone()),
             ("waiting", run.waiting.clone()),
         ] {

@@ -474,8 +474,8 @@ fn by_run<'a, T>(items: impl Iterator<Item = (&'a str, T)>) -> Vec<(&'a str, Vec
     runs
 }
 
-fn json_col(v: &Option<serde_json::Value>) -> Option<String> {
-    v.as_ref().map(|v| v.to_string())
+fn json_col(v: Option<&serde_json::Value>) -> Option<String> {
+    v.map(|v| v.to_string())
 }
 
 fn parse_col(s: Option<String>) -> rusqlite::Result<Option<serde_json::Value>> {
@@ -501,8 +501,8 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         dialect: r.get(5)?,
         input: parse_col(r.get(6)?)?.unwrap_or(serde_json::Value::Null),
         status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
-        output: parse_col(r.get(8)?)?,
-        state: parse_col(r.get(9)?)?,
+        output: parse_col(r.get(8)?)?.map(std::sync::Arc::new),
+        state: parse_col(r.get(9)?)?.map(std::sync::Arc::new),
         error: parse_col(r.get(10)?)?,
         waiting: parse_col(r.get(11)?)?,
         usage: serde_json::from_str::<Usage>(&usage).unwrap_or_default(),
@@ -566,18 +566,18 @@ pub(crate) fn write_run(
                 run.dialect,
                 run.input.to_string(),
                 run.status.as_str(),
-                json_col(&run.output),
-                json_col(&run.state),
-                json_col(&run.error),
-                json_col(&run.waiting),
+                json_col(run.output.as_deref()),
+                json_col(run.state.as_deref()),
+                json_col(run.error.as_ref()),
+                json_col(run.waiting.as_ref()),
                 serde_json::to_string(&run.usage).unwrap_or_default(),
                 run.owner,
                 run.created_ms,
                 run.updated_ms,
                 (!run.scopes.is_empty())
                     .then(|| serde_json::to_string(&run.scopes).unwrap_or_default()),
-                json_col(&run.view),
-                json_col(&run.settings),
+                json_col(run.view.as_ref()),
+                json_col(run.settings.as_ref()),
                 run.retries,
                 run.flow_id,
                 run.wake_ms.filter(|_| run.status == RunStatus::Paused),

@@ -50,8 +50,8 @@ async fn a_run_reads_back_as_written_field_for_field() {
         // Key order is part of the value: `z` stays before `a`.
         r.input = json!({"z": [1, 2.5, null, "\u{0}nul"], "a": {"deep": {"x": true}}});
         r.status = RunStatus::Paused;
-        r.output = Some(json!("out"));
-        r.state = Some(json!({"k": [1, 2, 3]}));
+        r.output = Some(std::sync::Arc::new(json!("out")));
+        r.state = Some(std::sync::Arc::new(json!({"k": [1, 2, 3]})));
         r.error = Some(json!({"kind": "timeout"}));
         r.waiting = Some(json!([{"key": "approve"}]));
         r.usage = Usage {

@@ -115,7 +115,10 @@ async fn each_due_second_starts_one_run_with_the_schedule_s_input() {
         .list_runs(&weft_core::ports::RunQuery::newest(10))
         .await
         .unwrap();
-    assert!(runs.iter().all(|r| r.output == Some(json!(7))), "{runs:?}");
+    assert!(
+        runs.iter().all(|r| r.output.as_deref() == Some(&json!(7))),
+        "{runs:?}"
+    );
 }
 
 #[tokio::test]

@@ -97,10 +97,12 @@ pub struct RunRecord {
     pub input: Value,
     /// Where the run stands.
     pub status: RunStatus,
-    /// The final output, once completed.
-    pub output: Option<Value>,
-    /// The final state, once finished or paused.
-    pub state: Option<Value>,
+    /// The final output, once completed; shared, since a fan-out's results can be most
+    /// of a run's memory and the output goes to the run's last event, the store and the
+    /// caller at once.
+    pub output: Option<std::sync::Arc<Value>>,
+    /// The final state, once finished or paused; shared as the output is.
+    pub state: Option<std::sync::Arc<Value>>,
     /// The error, once failed.
     pub error: Option<Value>,
     /// The approvals it waits for, when paused.

@@ -119,7 +119,8 @@ pub(super) fn shaped(
     logs: Vec<Value>,
     workflow: Option<Value>,
 ) -> Value {
-    let state = rec.state.clone().unwrap_or_else(|| json!({}));
+    let empty = json!({});
+    let state = rec.state.as_deref().unwrap_or(&empty);
     let waiting = match &rec.waiting {
         Some(Value::Array(w)) => w.clone(),
         _ => Vec::new(),
@@ -128,9 +129,9 @@ pub(super) fn shaped(
     let summary = RunSummary {
         run_id: &rec.id,
         status: status(rec.status),
-        state: &state,
+        state,
         waiting: &waiting,
-        output: rec.output.as_ref(),
+        output: rec.output.as_deref(),
         error: &error,
     };
     let mut out = match view.result(&summary, &logs) {

@@ -14,8 +14,8 @@ const COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, i
 /// The columns a [`RunRecord`] is read from: the written ones and the lease's end.
 const READ: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id, wake_ms, lease_expires_ms";
 
-fn json_col(v: &Option<serde_json::Value>) -> Option<String> {
-    v.as_ref().map(|v| v.to_string())
+fn json_col(v: Option<&serde_json::Value>) -> Option<String> {
+    v.map(|v| v.to_string())
 }
 
 /// A JSON column of run `id`, read back.
@@ -47,8 +47,8 @@ fn from_row(r: &Row) -> Result<RunRecord, StoreError> {
         dialect: r.get(5),
         input: parse_col(&id, "input", r.get(6))?.unwrap_or(serde_json::Value::Null),
         status: RunStatus::parse(status).unwrap_or(RunStatus::Failed),
-        output: parse_col(&id, "output", r.get(8))?,
-        state: parse_col(&id, "state", r.get(9))?,
+        output: parse_col(&id, "output", r.get(8))?.map(std::sync::Arc::new),
+        state: parse_col(&id, "state", r.get(9))?.map(std::sync::Arc::new),
         error: parse_col(&id, "error", r.get(10))?,
         waiting: parse_col(&id, "waiting", r.get(11))?,
         usage: serde_json::from_str::<Usage>(usage).unwrap_or_default(),
@@ -109,17 +109,17 @@ pub(super) async fn write(
                 &run.dialect,
                 &run.input.to_string(),
                 &run.status.as_str(),
-                &json_col(&run.output),
-                &json_col(&run.state),
-                &json_col(&run.error),
-                &json_col(&run.waiting),
+                &json_col(run.output.as_deref()),
+                &json_col(run.state.as_deref()),
+                &json_col(run.error.as_ref()),
+                &json_col(run.waiting.as_ref()),
                 &serde_json::to_string(&run.usage).unwrap_or_default(),
                 &run.owner,
                 &run.created_ms,
                 &run.updated_ms,
                 &scopes,
-                &json_col(&run.view),
-                &json_col(&run.settings),
+                &json_col(run.view.as_ref()),
+                &json_col(run.settings.as_ref()),
                 &retries,
                 &run.flow_id,
                 &run.wake_ms.filter(|_| run.status == RunStatus::Paused),
