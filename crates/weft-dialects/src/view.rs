@@ -119,7 +119,8 @@ pub enum Source {
     /// For a tool: the name of the node it runs (its id when it has no name).
     ToolNodeName,
     /// The outermost node the event's step is within (for a tool a nested node
-    /// offers: the top-level node whose call it is part of).
+    /// offers: the top-level node whose call it is part of); for an event about a node,
+    /// that node.
     OuterNode,
     /// How many tool calls deep the step path at this field is (1 for a tool of a
     /// top-level node).
@@ -283,7 +284,11 @@ impl EventView {
             .get("path")
             .or_else(|| event.get("key"))
             .and_then(Value::as_str)?;
-        let outer = self.outer_node(path);
+        // Only a tool's events can be nested below the node they belong to.
+        let outer = match subject {
+            Subject::Node => None,
+            _ => self.outer_node(path),
+        };
         match subject {
             Subject::Node => Some(Resolved {
                 node: self.node(path)?,
