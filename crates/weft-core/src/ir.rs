@@ -558,6 +558,11 @@ pub struct DataFlow {
     /// also when its result is replayed from the journal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emit: Option<ValueTemplate>,
+    /// A `message` event emitted when the block starts, before it runs (`input` and
+    /// `state` in scope), also when its result is then replayed: what a front end shows
+    /// as the step begins (a model call's prompt, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub announce: Option<ValueTemplate>,
 }
 
 fn is_false(b: &bool) -> bool {

@@ -190,6 +190,9 @@ fn block_sites<'a>(ptr: &str, b: &'a Block, out: &mut Vec<ExprSite<'a>>) {
     if let Some(e) = &b.data.emit {
         push_value_sites(format!("{ptr}/emit"), &e.0, out);
     }
+    if let Some(e) = &b.data.announce {
+        push_value_sites(format!("{ptr}/announce"), &e.0, out);
+    }
     for (i, a) in b.policy.assert.iter().enumerate() {
         out.push(expr(format!("{ptr}/assert/{i}/that"), &a.that));
     }

@@ -1273,3 +1273,64 @@ async fn a_step_cut_off_mid_effect_repeats_with_its_key_or_fails_as_of_unknown_o
     assert_eq!(seen.len(), 2);
     assert_ne!(seen[0], seen[1], "a retry on purpose is a new request");
 }
+
+#[tokio::test]
+async fn a_block_announces_itself_as_it_starts_and_a_bad_announcement_fails_it_first() {
+    let events = Arc::new(weft_engine::CollectingSink::new());
+    let engine = weft_engine::Engine::builder(memory())
+        .sink(events.clone())
+        .build();
+    let f = flow(
+        r#"weft: 1
+name: announced
+root:
+  id: greet
+  transform: {output: "hi {{ input.name }}"}
+  announce: {about_to: "greet {{ input.name }}"}
+  emit: {done: "{{ output }}"}
+"#,
+    );
+    let r = engine
+        .start(f, Some(json!({"name": "Ada"})), RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.output.unwrap(), "hi Ada");
+    let seen: Vec<String> = events
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::StepStarted { .. } => Some("started".to_owned()),
+            EventKind::Message { message, .. } => Some(message.to_string()),
+            EventKind::StepCompleted { .. } => Some("completed".to_owned()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "started",
+            r#"{"about_to":"greet Ada"}"#,
+            r#"{"done":"hi Ada"}"#,
+            "completed"
+        ]
+    );
+
+    let bad = flow(
+        "weft: 1\nname: bad\nroot:\n  id: greet\n  transform: {output: 1}\n  announce: \"{{ input.missing.deeper }}\"\n",
+    );
+    let events = Arc::new(weft_engine::CollectingSink::new());
+    let engine = weft_engine::Engine::builder(memory())
+        .sink(events.clone())
+        .build();
+    let r = engine
+        .start(bad, Some(json!({})), RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Failed);
+    assert!(
+        !events.events().iter().any(
+            |e| matches!(&e.kind, EventKind::StepStarted { path, .. } if path.ends_with("greet"))
+        ),
+        "the step never started"
+    );
+}

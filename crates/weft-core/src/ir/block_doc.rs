@@ -78,6 +78,9 @@ pub(super) struct BlockDoc {
     /// A `message` event emitted after the block ran (`output` and `exit` in scope).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     emit: Option<ValueTemplate>,
+    /// A `message` event emitted when the block starts (`input` and `state` in scope).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    announce: Option<ValueTemplate>,
 }
 
 impl TryFrom<BlockDoc> for Block {
@@ -169,6 +172,7 @@ impl TryFrom<BlockDoc> for Block {
                 set: d.set,
                 bind: d.bind,
                 emit: d.emit,
+                announce: d.announce,
             },
             origin: None,
         })
@@ -247,6 +251,9 @@ impl Serialize for Block {
         if let Some(v) = &d.emit {
             m.serialize_entry("emit", v)?;
         }
+        if let Some(v) = &d.announce {
+            m.serialize_entry("announce", v)?;
+        }
         m.end()
     }
 }
@@ -290,6 +297,7 @@ mod tests {
             set: b.data.set.clone(),
             bind: b.data.bind.clone(),
             emit: b.data.emit.clone(),
+            announce: b.data.announce.clone(),
             ..BlockDoc::default()
         };
         match &b.kind {

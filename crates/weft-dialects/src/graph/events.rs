@@ -37,27 +37,6 @@ pub(crate) fn view(doc: &Value) -> EventView {
     }
     let connections = doc.get("connections").or_else(|| doc.get("edges"));
     let connections = connections.and_then(Value::as_array).map(Vec::as_slice);
-    // Each agent of the execution graph logs its start from its prompt step.
-    for n in nodes {
-        let is_subagent = |id: &str| {
-            connections
-                .unwrap_or_default()
-                .iter()
-                .any(|c| c["sourceHandle"] == super::SUBAGENT && c["target"] == id)
-        };
-        if let (Some(id), Some("agent")) = (n["id"].as_str(), n["type"].as_str())
-            && !is_subagent(id)
-        {
-            view.nodes.insert(
-                super::prompt_name(id),
-                ViewNode {
-                    id: id.to_owned(),
-                    kind: PROMPT_STEP.to_owned(),
-                    name: None,
-                },
-            );
-        }
-    }
     for c in connections.into_iter().flatten() {
         if c["sourceHandle"] != super::SUBAGENT {
             continue;
@@ -114,7 +93,7 @@ fn rules() -> Vec<Rule> {
         rule.field("nodeId", Source::Node).field(name, source)
     };
     // `step_start` says what AgentFlow's engine says of each node type; an agent's own
-    // comes from its prompt step, with the agent's name.
+    // is announced as it starts, with the agent's name.
     let mut rules: Vec<Rule> = [
         ("start", "start node"),
         ("if", "condition node"),
@@ -163,9 +142,6 @@ fn rules() -> Vec<Rule> {
     ]);
     rules
 }
-
-/// The kind of an agent's prompt step in the view (no rule names its engine events).
-const PROMPT_STEP: &str = "agent_prompt";
 
 /// The editor engine's result: `{runId, status, logs, state, waitingForInput,
 /// currentNodeId}`, plus Weft's `output` and `error`.

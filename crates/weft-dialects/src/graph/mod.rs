@@ -140,7 +140,6 @@ fn compile(doc: Value, map: &SourceMap) -> Compiled {
         map,
         diags: Diagnostics::new(),
         flows: IndexMap::new(),
-        prompts: IndexMap::new(),
     };
     let flow = c.flow(file, connections_key);
     c.diags.finish(flow, map)
@@ -151,8 +150,6 @@ struct Compiler<'a> {
     diags: Diagnostics,
     /// The sub-flows serving top-level agents' subagent tools.
     flows: IndexMap<String, Flow>,
-    /// Each top-level agent's prompt step, by the agent's id (see [`prompt_step`]).
-    prompts: IndexMap<String, Block>,
 }
 
 impl Compiler<'_> {
@@ -206,36 +203,17 @@ impl Compiler<'_> {
                 graph_nodes.insert(ir_name(&n.id), block);
             }
         }
-        let prompts = std::mem::take(&mut self.prompts);
-        // An agent is entered through its prompt step.
-        let entered = |id: &str| {
-            if prompts.contains_key(id) {
-                prompt_name(id)
-            } else {
-                ir_name(id)
-            }
-        };
-        let mut edges: Vec<Edge> = checked
+        let edges = checked
             .execution
             .iter()
             .map(|e| Edge {
                 from: ir_name(&e.from),
-                to: entered(&e.to),
+                to: ir_name(&e.to),
                 when: None,
                 exit: e.exit.clone(),
                 parallel: false,
             })
             .collect();
-        for (id, step) in prompts {
-            edges.push(Edge {
-                from: prompt_name(&id),
-                to: ir_name(&id),
-                when: None,
-                exit: None,
-                parallel: false,
-            });
-            graph_nodes.insert(prompt_name(&id), step);
-        }
         let graph = GraphSpec {
             entry: ir_name(&start.id),
             nodes: graph_nodes,
@@ -334,9 +312,7 @@ impl Compiler<'_> {
             "agent" => {
                 let (mut b, flows) = self.agent(n, nodes, subagents, PREVIOUS_IN_STATE)?;
                 self.flows.extend(flows);
-                let mut step = prompt_step(n, &b);
-                step.origin = self.map.loc(&n.ptr);
-                self.prompts.insert(id.to_owned(), step);
+                b.data.announce = Some(start_entries(n, &b));
                 record(&mut b, id);
                 b.data.emit = Some(log("llm_response", id, "{{ text(output) }}"));
                 b
@@ -517,22 +493,16 @@ fn record(b: &mut Block, id: &str) {
     }
 }
 
-/// The name of an agent's prompt step in the core-IR graph (`~` is never in an id).
-pub(crate) fn prompt_name(id: &str) -> String {
-    format!("{id}~prompt")
-}
-
-/// The step an agent is entered through: it logs what AgentFlow's engine logs before
-/// the model call (`step_start` as `<agentName> agent node`, then `start_prompt` with
-/// the user message the call sends) and passes its input on.
-fn prompt_step(n: &Node, agent: &Block) -> Block {
+/// What AgentFlow's engine logs as an agent starts, before its model call: `step_start`
+/// as `<agentName> agent node`, then `start_prompt` with the user message the call
+/// sends (the agent's own prompt template, rendered as the block starts).
+fn start_entries(n: &Node, agent: &Block) -> ValueTemplate {
     let name = agent_name(&n.data);
     let prompt = match &agent.kind {
         BlockKind::Llm(l) => l.prompt.as_ref().map(|t| t.0.clone()),
         _ => None,
     };
-    let mut b = passthrough("{{ input }}");
-    b.data.emit = Some(ValueTemplate(json!([
+    ValueTemplate(json!([
         log(
             "step_start",
             &n.id,
@@ -540,9 +510,7 @@ fn prompt_step(n: &Node, agent: &Block) -> Block {
         )
         .0,
         log("start_prompt", &n.id, &prompt.unwrap_or_default()).0,
-    ])));
-    b.id = Some(prompt_name(&n.id));
-    b
+    ]))
 }
 
 /// The name an agent shows under: its `agentName`, or `Agent`, as AgentFlow's engine

@@ -79,11 +79,23 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
     let started = Instant::now();
     let emitter = &cx.run.emitter;
     let leaf = block.kind.is_leaf();
+    // Rendered before the step starts, so that a template error fails it as an input
+    // error does: before its `step_started`.
+    let announced = match &block.data.announce {
+        Some(t) => Some(cx.value(&t.0, &cx.scope()).map_err(|e| e.at(&cx.key))?),
+        None => None,
+    };
     emitter.emit(|| EventKind::StepStarted {
         path: cx.key.to_string(),
         kind: block.kind_name().to_owned(),
         input: leaf.then(|| cx.input.clone()),
     });
+    if let Some(message) = announced {
+        emitter.emit(|| EventKind::Message {
+            path: cx.key.to_string(),
+            message,
+        });
+    }
     let wall = block.policy.budget.as_ref().and_then(|b| b.wall_ms);
     let warn_only = block
         .policy
