@@ -300,7 +300,10 @@ async fn bad_requests_get_agentflow_s_error_shape_and_the_server_keeps_serving()
         Some(json!({"runId": "0123456789"})),
     )
     .await;
-    assert_eq!((status, e["error"].as_str()), (404, Some("Run not found")));
+    assert_eq!(
+        (status, e["error"].as_str()),
+        (404, Some("Run ID not found"))
+    );
     let (status, e) = call("GET", "run/0123456789", None).await;
     assert_eq!((status, e["error"].as_str()), (404, Some("Run not found")));
     let (status, e) = call("GET", "config", None).await;

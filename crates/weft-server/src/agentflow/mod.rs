@@ -204,7 +204,14 @@ async fn resume_request(
     let Some(id) = body.get("runId").and_then(Value::as_str) else {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "runId is required"));
     };
-    let rec = door.graph_run(id).await?;
+    let rec = door.graph_run(id).await.map_err(|e| match e.status {
+        // AgentFlow's resume routes say it so.
+        StatusCode::NOT_FOUND => ApiError {
+            error: "Run ID not found".into(),
+            ..e
+        },
+        _ => e,
+    })?;
     if !matches!(
         rec.status,
         RunStatus::Paused | RunStatus::Running | RunStatus::Queued
