@@ -45,13 +45,7 @@ fn drawn_graph() -> Value {
 /// Each agent answers with what it was asked, so the test sees what reached it.
 async fn echoing_model(latency: Duration) -> FakeServer {
     FakeServer::start_with(Wire::OpenAi, latency, |r| {
-        let asked = r.body["messages"]
-            .as_array()
-            .and_then(|m| m.last())
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or_default()
-            .to_owned();
-        Reply::text(format!("[{asked}]"))
+        Reply::text(format!("[{}]", r.last_message()))
     })
     .await
 }

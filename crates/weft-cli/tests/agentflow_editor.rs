@@ -13,10 +13,9 @@
 use fantoccini::Locator;
 use fantoccini::actions::{InputSource, MOUSE_BUTTON_LEFT, MouseActions, PointerAction};
 use serde_json::{Value, json};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use weft_fakes::{FakeServer, Reply, Wire};
 
 mod support;
@@ -32,11 +31,7 @@ struct Preview {
 
 impl Preview {
     fn start(checkout: &Path, config: &str, api: &str) -> Preview {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = support::free_port();
         let child = Command::new("node")
             .arg(checkout.join("node_modules/vite/bin/vite.js"))
             .arg("preview")
@@ -48,11 +43,7 @@ impl Preview {
             .stderr(Stdio::null())
             .spawn()
             .expect("node runs AgentFlow's vite");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "vite preview never listened");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        support::await_listening(port, "vite preview", Duration::from_secs(30));
         Preview {
             child,
             url: format!("http://127.0.0.1:{port}/"),
@@ -147,13 +138,7 @@ async fn agentflow_s_editor_draws_runs_and_approves_a_graph_on_weft() {
     let checkout = PathBuf::from(need("WEFT_AGENTFLOW_DIR"));
     let config = need("WEFT_AGENTFLOW_VITE_CONFIG");
     let fake = FakeServer::start_with(Wire::OpenAi, Duration::from_millis(200), |r| {
-        let asked = r.body["messages"]
-            .as_array()
-            .and_then(|m| m.last())
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or_default()
-            .to_owned();
-        Reply::text(format!("Answer to: {asked}"))
+        Reply::text(format!("Answer to: {}", r.last_message()))
     })
     .await;
     let env = Env::new();

@@ -100,6 +100,27 @@ pub struct Received {
     pub body: Value,
 }
 
+impl Received {
+    /// The text of the request's last chat message, in OpenAI's wire format (`""` when
+    /// it has none).
+    pub fn last_message(&self) -> &str {
+        self.message_where(|_| true)
+    }
+
+    /// The text of the request's last user message, in OpenAI's wire format.
+    pub fn last_user_message(&self) -> &str {
+        self.message_where(|m| m["role"] == "user")
+    }
+
+    fn message_where(&self, pick: impl Fn(&Value) -> bool) -> &str {
+        self.body["messages"]
+            .as_array()
+            .and_then(|m| m.iter().rev().find(|m| pick(m)))
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+    }
+}
+
 type Responder = dyn Fn(&Received) -> Reply + Send + Sync;
 
 struct Shared {

@@ -287,15 +287,7 @@ impl FakeLatency {
         let server = weft_fakes::FakeServer::start_with(
             weft_fakes::Wire::OpenAi,
             std::time::Duration::from_millis(150),
-            |r| {
-                let prompt = r.body["messages"]
-                    .as_array()
-                    .and_then(|m| m.last())
-                    .and_then(|m| m["content"].as_str())
-                    .unwrap_or_default()
-                    .to_owned();
-                weft_fakes::Reply::text(json!({ "said": prompt }).to_string())
-            },
+            |r| weft_fakes::Reply::text(json!({ "said": r.last_message() }).to_string()),
         )
         .await;
         FakeLatency { server }

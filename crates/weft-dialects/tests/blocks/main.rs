@@ -37,13 +37,7 @@ pub async fn answering(
     f: impl Fn(&str, &Received) -> String + Send + Sync + 'static,
 ) -> FakeServer {
     FakeServer::start_with(Wire::OpenAi, std::time::Duration::ZERO, move |r| {
-        let prompt = r.body["messages"]
-            .as_array()
-            .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or_default()
-            .to_owned();
-        Reply::text(f(&prompt, r))
+        Reply::text(f(r.last_user_message(), r))
     })
     .await
 }

@@ -26,14 +26,7 @@ fn user_messages(server: &FakeServer) -> Vec<String> {
     server
         .received()
         .iter()
-        .map(|r| {
-            r.body["messages"]
-                .as_array()
-                .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-                .and_then(|m| m["content"].as_str())
-                .unwrap_or_default()
-                .to_owned()
-        })
+        .map(|r| r.last_user_message().to_owned())
         .collect()
 }
 
