@@ -176,6 +176,13 @@ impl Sequencer {
         b.ir
     }
 
+    /// `block` run only when the function `when` (named for `what`) holds of the step's
+    /// input; otherwise the input passes on.
+    fn guarded(&mut self, what: &str, when: Function, block: ir::Block) -> ir::Block {
+        let f = self.function(what, when);
+        only_if(&func::call(&f, &["input"]), block)
+    }
+
     /// `block` fed by the function `connector` (when there is one) of the step's input.
     fn connected(
         &mut self,
@@ -225,8 +232,8 @@ impl Sequencer {
         block: impl Into<Block>,
     ) -> Self {
         let b = self.take(block);
-        let f = self.function("then_if", func::unary(when));
-        self.push(only_if(&func::call(&f, &["input"]), b))
+        let b = self.guarded("then_if", func::unary(when), b);
+        self.push(b)
     }
 
     /// Transforms the value inline.
@@ -428,22 +435,22 @@ impl Sequencer {
     /// Waits here for the background work started before (at most `timeout`: work still
     /// running then is stopped, as a failure would be). Without it, the work is awaited
     /// when the sequencer ends: a run never finishes with work still running.
-    pub fn wait_for_work(mut self, timeout: Option<Duration>) -> Self {
-        self.steps.push(Step::WaitForWork {
-            timeout,
-            fail_on_error: false,
-        });
-        self
+    pub fn wait_for_work(self, timeout: Option<Duration>) -> Self {
+        self.wait(timeout, false)
     }
 
     /// [`Sequencer::wait_for_work`], failing here with the work's own error when the
     /// background work started before failed (flow-state-dev's `waitForWork({
     /// failOnError: true })`); without it a failed work is recorded and the chain goes
     /// on.
-    pub fn wait_for_work_or_fail(mut self, timeout: Option<Duration>) -> Self {
+    pub fn wait_for_work_or_fail(self, timeout: Option<Duration>) -> Self {
+        self.wait(timeout, true)
+    }
+
+    fn wait(mut self, timeout: Option<Duration>, fail_on_error: bool) -> Self {
         self.steps.push(Step::WaitForWork {
             timeout,
-            fail_on_error: true,
+            fail_on_error,
         });
         self
     }
@@ -456,9 +463,8 @@ impl Sequencer {
         block: impl Into<Block>,
     ) -> Self {
         let b = self.take(block);
-        let f = self.function("work_if", func::unary(when));
-        self.steps
-            .push(Step::Work(only_if(&func::call(&f, &["input"]), b)));
+        let b = self.guarded("work_if", func::unary(when), b);
+        self.steps.push(Step::Work(b));
         self
     }
 
@@ -477,9 +483,8 @@ impl Sequencer {
     {
         let b = self.take(block);
         let b = self.connected("work_if_with", Some(func::unary(connector)), b);
-        let f = self.function("work_if", func::unary(when));
-        self.steps
-            .push(Step::Work(only_if(&func::call(&f, &["input"]), b)));
+        let b = self.guarded("work_if", func::unary(when), b);
+        self.steps.push(Step::Work(b));
         self
     }
 
@@ -560,8 +565,8 @@ impl Sequencer {
         block: impl Into<Block>,
     ) -> Self {
         let b = self.take(block);
-        let f = self.function("tap_if", func::unary(when));
-        self.push(only_if(&func::call(&f, &["input"]), tapped(b)))
+        let b = self.guarded("tap_if", func::unary(when), tapped(b));
+        self.push(b)
     }
 
     /// Recovers from a failure of any step so far: the first case whose kinds match runs
