@@ -4,7 +4,6 @@
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,11 +19,7 @@ pub struct Driver {
 
 impl Driver {
     pub fn start() -> Driver {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = super::free_port();
         let child = Command::new("chromedriver")
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
@@ -33,11 +28,7 @@ impl Driver {
             .unwrap_or_else(|e| {
                 panic!("chromedriver does not start ({e}): scripts/setup installs Debian's chromium and chromium-driver")
             });
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "chromedriver never listened");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        super::await_listening(port, "chromedriver", Duration::from_secs(20));
         Driver {
             child,
             url: format!("http://127.0.0.1:{port}"),

@@ -177,6 +177,28 @@ pub fn listening_on(child: &mut std::process::Child) -> String {
     base
 }
 
+/// A port of 127.0.0.1 nobody listens on now, for a child server to take.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something listens on 127.0.0.1:`port`; fails naming `what` after
+/// `within`.
+pub fn await_listening(port: u16, what: &str, within: std::time::Duration) {
+    let deadline = std::time::Instant::now() + within;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// The status of a bare `POST path` (no token, empty body) to `base`.
 pub fn post_status(base: &str, path: &str) -> u16 {
     use std::io::{Read, Write};
