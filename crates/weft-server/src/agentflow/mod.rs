@@ -75,6 +75,14 @@ impl ApiError {
         }
     }
 
+    /// `error`, and its details when it has some, as one line.
+    fn message(&self) -> String {
+        match &self.details {
+            Some(d) => format!("{}: {d}", self.error),
+            None => self.error.clone(),
+        }
+    }
+
     fn details(mut self, details: impl Into<String>) -> ApiError {
         self.details = Some(details.into());
         self
@@ -187,8 +195,10 @@ async fn run(
     let run = start(&door.app, &graph).await?;
     let id = run.run_id().to_owned();
     run.end().await?;
+    let rec = door.record(&id).await?;
     Ok(Json(
-        door.result(&id, Some(result::normalized(graph))).await?,
+        door.result_of(&rec, Some(result::normalized(graph)))
+            .await?,
     ))
 }
 
@@ -275,12 +285,13 @@ async fn resume(
     State(door): State<Door>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let (rec, answer, _lock) = resume_request(&door, body).await?;
+    let (mut rec, answer, _lock) = resume_request(&door, body).await?;
     if rec.status == RunStatus::Paused {
         answer_run(&door, &rec, answer).await?.end().await?;
+        rec = door.record(&rec.id).await?;
     }
     let workflow = result::workflow(door.app.engine.store().as_ref(), &rec).await;
-    Ok(Json(door.result(&rec.id, workflow).await?))
+    Ok(Json(door.result_of(&rec, workflow).await?))
 }
 
 /// `GET /api/run/{runId}`: where a run stands.
@@ -290,7 +301,7 @@ async fn show(
 ) -> Result<Json<Value>, ApiError> {
     let rec = door.graph_run(&run_id).await?;
     let workflow = result::workflow(door.app.engine.store().as_ref(), &rec).await;
-    Ok(Json(door.result(&rec.id, workflow).await?))
+    Ok(Json(door.result_of(&rec, workflow).await?))
 }
 
 /// `GET /api/config`: AgentFlow reads its providers and models from a file of its own;
@@ -329,19 +340,30 @@ impl Door {
         Ok(rec)
     }
 
-    /// Run `id`'s result, read from the store.
-    async fn result(&self, id: &str, workflow: Option<Value>) -> Result<Value, ApiError> {
-        let store = self.app.engine.store();
-        let rec = store
+    /// Run `id` as it stands in the store.
+    async fn record(&self, id: &str) -> Result<RunRecord, ApiError> {
+        self.app
+            .engine
+            .store()
             .get_run(id)
             .await
             .map_err(EngineError::from)?
-            .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "Run not found"))?;
-        let view = weft_dialects::view_of_run(&rec);
-        let logs = result::logs(store.as_ref(), &rec, &view, None, &mut Default::default())
-            .await
-            .map_err(EngineError::from)?;
-        Ok(result::shaped(&rec, &view, logs, workflow))
+            .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "Run not found"))
+    }
+
+    /// Run `rec`'s result, with every entry its stored events log.
+    async fn result_of(&self, rec: &RunRecord, workflow: Option<Value>) -> Result<Value, ApiError> {
+        let view = weft_dialects::view_of_run(rec);
+        let logs = result::logs(
+            self.app.engine.store().as_ref(),
+            rec,
+            &view,
+            None,
+            &mut Default::default(),
+        )
+        .await
+        .map_err(EngineError::from)?;
+        Ok(result::shaped(rec, &view, logs, workflow))
     }
 }
 

@@ -18,6 +18,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use weft_core::ports::RunStatus;
+use weft_dialects::EventView;
 use weft_engine::{EngineError, RunResult, Underway};
 
 /// How many events may wait for a slow client before the run's follower waits too.
@@ -36,11 +37,15 @@ pub(super) async fn run(
 ) -> Result<Events, ApiError> {
     let graph = graph_of(body)?;
     let run = super::start(&door.app, &graph).await?;
+    let so_far = Logged {
+        after: None,
+        entries: Vec::new(),
+        replays: Replays::default(),
+    };
     Ok(progress(
         door,
         run,
-        None,
-        Replays::default(),
+        so_far,
         Some(result::normalized(graph)),
         None,
     ))
@@ -56,7 +61,7 @@ pub(super) async fn resume(
     let workflow = result::workflow(store.as_ref(), &rec).await;
     if rec.status != RunStatus::Paused {
         // Still going: where it stands, as AgentFlow's engine answers a resume then.
-        let result = door.result(&rec.id, workflow).await?;
+        let result = door.result_of(&rec, workflow).await?;
         let frames = vec![
             frame(&json!({"type": "start", "runId": rec.id})),
             frame(&json!({"type": "done", "result": result})),
@@ -67,7 +72,7 @@ pub(super) async fn resume(
     // replays those steps, and the stream sends only what comes after.
     let mut replays = Replays::default();
     let view = weft_dialects::view_of_run(&rec);
-    result::logs(store.as_ref(), &rec, &view, None, &mut replays)
+    let entries = result::logs(store.as_ref(), &rec, &view, None, &mut replays)
         .await
         .map_err(EngineError::from)?;
     let after = store
@@ -75,17 +80,29 @@ pub(super) async fn resume(
         .await
         .map_err(EngineError::from)?
         .checked_sub(1);
+    let so_far = Logged {
+        after,
+        entries,
+        replays,
+    };
     let run = super::answer_run(&door, &rec, answer).await?;
-    Ok(progress(door, run, after, replays, workflow, Some(lock)))
+    Ok(progress(door, run, so_far, workflow, Some(lock)))
 }
 
-/// The SSE of run `run` from the event after `after`: its log entries as they are
-/// stored, then its result once it ends or pauses.
+/// What a stream starts from: the run's entries so far (the result carries them all),
+/// the `seq` of the last event they come from, and what they let later drives leave out.
+struct Logged {
+    after: Option<u64>,
+    entries: Vec<Value>,
+    replays: Replays,
+}
+
+/// The SSE of run `run` after what `so_far` holds: its log entries as they are stored,
+/// then its result once it ends or pauses.
 fn progress(
     door: Door,
     run: Underway,
-    after: Option<u64>,
-    mut replays: Replays,
+    mut so_far: Logged,
     workflow: Option<Value>,
     lock: Option<ResumeLock>,
 ) -> Events {
@@ -96,95 +113,75 @@ fn progress(
         let _ = tx
             .send(frame(&json!({"type": "start", "runId": run_id})))
             .await;
-        let last = match follow(&door, run, after, &mut replays, &tx).await {
-            Ok(last) => last,
-            Err(e) => {
-                let _ = tx.send(error_frame(&e.to_string())).await;
-                return;
-            }
-        };
         let done = async {
-            let rest = entries_after(&door, &run_id, last, &mut replays).await?;
-            for entry in rest {
-                let _ = tx
-                    .send(frame(&json!({"type": "log", "entry": entry})))
-                    .await;
+            // The record holds the view its entries are named by; it exists once the
+            // run was started or answered.
+            let view = weft_dialects::view_of_run(&door.record(&run_id).await?);
+            follow(&door, run, &view, &mut so_far, &tx).await?;
+            // The ended run's record, and the entries the follower had not delivered.
+            let rec = door.record(&run_id).await?;
+            let store = door.app.engine.store();
+            let rest = result::logs(
+                store.as_ref(),
+                &rec,
+                &view,
+                so_far.after,
+                &mut so_far.replays,
+            )
+            .await
+            .map_err(EngineError::from)?;
+            for entry in &rest {
+                let _ = tx.send(log_frame(entry)).await;
             }
-            door.result(&run_id, workflow).await
+            so_far.entries.extend(rest);
+            Ok::<_, ApiError>(result::shaped(&rec, &view, so_far.entries, workflow))
         };
         let _ = match done.await {
             Ok(result) => tx.send(frame(&json!({"type": "done", "result": result}))),
-            Err(e) => tx.send(error_frame(&e.error)),
+            Err(e) => tx.send(error_frame(&e.message())),
         }
         .await;
     });
     sse(tokio_stream_of(rx))
 }
 
-/// Sends run `run`'s log entries as they are stored, until it ends or pauses; answers
-/// the `seq` of the last event sent.
+/// Sends run `run`'s log entries as they are stored, keeping them in `so_far`, until it
+/// ends or pauses.
 async fn follow(
     door: &Door,
     run: Underway,
-    mut last: Option<u64>,
-    replays: &mut Replays,
+    view: &EventView,
+    so_far: &mut Logged,
     tx: &mpsc::Sender<SseEvent>,
-) -> Result<Option<u64>, EngineError> {
-    let engine = &door.app.engine;
-    let run_id = run.run_id().to_owned();
-    let view = match engine.store().get_run(&run_id).await? {
-        Some(rec) => weft_dialects::view_of_run(&rec),
-        None => return Err(EngineError::NotFound(run_id)),
-    };
-    let mut events = engine.follow(&run_id, last);
+) -> Result<(), EngineError> {
+    let mut events = door.app.engine.follow(run.run_id(), so_far.after);
     let ended = run.end();
     tokio::pin!(ended);
     loop {
         tokio::select! {
-            ended = &mut ended => {
-                ended.map(|_: RunResult| ())?;
-                return Ok(last);
-            }
+            ended = &mut ended => return ended.map(|_: RunResult| ()),
             next = events.recv() => match next {
                 Some(Ok(e)) => {
                     if e.kind.is_live_only() {
                         continue;
                     }
-                    last = Some(e.seq);
-                    for entry in result::entries(&view, &e, replays) {
+                    so_far.after = Some(e.seq);
+                    for entry in result::entries(view, &e, &mut so_far.replays) {
                         // A client that went away stops nothing: the run goes on.
-                        let _ = tx.send(frame(&json!({"type": "log", "entry": entry}))).await;
+                        let _ = tx.send(log_frame(&entry)).await;
+                        so_far.entries.push(entry);
                     }
                 }
                 Some(Err(e)) => return Err(e),
                 // The follower stopped: the run's end says the rest.
-                None => {
-                    ended.await?;
-                    return Ok(last);
-                }
+                None => return ended.await.map(|_| ()),
             },
         }
     }
 }
 
-/// The log entries of run `run_id` stored after event `last` (those the follower had
-/// not delivered when the run ended).
-async fn entries_after(
-    door: &Door,
-    run_id: &str,
-    last: Option<u64>,
-    replays: &mut Replays,
-) -> Result<Vec<Value>, ApiError> {
-    let store = door.app.engine.store();
-    let rec = store
-        .get_run(run_id)
-        .await
-        .map_err(EngineError::from)?
-        .ok_or_else(|| EngineError::NotFound(run_id.to_owned()))?;
-    let view = weft_dialects::view_of_run(&rec);
-    Ok(result::logs(store.as_ref(), &rec, &view, last, replays)
-        .await
-        .map_err(EngineError::from)?)
+fn log_frame(entry: &Value) -> SseEvent {
+    frame(&json!({"type": "log", "entry": entry}))
 }
 
 /// One SSE frame: `data: <json>` and nothing else, as AgentFlow's server writes them
