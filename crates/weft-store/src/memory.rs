@@ -1,5 +1,6 @@
 //! An in-memory store: everything the SQLite store keeps, gone when the process ends.
 
+mod threads;
 mod triggers;
 
 use async_trait::async_trait;
@@ -24,6 +25,7 @@ pub struct MemoryStore {
     events: Mutex<HashMap<String, std::collections::BTreeMap<u64, Event>>>,
     scoped: Mutex<HashMap<String, serde_json::Value>>,
     triggers: Mutex<triggers::Triggers>,
+    threads: Mutex<threads::Threads>,
 }
 
 impl MemoryStore {
@@ -319,6 +321,9 @@ impl Store for MemoryStore {
     }
 
     fn triggers(&self) -> Option<&dyn weft_core::ports::TriggerStore> {
+        Some(self)
+    }
+    fn threads(&self) -> Option<&dyn weft_core::ports::ThreadStore> {
         Some(self)
     }
 }

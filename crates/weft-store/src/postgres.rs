@@ -20,6 +20,7 @@ mod leases;
 mod listen;
 mod runs;
 mod schema;
+mod threads;
 mod triggers;
 mod writer;
 
@@ -404,6 +405,9 @@ impl Store for PostgresStore {
         self.leases.mark_lost(run_id);
     }
     fn triggers(&self) -> Option<&dyn weft_core::ports::TriggerStore> {
+        Some(self)
+    }
+    fn threads(&self) -> Option<&dyn weft_core::ports::ThreadStore> {
         Some(self)
     }
 }

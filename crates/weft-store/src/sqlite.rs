@@ -11,6 +11,7 @@ mod events;
 mod journal;
 mod shared_values;
 mod sources;
+mod threads;
 mod triggers;
 
 use async_trait::async_trait;
@@ -338,6 +339,7 @@ fn open_connection(path: &Path, durability: Durability) -> Result<Connection, Op
     ensure_column(&tx, "runs", "wake_ms", "INTEGER")?;
     tx.execute_batch(LATE_SCHEMA)?;
     tx.execute_batch(triggers::SCHEMA)?;
+    tx.execute_batch(threads::SCHEMA)?;
     tx.commit()?;
     Ok(conn)
 }
@@ -949,6 +951,9 @@ impl Store for SqliteStore {
             .await
     }
     fn triggers(&self) -> Option<&dyn weft_core::ports::TriggerStore> {
+        Some(self)
+    }
+    fn threads(&self) -> Option<&dyn weft_core::ports::ThreadStore> {
         Some(self)
     }
 }

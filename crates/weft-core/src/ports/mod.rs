@@ -9,6 +9,7 @@ pub mod listing;
 pub mod model;
 pub mod native;
 pub mod store;
+pub mod threads;
 pub mod triggers;
 pub mod work;
 
@@ -18,5 +19,6 @@ pub use listing::*;
 pub use model::*;
 pub use native::*;
 pub use store::*;
+pub use threads::*;
 pub use triggers::*;
 pub use work::*;

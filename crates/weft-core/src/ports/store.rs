@@ -551,4 +551,8 @@ pub trait Store: Send + Sync {
     fn triggers(&self) -> Option<&dyn crate::ports::TriggerStore> {
         None
     }
+    /// The same database's threads, where it keeps them.
+    fn threads(&self) -> Option<&dyn crate::ports::ThreadStore> {
+        None
+    }
 }

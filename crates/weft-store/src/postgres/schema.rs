@@ -61,6 +61,13 @@ CREATE TABLE IF NOT EXISTS weft.firings (
     schedule_id text COLLATE "C" NOT NULL, fire_ms bigint NOT NULL, outcome text NOT NULL,
     run_id text, missed integer NOT NULL, at_ms bigint NOT NULL, error text,
     PRIMARY KEY (schedule_id, fire_ms));
+CREATE TABLE IF NOT EXISTS weft.threads (
+    id text COLLATE "C" PRIMARY KEY, metadata text NOT NULL, created_ms bigint NOT NULL,
+    updated_ms bigint NOT NULL, runs bigint NOT NULL, last_run text);
+CREATE INDEX IF NOT EXISTS threads_by_time ON weft.threads (created_ms DESC, id DESC);
+CREATE TABLE IF NOT EXISTS weft.thread_runs (
+    thread_id text COLLATE "C" NOT NULL, n bigint NOT NULL, run_id text NOT NULL,
+    PRIMARY KEY (thread_id, n));
 "#;
 
 /// Indexes on columns a migration may have added, made once the migrations ran.

@@ -1,0 +1,225 @@
+//! Threads in the SQLite file: a row per thread, and a row per run that joined one,
+//! numbered from 0 in the order they joined. A join is an `UPDATE ... WHERE runs = ?`
+//! on the thread's row, so of two joins that saw the same count one writes.
+
+use super::{SqliteStore, err};
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use weft_core::ports::{StoreError, Thread, ThreadQuery, ThreadStore};
+use weft_core::value::Value;
+
+/// The thread tables (created on open, as every table is).
+pub(super) const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS threads (
+         id TEXT PRIMARY KEY, metadata TEXT NOT NULL, created_ms INTEGER NOT NULL,
+         updated_ms INTEGER NOT NULL, runs INTEGER NOT NULL, last_run TEXT);
+     CREATE INDEX IF NOT EXISTS threads_by_time ON threads (created_ms DESC, id DESC);
+     CREATE TABLE IF NOT EXISTS thread_runs (
+         thread_id TEXT NOT NULL, n INTEGER NOT NULL, run_id TEXT NOT NULL,
+         PRIMARY KEY (thread_id, n)) WITHOUT ROWID;";
+
+const COLUMNS: &str = "id, metadata, created_ms, updated_ms, runs, last_run";
+
+fn thread_from_row(r: &Row<'_>) -> rusqlite::Result<(Thread, String)> {
+    let thread = Thread {
+        id: r.get(0)?,
+        metadata: Value::Null,
+        created_ms: r.get(2)?,
+        updated_ms: r.get(3)?,
+        runs: r.get::<_, i64>(4)?.try_into().unwrap_or_default(),
+        last_run: r.get(5)?,
+    };
+    Ok((thread, r.get(1)?))
+}
+
+/// The thread with its metadata read from `text`.
+fn with_metadata((mut thread, text): (Thread, String)) -> Result<Thread, StoreError> {
+    thread.metadata = serde_json::from_str(&text).map_err(|e| {
+        StoreError::Corrupt(format!(
+            "thread `{}`'s metadata does not read back: {e}",
+            thread.id
+        ))
+    })?;
+    Ok(thread)
+}
+
+fn get_thread(conn: &Connection, id: &str) -> Result<Option<Thread>, StoreError> {
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM threads WHERE id = ?1"),
+        params![id],
+        thread_from_row,
+    )
+    .optional()
+    .map_err(|e| err("threads", e))?
+    .map(with_metadata)
+    .transpose()
+}
+
+fn create_thread(conn: &Connection, t: &Thread) -> Result<(), StoreError> {
+    let metadata = serde_json::to_string(&t.metadata).map_err(|e| err("threads", e))?;
+    let written = conn
+        .execute(
+            "INSERT OR IGNORE INTO threads (id, metadata, created_ms, updated_ms, runs, last_run)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                t.id,
+                metadata,
+                t.created_ms,
+                t.updated_ms,
+                i64::try_from(t.runs).unwrap_or(i64::MAX),
+                t.last_run
+            ],
+        )
+        .map_err(|e| err("threads", e))?;
+    if written == 0 {
+        return Err(StoreError::Conflict(format!(
+            "a thread with id {} exists already",
+            t.id
+        )));
+    }
+    Ok(())
+}
+
+fn list_threads(conn: &Connection, query: &ThreadQuery) -> Result<Vec<Thread>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM threads ORDER BY created_ms DESC, id DESC"
+        ))
+        .map_err(|e| err("threads", e))?;
+    let rows: Vec<(Thread, String)> = stmt
+        .query_map([], thread_from_row)
+        .and_then(|rows| rows.collect())
+        .map_err(|e| err("threads", e))?;
+    let threads: Vec<Thread> = rows
+        .into_iter()
+        .map(with_metadata)
+        .collect::<Result<_, _>>()?;
+    Ok(query.page(threads))
+}
+
+fn merge_metadata(
+    conn: &Connection,
+    id: &str,
+    metadata: &serde_json::Map<String, Value>,
+    at_ms: i64,
+) -> Result<Option<Thread>, StoreError> {
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)
+        .map_err(|e| err("threads", e))?;
+    let Some(mut thread) = get_thread(&tx, id)? else {
+        return Ok(None);
+    };
+    if !thread.metadata.is_object() {
+        thread.metadata = Value::Object(Default::default());
+    }
+    if let Some(m) = thread.metadata.as_object_mut() {
+        m.extend(metadata.clone());
+    }
+    thread.updated_ms = at_ms;
+    let text = serde_json::to_string(&thread.metadata).map_err(|e| err("threads", e))?;
+    tx.execute(
+        "UPDATE threads SET metadata = ?2, updated_ms = ?3 WHERE id = ?1",
+        params![id, text, at_ms],
+    )
+    .map_err(|e| err("threads", e))?;
+    tx.commit().map_err(|e| err("threads", e))?;
+    Ok(Some(thread))
+}
+
+fn delete_thread(conn: &Connection, id: &str) -> Result<bool, StoreError> {
+    let tx = conn
+        .unchecked_transaction()
+        .map_err(|e| err("threads", e))?;
+    tx.execute("DELETE FROM thread_runs WHERE thread_id = ?1", params![id])
+        .map_err(|e| err("thread_runs", e))?;
+    let existed = tx
+        .execute("DELETE FROM threads WHERE id = ?1", params![id])
+        .map_err(|e| err("threads", e))?
+        > 0;
+    tx.commit().map_err(|e| err("threads", e))?;
+    Ok(existed)
+}
+
+fn join_thread(
+    conn: &Connection,
+    id: &str,
+    run_id: &str,
+    expected: u64,
+    at_ms: i64,
+) -> Result<bool, StoreError> {
+    let expected = i64::try_from(expected).unwrap_or(i64::MAX);
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)
+        .map_err(|e| err("threads", e))?;
+    let changed = tx
+        .execute(
+            "UPDATE threads SET runs = runs + 1, last_run = ?2, updated_ms = ?4
+             WHERE id = ?1 AND runs = ?3",
+            params![id, run_id, expected, at_ms],
+        )
+        .map_err(|e| err("threads", e))?;
+    if changed == 0 {
+        return Ok(false);
+    }
+    tx.execute(
+        "INSERT INTO thread_runs (thread_id, n, run_id) VALUES (?1, ?2, ?3)",
+        params![id, expected, run_id],
+    )
+    .map_err(|e| err("thread_runs", e))?;
+    tx.commit().map_err(|e| err("threads", e))?;
+    Ok(true)
+}
+
+fn thread_runs(conn: &Connection, id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT run_id FROM thread_runs WHERE thread_id = ?1 ORDER BY n DESC LIMIT ?2",
+        )
+        .map_err(|e| err("thread_runs", e))?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    stmt.query_map(params![id, limit], |r| r.get(0))
+        .and_then(|rows| rows.collect())
+        .map_err(|e| err("thread_runs", e))
+}
+
+#[async_trait]
+impl ThreadStore for SqliteStore {
+    async fn create_thread(&self, thread: &Thread) -> Result<(), StoreError> {
+        let thread = thread.clone();
+        self.with(move |c| create_thread(c, &thread)).await
+    }
+    async fn thread(&self, id: &str) -> Result<Option<Thread>, StoreError> {
+        let id = id.to_owned();
+        self.with(move |c| get_thread(c, &id)).await
+    }
+    async fn threads(&self, query: &ThreadQuery) -> Result<Vec<Thread>, StoreError> {
+        let query = query.clone();
+        self.with(move |c| list_threads(c, &query)).await
+    }
+    async fn merge_thread_metadata(
+        &self,
+        id: &str,
+        metadata: &serde_json::Map<String, Value>,
+        at_ms: i64,
+    ) -> Result<Option<Thread>, StoreError> {
+        let (id, metadata) = (id.to_owned(), metadata.clone());
+        self.with(move |c| merge_metadata(c, &id, &metadata, at_ms))
+            .await
+    }
+    async fn delete_thread(&self, id: &str) -> Result<bool, StoreError> {
+        let id = id.to_owned();
+        self.with(move |c| delete_thread(c, &id)).await
+    }
+    async fn join_thread(
+        &self,
+        id: &str,
+        run_id: &str,
+        expected: u64,
+        at_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let (id, run_id) = (id.to_owned(), run_id.to_owned());
+        self.with(move |c| join_thread(c, &id, &run_id, expected, at_ms))
+            .await
+    }
+    async fn thread_runs(&self, id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        let id = id.to_owned();
+        self.with(move |c| thread_runs(c, &id, limit)).await
+    }
+}
