@@ -256,6 +256,7 @@ pub(crate) fn follow(
     log: &EventLog,
     run_id: String,
     after: Option<u64>,
+    before_start: bool,
 ) -> mpsc::Receiver<Result<Arc<SharedEvent>, EngineError>> {
     let (tx, rx) = mpsc::channel(PAGE);
     let live = log.subscribe(&run_id);
@@ -264,6 +265,7 @@ pub(crate) fn follow(
             store: log.store.clone(),
             run_id,
             next: after.map_or(0, |a| a + 1),
+            before_start,
             tx,
         }
         .run(live),
@@ -276,6 +278,8 @@ struct Follower {
     run_id: String,
     /// The `seq` of the next stored event to deliver.
     next: u64,
+    /// The run is about to be made: until it is stored, it is not missing.
+    before_start: bool,
     tx: mpsc::Sender<Result<Arc<SharedEvent>, EngineError>>,
 }
 
@@ -365,11 +369,11 @@ impl Follower {
     /// A run that has finished and has no events after `next` (a run recorded before
     /// event logs, or one whose last events a crash lost) ends the stream.
     async fn finished_without_more_events(&self) -> Result<bool, EngineError> {
-        let run = self
-            .store
-            .get_run(&self.run_id)
-            .await?
-            .ok_or_else(|| EngineError::NotFound(self.run_id.clone()))?;
+        let run = match self.store.get_run(&self.run_id).await? {
+            Some(run) => run,
+            None if self.before_start => return Ok(false),
+            None => return Err(EngineError::NotFound(self.run_id.clone())),
+        };
         Ok(run.status.has_ended()
             && self
                 .store

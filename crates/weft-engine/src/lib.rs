@@ -216,7 +216,18 @@ impl Engine {
         run_id: &str,
         after: Option<u64>,
     ) -> tokio::sync::mpsc::Receiver<Result<Arc<weft_core::event::SharedEvent>, EngineError>> {
-        event_log::follow(&self.inner.event_log, run_id.to_owned(), after)
+        event_log::follow(&self.inner.event_log, run_id.to_owned(), after, false)
+    }
+
+    /// [`Engine::follow`] for a run about to be started under `run_id`: subscribed
+    /// before it starts, so that not even its first token deltas are missed, and
+    /// waiting for it to be stored rather than failing. Drop the receiver if the run
+    /// is never started.
+    pub fn follow_before_start(
+        &self,
+        run_id: &str,
+    ) -> tokio::sync::mpsc::Receiver<Result<Arc<weft_core::event::SharedEvent>, EngineError>> {
+        event_log::follow(&self.inner.event_log, run_id.to_owned(), None, true)
     }
 }
 
