@@ -43,6 +43,10 @@ impl Credentials {
         if let Some(given) = bearer {
             return same(given, &self.token);
         }
+        // LangGraph's clients send their key as `x-api-key`.
+        if let Some(given) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+            return same(given, &self.token);
+        }
         cookie(headers, COOKIE).is_some_and(|given| same(given, &self.session))
     }
 }
@@ -96,7 +100,7 @@ pub(crate) async fn require_token(
         return Redirect::to("/login").into_response();
     }
     Problem::new(StatusCode::UNAUTHORIZED, "unauthorized")
-        .detail("this server needs `Authorization: Bearer <token>` (or, in a browser, signing in at /login)")
+        .detail("this server needs `Authorization: Bearer <token>` (or `x-api-key: <token>`; in a browser, signing in at /login)")
         .into_response()
 }
 
