@@ -253,6 +253,11 @@ pub enum Command {
         /// worker only, or both.
         #[arg(long, value_enum, default_value = "all")]
         role: Role,
+        /// Store this flow file as the next version of its flow's name before serving
+        /// (repeatable): LangGraph's clients find it as an assistant of that name
+        /// (docs/langgraph-api.md).
+        #[arg(long = "flow", value_name = "FILE")]
+        flows: Vec<PathBuf>,
         #[command(flatten)]
         working: WorkerArgs,
         #[command(flatten)]

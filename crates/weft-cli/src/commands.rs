@@ -120,6 +120,7 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             allow_mcp_approvals,
             open,
             role,
+            flows,
             working,
             effects,
             db,
@@ -132,6 +133,7 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
                 allow_mcp_approvals,
                 open,
                 role,
+                flows,
                 working: Working::from(&working),
             };
             serve(serving, &db, &run, settings).await

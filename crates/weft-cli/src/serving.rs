@@ -26,6 +26,8 @@ pub(crate) struct Serving {
     pub(crate) open: bool,
     /// Which part of the work this process does.
     pub(crate) role: Role,
+    /// Flow files stored as named flows before serving.
+    pub(crate) flows: Vec<PathBuf>,
     /// How this process's worker takes runs, when it has one.
     pub(crate) working: Working,
 }
@@ -87,6 +89,9 @@ pub(crate) async fn serve(
     // On a shared database the workers drive every run, this process's own worker
     // loop (`--role all`) among them.
     let engine = serving_engine(opened.store, &adapters, run, shared);
+    for path in &serving.flows {
+        crate::triggers::store_flow_file(&engine, path).await?;
+    }
     let config = weft_server::ServerConfig {
         token,
         run_settings: Some(run.to_value()),

@@ -161,9 +161,15 @@ async fn stored_flow(l: &Launcher, spec: &str) -> Result<(String, Option<u32>), 
 
 /// Loads, checks and stores the flow file at `path` as the next version of its name.
 async fn store_file(l: &Launcher, path: &Path) -> Result<String, Failure> {
+    store_flow_file(&l.engine, path).await
+}
+
+/// Loads, checks and stores the flow file at `path` in `engine`'s store as the next
+/// version of its flow's name (its file's stem when it has none); the name.
+pub(crate) async fn store_flow_file(engine: &Engine, path: &Path) -> Result<String, Failure> {
     let loaded =
         weft_dialects::load_file(path, None).map_err(|e| Failure::invalid(format!("{e}")))?;
-    if let Err(d) = l.engine.prepare(loaded.flow.clone()) {
+    if let Err(d) = engine.prepare(loaded.flow.clone()) {
         let shown: Vec<String> = loaded
             .locate_all(d)
             .iter()
@@ -179,7 +185,7 @@ async fn store_file(l: &Launcher, path: &Path) -> Result<String, Failure> {
         name => name.to_owned(),
     };
     source.name = name.clone();
-    let store = l.store();
+    let store = engine.store();
     store.put_source(&source).await.map_err(store_err)?;
     let saved = store
         .save_version(&name, &source.id, now())
