@@ -24,6 +24,7 @@ mod config;
 mod events;
 mod flows;
 mod hooks;
+mod langgraph;
 mod listing;
 mod metrics;
 mod problem;
@@ -137,6 +138,7 @@ fn router_with(
     let credentials = auth::Credentials::new(config.token.as_deref());
     let guarded = api
         .merge(agentflow::router(app.clone()))
+        .merge(langgraph::router(app.clone()))
         .merge(page)
         .nest_service("/mcp", mcp)
         .fallback(not_found)

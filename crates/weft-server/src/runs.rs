@@ -128,12 +128,27 @@ pub(crate) async fn start(
     input: Value,
     run_id: Option<String>,
 ) -> Result<crate::slots::Started, EngineError> {
+    let settings = app.run_settings.clone();
+    start_with(app, loaded, prepared, source, input, run_id, settings).await
+}
+
+/// [`start`], with `settings` kept with the run in place of the server's own (a door
+/// adds what it must read back about the run).
+pub(crate) async fn start_with(
+    app: &App,
+    loaded: &weft_dialects::Loaded,
+    prepared: &std::sync::Arc<weft_engine::Prepared>,
+    source: weft_core::ports::FlowSource,
+    input: Value,
+    run_id: Option<String>,
+    settings: Option<Value>,
+) -> Result<crate::slots::Started, EngineError> {
     let opts = RunOptions {
         run_id,
         source_hash: Some(loaded.source_hash.clone()),
         dialect: Some(loaded.dialect.to_owned()),
         view: loaded.events.to_stored(),
-        settings: app.run_settings.clone(),
+        settings,
         flow_source: Some(source),
         ..RunOptions::default()
     };

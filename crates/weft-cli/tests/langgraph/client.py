@@ -1,0 +1,166 @@
+"""LangGraph's Python client (`langgraph-sdk`) against `weft serve`'s LangGraph door.
+
+    python client.py BASE_URL TOKEN
+
+Each scenario asserts what the client receives; the last line is `langgraph ok`.
+"""
+
+import asyncio
+import sys
+import uuid
+
+import httpx
+from langgraph_sdk import get_client
+
+BASE, TOKEN = sys.argv[1], sys.argv[2]
+# Threads made by this conversation carry this, so a search finds only them.
+MARK = str(uuid.uuid4())
+
+
+async def refused(status, call):
+    """Awaits `call`, which must fail with HTTP `status` and a JSON `detail`."""
+    try:
+        await call
+    except httpx.HTTPStatusError as e:
+        assert e.response.status_code == status, (status, e.response.status_code, e.response.text)
+        assert e.response.json()["detail"], e.response.text
+        return
+    raise AssertionError(f"expected HTTP {status}")
+
+
+def human(text):
+    return {"messages": [{"type": "human", "content": text}]}
+
+
+async def assistants(c):
+    found = {a["assistant_id"] for a in await c.assistants.search()}
+    assert {"chat", "slow", "release-approval"} <= found, found
+    graph = await c.assistants.get_graph("chat")
+    assert graph["nodes"], graph
+    await refused(404, c.assistants.get("nope"))
+
+
+async def stream_every_mode(c):
+    t = await c.threads.create(metadata={"user": "ada", "mark": MARK})
+    assert t["status"] == "idle" and t["values"] == {}, t
+    modes = ["values", "updates", "messages-tuple", "events", "debug"]
+    parts = [p async for p in c.runs.stream(t["thread_id"], "chat", input=human("what's the weather?"), stream_mode=modes)]
+    events = [p.event for p in parts]
+    assert events[0] == "metadata" and parts[0].data["run_id"], parts[0]
+    assert set(events) == {"metadata", "values", "updates", "messages", "events", "debug"}, events
+    values = [p.data for p in parts if p.event == "values"]
+    assert values[0] == human("what's the weather?"), values[0]
+    assert [m["type"] for m in values[-1]["messages"]] == ["human", "ai"], values[-1]
+    updates = [p.data for p in parts if p.event == "updates"]
+    assert updates[0] == {"answer": "It is sunny."}, updates
+    # The model's answer as it streamed: chunks whose text adds up to the answer.
+    chunks = [p.data for p in parts if p.event == "messages"]
+    assert all(m["type"] == "AIMessageChunk" for m, _ in chunks), chunks
+    assert "".join(m["content"] for m, _ in chunks) == "It is sunny.", chunks
+    assert {meta["langgraph_node"] for _, meta in chunks} == {"answer"}, chunks
+    chain = [(p.data["event"], p.data["name"]) for p in parts if p.event == "events"]
+    steps = [e for e in chain if e[0] != "on_chat_model_stream"]
+    assert steps == [("on_chain_start", "answer"), ("on_chain_end", "answer"), ("on_chain_start", "reply"), ("on_chain_end", "reply")], chain
+    assert ("on_chat_model_stream", "answer") in chain, chain
+    debug = [p.data["type"] for p in parts if p.event == "debug"]
+    assert debug[0] == "checkpoint" and "task" in debug and "task_result" in debug, debug
+    return t["thread_id"]
+
+
+async def second_run_and_history(c, thread_id):
+    values = await c.runs.wait(thread_id, "chat", input=human("hi"))
+    texts = [m["content"] for m in values["messages"]]
+    assert texts == ["what's the weather?", "It is sunny.", "hi", "Hello from Weft."], texts
+    state = await c.threads.get_state(thread_id)
+    assert state["values"] == values and state["next"] == [], state
+    history = await c.threads.get_history(thread_id)
+    assert len(history) == 2, history
+    assert history[0]["parent_checkpoint"]["checkpoint_id"] == history[1]["checkpoint"]["checkpoint_id"]
+    assert len(history[1]["values"]["messages"]) == 2, history[1]
+    runs = await c.runs.list(thread_id)
+    assert [r["status"] for r in runs] == ["success", "success"], runs
+    assert (await c.threads.get(thread_id))["status"] == "idle"
+    assert len(await c.threads.search(metadata={"mark": MARK})) == 1
+
+
+async def interrupt_and_resume(c):
+    t = await c.threads.create()
+    parts = [p async for p in c.runs.stream(t["thread_id"], "release-approval", input={"version": "2.0", "changes": ["x"]}, stream_mode=["values", "updates"])]
+    last = parts[-1]
+    assert last.event == "updates" and "__interrupt__" in last.data, parts
+    question = last.data["__interrupt__"][0]["value"]
+    assert question.startswith("Publish these notes?"), question
+    thread = await c.threads.get(t["thread_id"])
+    assert thread["status"] == "interrupted" and thread["interrupts"], thread
+    state = await c.threads.get_state(t["thread_id"])
+    assert state["interrupts"][0]["value"] == question and state["tasks"], state
+    resumed = [p async for p in c.runs.stream(t["thread_id"], "release-approval", command={"resume": "approve"}, stream_mode="values")]
+    assert resumed[-1].data["released"] is True, resumed
+    assert (await c.threads.get(t["thread_id"]))["status"] == "idle"
+    await refused(409, c.runs.wait(t["thread_id"], "release-approval", command={"resume": "approve"}))
+
+
+async def rejoin_after_dropping(c):
+    t = await c.threads.create()
+    seen, last_id, run_id = [], None, None
+    stream = c.runs.stream(t["thread_id"], "slow", input={}, stream_mode=["updates", "values"])
+    async for p in stream:
+        if p.event == "metadata":
+            run_id = p.data["run_id"]
+        seen.append(p)
+        if p.event == "updates":
+            break
+    await stream.aclose()
+    assert seen[-1].data == {"one": "done"}, seen
+    # The id of the last part read: the client keeps it as the stream's last event id.
+    raw = c.http.client
+    async with raw.stream("GET", f"/threads/{t['thread_id']}/runs/{run_id}/stream", headers={"Accept": "text/event-stream"}) as r:
+        ids = [line[4:] async for line in r.aiter_lines() if line.startswith("id: ")]
+    first_update = ids[1]
+    rest = [p async for p in c.runs.join_stream(t["thread_id"], run_id, last_event_id=first_update)]
+    updates = [p.data for p in rest if p.event == "updates"]
+    assert updates == [{"two": "done"}, {"three": "done"}], rest
+    assert rest[-1].event == "values", rest
+
+
+async def cancel_and_multitask(c):
+    t = await c.threads.create()
+    run = await c.runs.create(t["thread_id"], "slow", input={})
+    assert run["status"] in ("pending", "running"), run
+    await refused(409, c.runs.create(t["thread_id"], "slow", input={}))
+    await c.runs.cancel(t["thread_id"], run["run_id"])
+    assert (await c.runs.get(t["thread_id"], run["run_id"]))["status"] == "interrupted"
+    first = await c.runs.create(t["thread_id"], "slow", input={})
+    second = await c.runs.create(t["thread_id"], "chat", input=human("hi"), multitask_strategy="interrupt")
+    done = await c.runs.join(t["thread_id"], second["run_id"])
+    assert done["messages"][-1]["content"] == "Hello from Weft.", done
+    assert (await c.runs.get(t["thread_id"], first["run_id"]))["status"] == "interrupted"
+
+
+async def refusals(c):
+    t = await c.threads.create()
+    for bad in [dict(stream_mode="messages"), dict(interrupt_before=["x"]), dict(multitask_strategy="sometimes")]:
+        await refused(422, c.runs.create(t["thread_id"], "chat", input=human("hi"), **bad))
+    await refused(404, c.runs.create("no-such-thread", "chat", input=human("hi")))
+    await refused(404, c.runs.create(t["thread_id"], "no-such-assistant", input=human("hi")))
+    # A body that is not JSON: a JSON error, and the server goes on serving.
+    r = await c.http.client.post(f"/threads/{t['thread_id']}/runs", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code in (400, 422) and r.json()["detail"], r.text
+    made = await c.runs.wait(f"made-{MARK}", "chat", input=human("hi"), if_not_exists="create")
+    assert made["messages"][-1]["content"] == "Hello from Weft.", made
+
+
+async def main():
+    c = get_client(url=BASE, api_key=TOKEN)
+    await refused(401, get_client(url=BASE, api_key="wrong").threads.create())
+    await assistants(c)
+    thread_id = await stream_every_mode(c)
+    await second_run_and_history(c, thread_id)
+    await interrupt_and_resume(c)
+    await rejoin_after_dropping(c)
+    await cancel_and_multitask(c)
+    await refusals(c)
+    print("langgraph ok")
+
+
+asyncio.run(main())

@@ -1,0 +1,210 @@
+//! LangGraph's Agent Server API (the routes `langgraph-sdk`, `@langchain/langgraph-sdk`
+//! and Agent Chat UI call), mapped onto Weft's own model: an assistant is a stored flow
+//! by name, a thread is a [`weft_core::ports::Thread`] whose values and status are its
+//! latest run's, a run is a Weft run, an interrupt is an approval. `docs/langgraph-api.md`
+//! lists every route and field: supported, mapped (and how), or refused.
+//!
+//! Streams are read from the run's stored event log, so a client that rejoins with
+//! `Last-Event-ID` gets what it missed however long ago it left.
+
+mod assistants;
+mod runs;
+mod stream;
+mod threads;
+
+use crate::App;
+use crate::problem::Problem;
+use axum::Json;
+use axum::Router;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use weft_core::ports::{RunRecord, RunStatus, StoreError, ThreadStore};
+use weft_engine::EngineError;
+
+/// The routes, at the root as LangGraph serves them.
+pub(crate) fn router(app: App) -> Router {
+    Router::new()
+        .route("/info", get(info))
+        .route("/assistants/search", post(assistants::search))
+        .route("/assistants/{id}", get(assistants::show))
+        .route("/assistants/{id}/graph", get(assistants::graph))
+        .route("/assistants/{id}/schemas", get(assistants::schemas))
+        .route("/threads", post(threads::create))
+        .route("/threads/search", post(threads::search))
+        .route(
+            "/threads/{thread_id}",
+            get(threads::show)
+                .patch(threads::update)
+                .delete(threads::delete),
+        )
+        .route("/threads/{thread_id}/state", get(threads::state))
+        .route("/threads/{thread_id}/history", post(threads::history))
+        .route(
+            "/threads/{thread_id}/runs",
+            post(runs::create).get(runs::list),
+        )
+        .route("/threads/{thread_id}/runs/wait", post(runs::wait))
+        .route("/threads/{thread_id}/runs/stream", post(runs::stream))
+        .route("/threads/{thread_id}/runs/{run_id}", get(runs::show))
+        .route("/threads/{thread_id}/runs/{run_id}/join", get(runs::join))
+        .route(
+            "/threads/{thread_id}/runs/{run_id}/stream",
+            get(runs::join_stream),
+        )
+        .route(
+            "/threads/{thread_id}/runs/{run_id}/cancel",
+            post(runs::cancel),
+        )
+        .with_state(app)
+}
+
+/// `GET /info`: what this server is and which optional parts it has.
+async fn info() -> Json<Value> {
+    Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "langgraph_py_version": null,
+        "flags": {"assistants": true, "crons": false, "langsmith": false, "langsmith_tracing_replicas": false},
+        "metadata": {"server": "weft"},
+    }))
+}
+
+/// An error as LangGraph's server answers one: `{detail}` with its status, plus the
+/// located diagnostics of a flow that does not load.
+#[derive(Debug)]
+pub(crate) struct LgError {
+    status: StatusCode,
+    detail: String,
+    diagnostics: Vec<weft_core::Diagnostic>,
+}
+
+impl LgError {
+    pub(crate) fn new(status: StatusCode, detail: impl Into<String>) -> LgError {
+        LgError {
+            status,
+            detail: detail.into(),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    pub(crate) fn not_found(what: &str, id: &str) -> LgError {
+        LgError::new(StatusCode::NOT_FOUND, format!("{what} {id} not found"))
+    }
+
+    pub(crate) fn is_not_found(&self) -> bool {
+        self.status == StatusCode::NOT_FOUND
+    }
+
+    pub(crate) fn invalid(detail: impl Into<String>) -> LgError {
+        LgError::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
+    }
+}
+
+impl From<Problem> for LgError {
+    fn from(p: Problem) -> LgError {
+        let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let detail = match p.detail {
+            Some(d) => format!("{}: {d}", p.title),
+            None => p.title,
+        };
+        LgError {
+            status,
+            detail,
+            diagnostics: p.diagnostics,
+        }
+    }
+}
+
+impl From<EngineError> for LgError {
+    fn from(e: EngineError) -> LgError {
+        Problem::from(e).into()
+    }
+}
+
+impl From<StoreError> for LgError {
+    fn from(e: StoreError) -> LgError {
+        EngineError::from(e).into()
+    }
+}
+
+impl From<axum::extract::rejection::JsonRejection> for LgError {
+    fn from(r: axum::extract::rejection::JsonRejection) -> LgError {
+        LgError::invalid(r.body_text())
+    }
+}
+
+impl IntoResponse for LgError {
+    fn into_response(self) -> Response {
+        let mut body = json!({"detail": self.detail});
+        if !self.diagnostics.is_empty() {
+            body["diagnostics"] = serde_json::to_value(&self.diagnostics).unwrap_or_default();
+        }
+        (self.status, Json(body)).into_response()
+    }
+}
+
+/// The store's threads, where it keeps them.
+pub(crate) fn thread_store(app: &App) -> Result<&dyn ThreadStore, LgError> {
+    app.engine.store().threads().ok_or_else(|| {
+        LgError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "this server's store keeps no threads",
+        )
+    })
+}
+
+/// Unix milliseconds as LangGraph writes times (RFC 3339, UTC).
+pub(crate) fn time(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+/// A run's status as LangGraph names it.
+pub(crate) fn run_status(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Queued => "pending",
+        RunStatus::Running => "running",
+        RunStatus::Completed => "success",
+        RunStatus::Failed => "error",
+        RunStatus::Paused | RunStatus::Cancelled => "interrupted",
+    }
+}
+
+/// The values a run leaves its thread: a completed run's output when it is an object
+/// (a native flow's result; the final state in the state-machine dialects), else its
+/// state, else its input (a run that has not written yet).
+pub(crate) fn values_of(run: &RunRecord) -> Value {
+    let object = |v: Option<&Value>| {
+        v.filter(|v| v.as_object().is_some_and(|m| !m.is_empty()))
+            .cloned()
+    };
+    let output = (run.status == RunStatus::Completed)
+        .then(|| object(run.output.as_deref()))
+        .flatten();
+    output
+        .or_else(|| object(run.state.as_deref()))
+        .or_else(|| object(Some(&run.input)))
+        .unwrap_or_else(|| json!({}))
+}
+
+/// The interrupts of a paused run, as LangGraph lists them: `[{value, id}]`, the
+/// approval's prompt as the value and its step key as the id.
+pub(crate) fn interrupts_of(run: &RunRecord) -> Vec<Value> {
+    if run.status != RunStatus::Paused {
+        return Vec::new();
+    }
+    let waiting = run.waiting.as_ref().and_then(Value::as_array);
+    waiting
+        .into_iter()
+        .flatten()
+        .filter(|w| w.get("prompt").is_some())
+        .map(|w| {
+            json!({
+                "value": w["prompt"],
+                "id": w["key"],
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,272 @@
+//! Threads: create, read, search, change metadata, delete; their state (the latest
+//! run's values) and history (one checkpoint per run, newest first).
+
+use super::{LgError, interrupts_of, thread_store, time, values_of};
+use crate::App;
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use weft_core::ports::{RunRecord, RunStatus, Thread, ThreadQuery};
+
+/// The latest run of `thread`, if it has one that the store still holds.
+pub(crate) async fn latest_run(app: &App, thread: &Thread) -> Result<Option<RunRecord>, LgError> {
+    match &thread.last_run {
+        Some(id) => Ok(app.engine.store().get_run(id).await?),
+        None => Ok(None),
+    }
+}
+
+/// Thread `id`, or a `404`.
+pub(crate) async fn find(app: &App, id: &str) -> Result<Thread, LgError> {
+    thread_store(app)?
+        .thread(id)
+        .await?
+        .ok_or_else(|| LgError::not_found("Thread", id))
+}
+
+/// A thread's status as LangGraph names it, from its latest run.
+pub(crate) fn thread_status(latest: Option<&RunRecord>) -> &'static str {
+    match latest.map(|r| r.status) {
+        Some(RunStatus::Queued | RunStatus::Running) => "busy",
+        Some(RunStatus::Paused) => "interrupted",
+        Some(RunStatus::Failed) => "error",
+        _ => "idle",
+    }
+}
+
+/// A thread as LangGraph's clients read one.
+pub(crate) async fn shown(app: &App, thread: &Thread) -> Result<Value, LgError> {
+    let latest = latest_run(app, thread).await?;
+    let values = latest.as_ref().map(values_of).unwrap_or_else(|| json!({}));
+    let interrupts = match &latest {
+        Some(r) if r.status == RunStatus::Paused => json!({ r.id.clone(): interrupts_of(r) }),
+        _ => json!({}),
+    };
+    Ok(json!({
+        "thread_id": thread.id,
+        "created_at": time(thread.created_ms),
+        "updated_at": time(thread.updated_ms),
+        "metadata": thread.metadata,
+        "status": thread_status(latest.as_ref()),
+        "values": values,
+        "interrupts": interrupts,
+    }))
+}
+
+/// `POST /threads`.
+#[derive(Deserialize, Default)]
+pub(crate) struct NewThread {
+    thread_id: Option<String>,
+    metadata: Option<Map<String, Value>>,
+    /// `raise` (the default: `409` when it exists) or `do_nothing` (answer it).
+    if_exists: Option<String>,
+}
+
+/// A new thread with `metadata`, stored in `threads` under `id` (a new id when `None`).
+pub(crate) async fn new_thread(
+    threads: &dyn weft_core::ports::ThreadStore,
+    id: Option<String>,
+    metadata: Map<String, Value>,
+) -> Result<Thread, weft_core::ports::StoreError> {
+    let now = weft_core::event::now_ms() as i64;
+    let thread = Thread {
+        id: id.unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
+        metadata: Value::Object(metadata),
+        created_ms: now,
+        updated_ms: now,
+        runs: 0,
+        last_run: None,
+    };
+    threads.create_thread(&thread).await?;
+    Ok(thread)
+}
+
+pub(crate) async fn create(
+    State(app): State<App>,
+    body: Result<Json<NewThread>, JsonRejection>,
+) -> Result<Json<Value>, LgError> {
+    let Json(new) = body?;
+    let id = new.thread_id.clone();
+    let threads = thread_store(&app)?;
+    match new_thread(threads, id.clone(), new.metadata.unwrap_or_default()).await {
+        Ok(t) => Ok(Json(shown(&app, &t).await?)),
+        Err(weft_core::ports::StoreError::Conflict(_)) => {
+            let id = id.unwrap_or_default();
+            match new.if_exists.as_deref() {
+                Some("do_nothing") => Ok(Json(shown(&app, &find(&app, &id).await?).await?)),
+                _ => Err(LgError::new(
+                    StatusCode::CONFLICT,
+                    format!("Thread {id} already exists"),
+                )),
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `POST /threads/search`.
+#[derive(Deserialize, Default)]
+pub(crate) struct Search {
+    metadata: Option<Map<String, Value>>,
+    ids: Option<Vec<String>>,
+    status: Option<String>,
+    #[serde(default = "super::assistants::fifty")]
+    limit: usize,
+    #[serde(default)]
+    offset: usize,
+}
+
+pub(crate) async fn search(
+    State(app): State<App>,
+    body: Result<Json<Search>, JsonRejection>,
+) -> Result<Json<Vec<Value>>, LgError> {
+    let Json(q) = body?;
+    if let Some(s) = &q.status
+        && !["idle", "busy", "interrupted", "error"].contains(&s.as_str())
+    {
+        return Err(LgError::invalid(format!(
+            "status `{s}` is not one of idle, busy, interrupted, error"
+        )));
+    }
+    // The status is read from each thread's latest run, so it filters after the page
+    // is read: read all that match the rest, then page.
+    let query = ThreadQuery {
+        metadata: q.metadata,
+        ids: q.ids,
+        offset: 0,
+        limit: usize::MAX,
+    };
+    let mut found = Vec::new();
+    for t in thread_store(&app)?.threads(&query).await? {
+        let thread = shown(&app, &t).await?;
+        if q.status.as_deref().is_none_or(|s| thread["status"] == s) {
+            found.push(thread);
+        }
+    }
+    Ok(Json(
+        found.into_iter().skip(q.offset).take(q.limit).collect(),
+    ))
+}
+
+pub(crate) async fn show(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, LgError> {
+    Ok(Json(shown(&app, &find(&app, &id).await?).await?))
+}
+
+/// `PATCH /threads/{id}`: `{metadata}` merged into the thread's.
+#[derive(Deserialize)]
+pub(crate) struct Update {
+    #[serde(default)]
+    metadata: Map<String, Value>,
+}
+
+pub(crate) async fn update(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    body: Result<Json<Update>, JsonRejection>,
+) -> Result<Json<Value>, LgError> {
+    let Json(u) = body?;
+    let now = weft_core::event::now_ms() as i64;
+    let thread = thread_store(&app)?
+        .merge_thread_metadata(&id, &u.metadata, now)
+        .await?
+        .ok_or_else(|| LgError::not_found("Thread", &id))?;
+    Ok(Json(shown(&app, &thread).await?))
+}
+
+pub(crate) async fn delete(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, LgError> {
+    if thread_store(&app)?.delete_thread(&id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(LgError::not_found("Thread", &id))
+    }
+}
+
+/// A thread's state after `run` (the checkpoint `run` left), with `parent` the run
+/// before it.
+fn state_after(thread: &Thread, run: Option<&RunRecord>, parent: Option<&str>) -> Value {
+    let checkpoint = |id: Option<&str>| {
+        id.map(|id| json!({"thread_id": thread.id, "checkpoint_ns": "", "checkpoint_id": id}))
+    };
+    let Some(run) = run else {
+        return json!({
+            "values": {}, "next": [], "tasks": [], "interrupts": [],
+            "checkpoint": null, "parent_checkpoint": null,
+            "metadata": {}, "created_at": null,
+        });
+    };
+    let interrupts = interrupts_of(run);
+    let paused = !interrupts.is_empty();
+    let tasks = if paused {
+        json!([{
+            "id": run.id, "name": run.flow_name, "error": null,
+            "interrupts": interrupts, "checkpoint": null, "state": null, "result": null,
+        }])
+    } else {
+        json!([])
+    };
+    json!({
+        "values": values_of(run),
+        "next": if paused { json!([run.flow_name]) } else { json!([]) },
+        "tasks": tasks,
+        "interrupts": interrupts,
+        "checkpoint": checkpoint(Some(&run.id)),
+        "parent_checkpoint": checkpoint(parent),
+        "metadata": {"run_id": run.id, "source": "loop", "status": super::run_status(run.status)},
+        "created_at": time(run.updated_ms),
+    })
+}
+
+pub(crate) async fn state(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, LgError> {
+    let thread = find(&app, &id).await?;
+    let runs = thread_store(&app)?.thread_runs(&id, 2).await?;
+    let latest = latest_run(&app, &thread).await?;
+    Ok(Json(state_after(
+        &thread,
+        latest.as_ref(),
+        runs.get(1).map(String::as_str),
+    )))
+}
+
+/// `POST /threads/{id}/history`.
+#[derive(Deserialize, Default)]
+pub(crate) struct History {
+    #[serde(default = "ten")]
+    limit: usize,
+}
+
+fn ten() -> usize {
+    10
+}
+
+pub(crate) async fn history(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    body: Option<Json<History>>,
+) -> Result<Json<Vec<Value>>, LgError> {
+    let limit = body.map(|Json(h)| h.limit).unwrap_or_else(ten);
+    let thread = find(&app, &id).await?;
+    // One more than asked for: the oldest shown names its parent.
+    let ids = thread_store(&app)?
+        .thread_runs(&id, limit.saturating_add(1))
+        .await?;
+    let mut states = Vec::new();
+    for (i, run_id) in ids.iter().enumerate().take(limit) {
+        if let Some(run) = app.engine.store().get_run(run_id).await? {
+            let parent = ids.get(i + 1).map(String::as_str);
+            states.push(state_after(&thread, Some(&run), parent));
+        }
+    }
+    Ok(Json(states))
+}
