@@ -49,7 +49,10 @@ async def stream_every_mode(c):
     assert events[0] == "metadata" and parts[0].data["run_id"], parts[0]
     assert set(events) == {"metadata", "values", "updates", "messages", "events", "debug"}, events
     values = [p.data for p in parts if p.event == "values"]
-    assert values[0] == human("what's the weather?"), values[0]
+    # Messages come back as LangChain message dicts, each with an id.
+    first = values[0]["messages"]
+    assert [(m["type"], m["content"]) for m in first] == [("human", "what's the weather?")], first
+    assert first[0]["id"] and first[0]["additional_kwargs"] == {}, first
     assert [m["type"] for m in values[-1]["messages"]] == ["human", "ai"], values[-1]
     updates = [p.data for p in parts if p.event == "updates"]
     assert updates[0] == {"answer": "It is sunny."}, updates
@@ -60,8 +63,16 @@ async def stream_every_mode(c):
     assert {meta["langgraph_node"] for _, meta in chunks} == {"answer"}, chunks
     chain = [(p.data["event"], p.data["name"]) for p in parts if p.event == "events"]
     steps = [e for e in chain if e[0] != "on_chat_model_stream"]
-    assert steps == [("on_chain_start", "answer"), ("on_chain_end", "answer"), ("on_chain_start", "reply"), ("on_chain_end", "reply")], chain
-    assert ("on_chat_model_stream", "answer") in chain, chain
+    assert steps == [
+        ("on_chain_start", "chat"),
+        ("on_chain_start", "answer"), ("on_chain_end", "answer"),
+        ("on_chain_start", "reply"), ("on_chain_end", "reply"),
+        ("on_chain_end", "chat"),
+    ], chain
+    # The model's tokens come inside its step, after it started.
+    streamed = [i for i, e in enumerate(chain) if e == ("on_chat_model_stream", "answer")]
+    assert streamed and chain.index(("on_chain_start", "answer")) < streamed[0], chain
+    assert streamed[-1] < chain.index(("on_chain_end", "answer")), chain
     debug = [p.data["type"] for p in parts if p.event == "debug"]
     assert debug[0] == "checkpoint" and "task" in debug and "task_result" in debug, debug
     return t["thread_id"]
@@ -86,16 +97,22 @@ async def second_run_and_history(c, thread_id):
 async def interrupt_and_resume(c):
     t = await c.threads.create()
     parts = [p async for p in c.runs.stream(t["thread_id"], "release-approval", input={"version": "2.0", "changes": ["x"]}, stream_mode=["values", "updates"])]
-    last = parts[-1]
-    assert last.event == "updates" and "__interrupt__" in last.data, parts
-    question = last.data["__interrupt__"][0]["value"]
+    # As LangGraph pauses: the interrupt as an update, then the values with it.
+    paused, last = parts[-2], parts[-1]
+    assert paused.event == "updates" and "__interrupt__" in paused.data, parts
+    assert last.event == "values" and last.data["__interrupt__"] == paused.data["__interrupt__"], parts
+    question = paused.data["__interrupt__"][0]["value"]
     assert question.startswith("Publish these notes?"), question
     thread = await c.threads.get(t["thread_id"])
     assert thread["status"] == "interrupted" and thread["interrupts"], thread
     state = await c.threads.get_state(t["thread_id"])
     assert state["interrupts"][0]["value"] == question and state["tasks"], state
-    resumed = [p async for p in c.runs.stream(t["thread_id"], "release-approval", command={"resume": "approve"}, stream_mode="values")]
-    assert resumed[-1].data["released"] is True, resumed
+    resumed = [p async for p in c.runs.stream(t["thread_id"], "release-approval", command={"resume": "approve"}, stream_mode=["values", "updates"])]
+    # As LangGraph resumes: the values at the pause, the steps after it (not those the
+    # journal replays), the values at the end.
+    assert [p.event for p in resumed] == ["metadata", "values", "updates", "values"], resumed
+    assert "draft" in resumed[1].data and "__interrupt__" not in resumed[1].data, resumed[1]
+    assert resumed[-1].data["released"] is True and resumed[-1].data["version"] == "2.0", resumed
     assert (await c.threads.get(t["thread_id"]))["status"] == "idle"
     await refused(409, c.runs.wait(t["thread_id"], "release-approval", command={"resume": "approve"}))
 
@@ -127,7 +144,7 @@ async def cancel_and_multitask(c):
     t = await c.threads.create()
     run = await c.runs.create(t["thread_id"], "slow", input={})
     assert run["status"] in ("pending", "running"), run
-    await refused(409, c.runs.create(t["thread_id"], "slow", input={}))
+    await refused(409, c.runs.create(t["thread_id"], "slow", input={}, multitask_strategy="reject"))
     await c.runs.cancel(t["thread_id"], run["run_id"])
     assert (await c.runs.get(t["thread_id"], run["run_id"]))["status"] == "interrupted"
     first = await c.runs.create(t["thread_id"], "slow", input={})
@@ -135,6 +152,28 @@ async def cancel_and_multitask(c):
     done = await c.runs.join(t["thread_id"], second["run_id"])
     assert done["messages"][-1]["content"] == "Hello from Weft.", done
     assert (await c.runs.get(t["thread_id"], first["run_id"]))["status"] == "interrupted"
+
+
+async def enqueue(c):
+    """LangGraph's default strategy: a second run waits for the first, then starts from
+    the values it left."""
+    t = (await c.threads.create())["thread_id"]
+    first = await c.runs.create(t, "slow", input={"topic": "x"})
+    second = await c.runs.create(t, "chat", input=human("hi"))
+    assert second["status"] == "pending", second
+    dropped = await c.runs.create(t, "chat", input=human("never"))
+    await c.runs.cancel(t, dropped["run_id"])
+    listed = [r["run_id"] for r in await c.runs.list(t)]
+    assert second["run_id"] in listed and dropped["run_id"] not in listed, listed
+    parts = [p async for p in c.runs.join_stream(t, second["run_id"], stream_mode=["values"])]
+    assert parts[0].event == "metadata" and parts[0].data["run_id"] == second["run_id"], parts
+    done = parts[-1].data
+    # What the first run was given and made (a native flow's text output is `output`).
+    assert done["topic"] == "x" and done["output"] == "done", done
+    assert [m["content"] for m in done["messages"]] == ["hi", "Hello from Weft."], done
+    runs = await c.runs.list(t)
+    assert [r["run_id"] for r in runs] == [second["run_id"], first["run_id"]], runs
+    assert [r["status"] for r in runs] == ["success", "success"], runs
 
 
 async def refusals(c):
@@ -159,6 +198,7 @@ async def main():
     await interrupt_and_resume(c)
     await rejoin_after_dropping(c)
     await cancel_and_multitask(c)
+    await enqueue(c)
     await refusals(c)
     print("langgraph ok")
 

@@ -8,7 +8,12 @@
 //! `Last-Event-ID` gets what it missed however long ago it left.
 
 mod assistants;
+mod messages;
+mod modes;
+mod parts;
+mod queue;
 mod runs;
+mod start;
 mod stream;
 mod threads;
 
@@ -23,8 +28,26 @@ use serde_json::{Value, json};
 use weft_core::ports::{RunRecord, RunStatus, StoreError, ThreadStore};
 use weft_engine::EngineError;
 
+/// What the door's handlers share: the server's, and the runs queued behind their
+/// threads' running runs.
+#[derive(Clone)]
+pub(crate) struct Door {
+    pub(crate) app: App,
+    pub(crate) queue: queue::Queue,
+}
+
+impl axum::extract::FromRef<Door> for App {
+    fn from_ref(door: &Door) -> App {
+        door.app.clone()
+    }
+}
+
 /// The routes, at the root as LangGraph serves them.
 pub(crate) fn router(app: App) -> Router {
+    let door = Door {
+        app,
+        queue: queue::Queue::default(),
+    };
     Router::new()
         .route("/info", get(info))
         .route("/assistants/search", post(assistants::search))
@@ -57,7 +80,7 @@ pub(crate) fn router(app: App) -> Router {
             "/threads/{thread_id}/runs/{run_id}/cancel",
             post(runs::cancel),
         )
-        .with_state(app)
+        .with_state(door)
 }
 
 /// `GET /info`: what this server is and which optional parts it has.
@@ -74,7 +97,7 @@ async fn info() -> Json<Value> {
 /// located diagnostics of a flow that does not load.
 #[derive(Debug)]
 pub(crate) struct LgError {
-    status: StatusCode,
+    pub(crate) status: StatusCode,
     detail: String,
     diagnostics: Vec<weft_core::Diagnostic>,
 }
@@ -172,21 +195,31 @@ pub(crate) fn run_status(status: RunStatus) -> &'static str {
     }
 }
 
-/// The values a run leaves its thread: a completed run's output when it is an object
-/// (a native flow's result; the final state in the state-machine dialects), else its
-/// state, else its input (a run that has not written yet).
+/// The values a run leaves its thread: its input (an object), with its state written
+/// over it key by key, then its output once it completed (an object's keys; any other
+/// output under `output`), with LangChain message dicts in `messages`. So a native
+/// flow's thread holds what it was given and what it made, as a LangGraph state does,
+/// and the state-machine dialects' (whose state starts from the input) their state.
 pub(crate) fn values_of(run: &RunRecord) -> Value {
-    let object = |v: Option<&Value>| {
-        v.filter(|v| v.as_object().is_some_and(|m| !m.is_empty()))
-            .cloned()
+    let mut values = match &run.input {
+        Value::Object(m) => m.clone(),
+        _ => serde_json::Map::new(),
     };
-    let output = (run.status == RunStatus::Completed)
-        .then(|| object(run.output.as_deref()))
-        .flatten();
-    output
-        .or_else(|| object(run.state.as_deref()))
-        .or_else(|| object(Some(&run.input)))
-        .unwrap_or_else(|| json!({}))
+    if let Some(Value::Object(state)) = run.state.as_deref() {
+        values.extend(state.clone());
+    }
+    if run.status == RunStatus::Completed {
+        match run.output.as_deref() {
+            Some(Value::Object(output)) => values.extend(output.clone()),
+            Some(Value::Null) | None => {}
+            Some(other) => {
+                values.insert("output".into(), other.clone());
+            }
+        }
+    }
+    let mut values = Value::Object(values);
+    messages::normalize(&mut values, &run.id);
+    values
 }
 
 /// The interrupts of a paused run, as LangGraph lists them: `[{value, id}]`, the

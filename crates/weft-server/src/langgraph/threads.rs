@@ -45,13 +45,28 @@ pub(crate) async fn shown(app: &App, thread: &Thread) -> Result<Value, LgError> 
         Some(r) if r.status == RunStatus::Paused => json!({ r.id.clone(): interrupts_of(r) }),
         _ => json!({}),
     };
+    // LangGraph names the graph of a thread's runs in its metadata.
+    let mut metadata = thread.metadata.clone();
+    if let (Some(run), Some(m)) = (&latest, metadata.as_object_mut()) {
+        for key in ["graph_id", "assistant_id"] {
+            m.entry(key).or_insert_with(|| json!(run.flow_name));
+        }
+    }
+    let state_updated = latest.as_ref().map_or(thread.updated_ms, |r| r.updated_ms);
+    let error = match &latest {
+        Some(r) if r.status == RunStatus::Failed => r.error.clone().unwrap_or(Value::Null),
+        _ => Value::Null,
+    };
     Ok(json!({
         "thread_id": thread.id,
         "created_at": time(thread.created_ms),
         "updated_at": time(thread.updated_ms),
-        "metadata": thread.metadata,
+        "state_updated_at": time(state_updated),
+        "metadata": metadata,
         "status": thread_status(latest.as_ref()),
+        "config": {"configurable": {}},
         "values": values,
+        "error": error,
         "interrupts": interrupts,
     }))
 }
@@ -220,7 +235,18 @@ fn state_after(thread: &Thread, run: Option<&RunRecord>, parent: Option<&str>) -
         "interrupts": interrupts,
         "checkpoint": checkpoint(Some(&run.id)),
         "parent_checkpoint": checkpoint(parent),
-        "metadata": {"run_id": run.id, "source": "loop", "status": super::run_status(run.status)},
+        "checkpoint_id": run.id,
+        "parent_checkpoint_id": parent,
+        "metadata": {
+            "run_id": run.id,
+            "thread_id": thread.id,
+            "graph_id": run.flow_name,
+            "assistant_id": run.flow_name,
+            "source": "loop",
+            "parents": {},
+            "run_attempt": 1,
+            "status": super::run_status(run.status),
+        },
         "created_at": time(run.updated_ms),
     })
 }

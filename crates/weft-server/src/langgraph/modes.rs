@@ -1,0 +1,113 @@
+//! The stream modes a client asks for, and the ids of the parts a stream sends.
+
+use super::LgError;
+use serde_json::Value;
+
+/// One stream mode Weft sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Values,
+    Updates,
+    MessagesTuple,
+    Custom,
+    Events,
+    Debug,
+}
+
+impl Mode {
+    const ALL: [(&'static str, Mode); 6] = [
+        ("values", Mode::Values),
+        ("updates", Mode::Updates),
+        ("messages-tuple", Mode::MessagesTuple),
+        ("custom", Mode::Custom),
+        ("events", Mode::Events),
+        ("debug", Mode::Debug),
+    ];
+
+    fn name(self) -> &'static str {
+        Mode::ALL
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map_or("values", |(n, _)| n)
+    }
+}
+
+/// The modes a stream sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Modes(Vec<Mode>);
+
+impl Default for Modes {
+    fn default() -> Modes {
+        Modes(vec![Mode::Values])
+    }
+}
+
+impl Modes {
+    /// `stream_mode` as given: one name or a list of them (default `values`).
+    pub(crate) fn parse(given: Option<&Value>) -> Result<Modes, LgError> {
+        let names: Vec<&str> = match given {
+            None | Some(Value::Null) => return Ok(Modes::default()),
+            Some(Value::String(s)) => vec![s.as_str()],
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+            Some(other) => {
+                return Err(LgError::invalid(format!(
+                    "`stream_mode` is a mode or a list of modes, not {other}"
+                )));
+            }
+        };
+        let mut modes = Vec::new();
+        for name in names {
+            let mode = Mode::ALL
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, m)| *m)
+                .ok_or_else(|| unsupported_mode(name))?;
+            if !modes.contains(&mode) {
+                modes.push(mode);
+            }
+        }
+        Ok(if modes.is_empty() {
+            Modes::default()
+        } else {
+            Modes(modes)
+        })
+    }
+
+    pub(crate) fn to_json(&self) -> Value {
+        Value::from(self.0.iter().map(|m| m.name()).collect::<Vec<_>>())
+    }
+
+    pub(crate) fn has(&self, mode: Mode) -> bool {
+        self.0.contains(&mode)
+    }
+}
+
+fn unsupported_mode(name: &str) -> LgError {
+    let why = match name {
+        "messages" => "use `messages-tuple` (the same messages, as [message, metadata] pairs)",
+        "tasks" | "checkpoints" => {
+            "Weft's runs keep a journal, not LangGraph checkpoints; use `debug`"
+        }
+        _ => "the modes are values, updates, messages-tuple, custom, events and debug",
+    };
+    LgError::invalid(format!(
+        "stream mode `{name}` is not supported by Weft: {why}"
+    ))
+}
+
+/// An SSE id this stream sent: part `part` of stored event `seq`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EventId {
+    pub(crate) seq: u64,
+    pub(crate) part: usize,
+}
+
+impl EventId {
+    pub(crate) fn parse(s: &str) -> Option<EventId> {
+        let (seq, part) = s.trim().split_once('-')?;
+        Some(EventId {
+            seq: seq.parse().ok()?,
+            part: part.parse().ok()?,
+        })
+    }
+}

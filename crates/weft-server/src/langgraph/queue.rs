@@ -1,0 +1,159 @@
+//! Runs queued behind a thread's running run (`multitask_strategy: enqueue`, LangGraph's
+//! default): each waits on its own task for the thread's latest run to end or pause,
+//! then starts from the thread's values as they are then.
+//!
+//! A queued run lives in this process until it starts: a server that stops before
+//! then loses it (its client's stream ends without it; once started, a run is as
+//! durable as any).
+
+use super::start::{NewRun, start_if_idle};
+use super::threads::{find, latest_run};
+use super::{Door, time};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use weft_core::event::EventKind;
+
+/// A run waiting for its thread.
+pub(crate) struct Waiting {
+    thread_id: String,
+    new: NewRun,
+    created_ms: i64,
+}
+
+impl Waiting {
+    pub(crate) fn new(thread_id: &str, new: NewRun) -> Waiting {
+        Waiting {
+            thread_id: thread_id.to_owned(),
+            new,
+            created_ms: weft_core::event::now_ms() as i64,
+        }
+    }
+
+    /// The run as LangGraph's clients read one: `pending`.
+    fn shown(&self) -> Value {
+        json!({
+            "run_id": self.new.run_id,
+            "thread_id": self.thread_id,
+            "assistant_id": self.new.flow,
+            "created_at": time(self.created_ms),
+            "updated_at": time(self.created_ms),
+            "status": "pending",
+            "metadata": {},
+            "multitask_strategy": "enqueue",
+            "kwargs": {"input": self.new.input},
+        })
+    }
+}
+
+/// The queued runs of this process, by run id, with the tasks that start them.
+#[derive(Clone, Default)]
+pub(crate) struct Queue(Arc<Mutex<HashMap<String, (Waiting, tokio::task::AbortHandle)>>>);
+
+impl Queue {
+    /// Queues `waiting` behind its thread's running run.
+    pub(crate) fn wait(&self, door: Door, waiting: Waiting) {
+        let run_id = waiting.new.run_id.clone();
+        let (thread_id, queue) = (waiting.thread_id.clone(), self.clone());
+        let mut runs = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let task = tokio::spawn(async move {
+            queue.start_in_turn(&door, &thread_id, &run_id).await;
+            queue.remove(&run_id);
+        });
+        runs.insert(waiting.new.run_id.clone(), (waiting, task.abort_handle()));
+    }
+
+    /// Waits for the thread's latest run to end or pause, then starts the queued run;
+    /// again while another run takes its turn first.
+    async fn start_in_turn(&self, door: &Door, thread_id: &str, run_id: &str) {
+        let app = &door.app;
+        loop {
+            if let Ok(thread) = find(app, thread_id).await
+                && let Ok(Some(latest)) = latest_run(app, &thread).await
+            {
+                until_it_stops(door, &latest.id).await;
+            }
+            let started = {
+                let runs = self.0.lock().unwrap_or_else(|p| p.into_inner());
+                let Some((waiting, _)) = runs.get(run_id) else {
+                    return;
+                };
+                waiting.new.clone()
+            };
+            match start_if_idle(app, thread_id, &started).await {
+                Ok(true) => return,
+                Ok(false) => continue,
+                Err(e) => {
+                    eprintln!(
+                        "weft serve: the queued run {run_id} of thread {thread_id} was not started: {}",
+                        e.detail
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    fn remove(&self, run_id: &str) -> Option<(Waiting, tokio::task::AbortHandle)> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(run_id)
+    }
+
+    /// Cancels queued run `run_id` of `thread_id`: whether it was queued.
+    pub(crate) fn cancel(&self, thread_id: &str, run_id: &str) -> bool {
+        let mut runs = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if runs
+            .get(run_id)
+            .is_none_or(|(w, _)| w.thread_id != thread_id)
+        {
+            return false;
+        }
+        if let Some((_, task)) = runs.remove(run_id) {
+            task.abort();
+        }
+        true
+    }
+
+    /// Queued run `run_id` of `thread_id`, as clients read a run.
+    pub(crate) fn shown(&self, thread_id: &str, run_id: &str) -> Option<Value> {
+        let runs = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        runs.get(run_id)
+            .filter(|(w, _)| w.thread_id == thread_id)
+            .map(|(w, _)| w.shown())
+    }
+
+    /// The stream modes queued run `run_id` asked for.
+    pub(crate) fn modes(&self, run_id: &str) -> Option<super::modes::Modes> {
+        let runs = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        runs.get(run_id).map(|(w, _)| w.new.modes.clone())
+    }
+
+    /// The queued runs of `thread_id`, newest first.
+    pub(crate) fn of_thread(&self, thread_id: &str) -> Vec<Value> {
+        let runs = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut mine: Vec<&Waiting> = runs
+            .values()
+            .map(|(w, _)| w)
+            .filter(|w| w.thread_id == thread_id)
+            .collect();
+        mine.sort_by(|a, b| (b.created_ms, &b.new.run_id).cmp(&(a.created_ms, &a.new.run_id)));
+        mine.into_iter().map(Waiting::shown).collect()
+    }
+}
+
+/// Returns once run `run_id` has ended or paused (following its events from now on).
+async fn until_it_stops(door: &Door, run_id: &str) {
+    let next = door.app.engine.store().next_event_seq(run_id).await;
+    let mut events = door
+        .app
+        .engine
+        .follow(run_id, next.ok().and_then(|n| n.checked_sub(1)));
+    while let Some(Ok(e)) = events.recv().await {
+        if e.kind.is_final() || matches!(e.kind, EventKind::RunPaused { .. }) {
+            break;
+        }
+    }
+    super::stream::settled(&door.app, run_id).await;
+}

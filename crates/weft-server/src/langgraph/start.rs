@@ -1,0 +1,393 @@
+//! Starting a run on a thread: its input is the thread's values with the request's
+//! input written over them (`messages` appended, as LangGraph's `add_messages` does);
+//! a thread whose latest run is still going is dealt with as `multitask_strategy` says;
+//! `command: {resume}` answers the approval the thread's latest run waits for.
+
+use super::modes::Modes;
+use super::queue::Waiting;
+use super::threads::{find, latest_run, new_thread};
+use super::{Door, LgError, thread_store, values_of};
+use crate::App;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use weft_core::ports::{RunRecord, RunStatus, Thread};
+
+/// The settings key a run keeps its stream modes under, so that a client that rejoins
+/// without naming them gets the ones it asked for.
+const MODES_SETTING: &str = "langgraph_stream_mode";
+
+/// The body of `POST /threads/{id}/runs`, `/runs/wait` and `/runs/stream`.
+#[derive(Deserialize, Default)]
+pub(crate) struct RunCreate {
+    pub(crate) assistant_id: String,
+    input: Option<Value>,
+    command: Option<Command>,
+    stream_mode: Option<Value>,
+    multitask_strategy: Option<String>,
+    if_not_exists: Option<String>,
+    interrupt_before: Option<Value>,
+    interrupt_after: Option<Value>,
+    checkpoint: Option<Value>,
+    checkpoint_id: Option<String>,
+    after_seconds: Option<f64>,
+    webhook: Option<String>,
+}
+
+/// `command`: only `resume` has a Weft meaning (the answer to an approval).
+#[derive(Deserialize, Default)]
+struct Command {
+    resume: Option<Value>,
+    update: Option<Value>,
+    goto: Option<Value>,
+}
+
+impl RunCreate {
+    /// Refuses the fields Weft has no meaning for, rather than ignoring them.
+    fn refuse_unsupported(&self) -> Result<(), LgError> {
+        let refused = [
+            (
+                "interrupt_before",
+                self.interrupt_before.is_some(),
+                "Weft pauses at approval steps the flow declares",
+            ),
+            (
+                "interrupt_after",
+                self.interrupt_after.is_some(),
+                "Weft pauses at approval steps the flow declares",
+            ),
+            (
+                "checkpoint",
+                self.checkpoint.is_some() || self.checkpoint_id.is_some(),
+                "a run starts from the thread's latest values; retry a failed run with POST /v1/runs/{id}/retry",
+            ),
+            (
+                "after_seconds",
+                self.after_seconds.is_some(),
+                "use a schedule (POST /v1/schedules) or a `wait` step",
+            ),
+            (
+                "webhook",
+                self.webhook.is_some(),
+                "not supported on this door",
+            ),
+        ];
+        if let Some((field, _, why)) = refused.iter().find(|(_, given, _)| *given) {
+            return Err(LgError::invalid(format!(
+                "`{field}` is not supported by Weft: {why}"
+            )));
+        }
+        if let Some(c) = &self.command
+            && (c.update.is_some() || c.goto.is_some())
+        {
+            return Err(LgError::invalid(
+                "`command.update` and `command.goto` are not supported by Weft: a command resumes an approval (`command: {resume: ...}`)",
+            ));
+        }
+        if self.input.is_some() && self.command.is_some() {
+            return Err(LgError::invalid("give `input` or `command`, not both"));
+        }
+        Ok(())
+    }
+}
+
+/// A run that was started, queued or resumed, with its events from where its stream
+/// begins (followed before it started, or before its answer: not even a first token
+/// delta is missed).
+pub(crate) struct Begun {
+    pub(crate) thread_id: String,
+    pub(crate) run_id: String,
+    /// The flow's name.
+    pub(crate) flow: String,
+    pub(crate) events: super::stream::Events,
+    pub(crate) modes: Modes,
+    /// A resumed run's values at its pause, which its stream sends first.
+    pub(crate) values: Option<Value>,
+}
+
+/// What to do with a new run while the thread's latest run is still going.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Strategy {
+    /// Refuse the new run (`409`).
+    Reject,
+    /// Start it once the running one ends or pauses (LangGraph's default).
+    Enqueue,
+    /// Cancel the running one, start from its values.
+    Interrupt,
+    /// Cancel the running one, start from the values before it.
+    Rollback,
+}
+
+impl Strategy {
+    fn parse(given: Option<&str>) -> Result<Strategy, LgError> {
+        Ok(match given {
+            None | Some("enqueue") => Strategy::Enqueue,
+            Some("reject") => Strategy::Reject,
+            Some("interrupt") => Strategy::Interrupt,
+            Some("rollback") => Strategy::Rollback,
+            Some(other) => {
+                return Err(LgError::invalid(format!(
+                    "`multitask_strategy` is reject, enqueue, interrupt or rollback, not `{other}`"
+                )));
+            }
+        })
+    }
+}
+
+/// Whether `run` still goes on (a paused run waits, it does not hold its thread).
+fn is_active(run: &RunRecord) -> bool {
+    matches!(run.status, RunStatus::Queued | RunStatus::Running)
+}
+
+pub(crate) fn busy() -> LgError {
+    LgError::new(
+        StatusCode::CONFLICT,
+        "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
+    )
+}
+
+/// A new run of a stored flow, to start on a thread once it may.
+#[derive(Clone)]
+pub(crate) struct NewRun {
+    pub(crate) run_id: String,
+    pub(crate) flow_id: String,
+    pub(crate) flow: String,
+    pub(crate) input: Value,
+    pub(crate) modes: Modes,
+}
+
+/// Starts (or, with `command.resume`, continues) a run on thread `thread_id`.
+pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Result<Begun, LgError> {
+    let app = &door.app;
+    req.refuse_unsupported()?;
+    let modes = Modes::parse(req.stream_mode.as_ref())?;
+    let strategy = Strategy::parse(req.multitask_strategy.as_deref())?;
+    let thread = thread_for(app, thread_id, req.if_not_exists.as_deref()).await?;
+    let latest = latest_run(app, &thread).await?;
+    if let Some(resume) = req.command.and_then(|c| c.resume) {
+        return resume_run(app, &thread, latest, resume, modes).await;
+    }
+    let flow = super::assistants::flow_of(app, &req.assistant_id).await?;
+    // Checked now, so that a flow that no longer loads is refused here, with its
+    // diagnostics, and not when a queued run's turn comes.
+    crate::flows::stored(app, &flow.flow_id).await?;
+    let new = NewRun {
+        run_id: uuid::Uuid::now_v7().to_string(),
+        flow_id: flow.flow_id,
+        flow: flow.name,
+        input: req.input.unwrap_or(Value::Null),
+        modes,
+    };
+    let events = app.engine.follow_before_start(&new.run_id);
+    let begun = |new: &NewRun, events| Begun {
+        thread_id: thread.id.clone(),
+        run_id: new.run_id.clone(),
+        flow: new.flow.clone(),
+        events,
+        modes: new.modes.clone(),
+        values: None,
+    };
+    let active = latest.as_ref().filter(|r| is_active(r));
+    let base = match (active, strategy) {
+        (None, _) => latest.as_ref().map(values_of),
+        (Some(_), Strategy::Reject) => return Err(busy()),
+        (Some(_), Strategy::Enqueue) => {
+            let started = begun(&new, events);
+            door.queue.wait(door.clone(), Waiting::new(&thread.id, new));
+            return Ok(started);
+        }
+        (Some(run), Strategy::Interrupt) => Some(values_of(&app.engine.cancel(&run.id).await?)),
+        (Some(run), Strategy::Rollback) => {
+            app.engine.cancel(&run.id).await?;
+            values_before(app, &thread).await?
+        }
+    };
+    start_now(app, &thread, &new, base).await?;
+    Ok(begun(&new, events))
+}
+
+/// The values of the run before the thread's latest.
+async fn values_before(app: &App, thread: &Thread) -> Result<Option<Value>, LgError> {
+    let runs = thread_store(app)?.thread_runs(&thread.id, 2).await?;
+    let Some(id) = runs.get(1) else {
+        return Ok(None);
+    };
+    Ok(app.engine.store().get_run(id).await?.map(|r| values_of(&r)))
+}
+
+/// Joins `new` to `thread` (as its run count was when read) and starts it from `base`,
+/// the thread's values; `409` when another run joined the thread first.
+pub(crate) async fn start_now(
+    app: &App,
+    thread: &Thread,
+    new: &NewRun,
+    base: Option<Value>,
+) -> Result<(), LgError> {
+    let checked = crate::flows::stored(app, &new.flow_id).await?;
+    let mut input = with_input(base.unwrap_or_else(|| json!({})), new.input.clone());
+    super::messages::normalize(&mut input, &new.run_id);
+    let now = weft_core::event::now_ms() as i64;
+    if !thread_store(app)?
+        .join_thread(&thread.id, &new.run_id, thread.runs, now)
+        .await?
+    {
+        return Err(busy());
+    }
+    let settings = settings_with_modes(app.run_settings.clone(), &new.modes);
+    crate::runs::start_with(
+        app,
+        &checked.loaded,
+        &checked.prepared,
+        checked.source,
+        input,
+        Some(new.run_id.clone()),
+        settings,
+    )
+    .await?;
+    Ok(())
+}
+
+/// Starts `new` on thread `thread_id` if its latest run no longer goes on: `false`
+/// when it does (or another run joined first), so the caller waits again.
+pub(crate) async fn start_if_idle(
+    app: &App,
+    thread_id: &str,
+    new: &NewRun,
+) -> Result<bool, LgError> {
+    let thread = find(app, thread_id).await?;
+    let latest = latest_run(app, &thread).await?;
+    if latest.as_ref().is_some_and(is_active) {
+        return Ok(false);
+    }
+    match start_now(app, &thread, new, latest.as_ref().map(values_of)).await {
+        Ok(()) => Ok(true),
+        Err(e) if e.status == StatusCode::CONFLICT => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The thread `id`, made when `if_not_exists` is `create`.
+async fn thread_for(app: &App, id: &str, if_not_exists: Option<&str>) -> Result<Thread, LgError> {
+    match (find(app, id).await, if_not_exists) {
+        (Err(e), Some("create")) if e.is_not_found() => {
+            match new_thread(thread_store(app)?, Some(id.to_owned()), Map::new()).await {
+                Ok(t) => Ok(t),
+                // Made by a concurrent request: use it.
+                Err(weft_core::ports::StoreError::Conflict(_)) => find(app, id).await,
+                Err(e) => Err(e.into()),
+            }
+        }
+        (found, None | Some("reject" | "create")) => found,
+        (_, Some(other)) => Err(LgError::invalid(format!(
+            "`if_not_exists` is `reject` or `create`, not `{other}`"
+        ))),
+    }
+}
+
+/// The thread's values with `input` written over them: each key replaced, except
+/// `messages`, whose new messages are appended (one with the `id` of a message there
+/// replaces it).
+pub(crate) fn with_input(base: Value, input: Value) -> Value {
+    let Value::Object(mut values) = base else {
+        return input;
+    };
+    let Value::Object(input) = input else {
+        return if input.is_null() {
+            Value::Object(values)
+        } else {
+            input
+        };
+    };
+    for (key, new) in input {
+        match (values.get_mut(&key), new) {
+            (Some(Value::Array(old)), Value::Array(added)) if key == "messages" => {
+                for m in added {
+                    let same_id = m.get("id").filter(|id| !id.is_null());
+                    match same_id.and_then(|id| old.iter().position(|o| o.get("id") == Some(id))) {
+                        Some(i) => old[i] = m,
+                        None => old.push(m),
+                    }
+                }
+            }
+            (_, new) => {
+                values.insert(key, new);
+            }
+        }
+    }
+    Value::Object(values)
+}
+
+/// `command: {resume}`: answers the approval the thread's latest run waits for; the
+/// stream goes on from where the run paused.
+async fn resume_run(
+    app: &App,
+    thread: &Thread,
+    latest: Option<RunRecord>,
+    resume: Value,
+    modes: Modes,
+) -> Result<Begun, LgError> {
+    let Some(run) = latest.filter(|r| r.status == RunStatus::Paused) else {
+        return Err(LgError::new(
+            StatusCode::CONFLICT,
+            format!("thread {} has no interrupt to resume", thread.id),
+        ));
+    };
+    let after = app
+        .engine
+        .store()
+        .next_event_seq(&run.id)
+        .await?
+        .checked_sub(1);
+    let events = app.engine.follow(&run.id, after);
+    app.engine
+        .answer_detached(&run.id, None, answer_of(resume))
+        .await?;
+    Ok(Begun {
+        thread_id: thread.id.clone(),
+        values: Some(values_of(&run)),
+        run_id: run.id,
+        flow: run.flow_name,
+        events,
+        modes,
+    })
+}
+
+/// A resume value as an approval's answer: a string is the decision, `true`/`false`
+/// approve or reject, an object gives `decision` (or `action`/`type`, Agent Chat UI's
+/// names) and `note`.
+pub(crate) fn answer_of(resume: Value) -> Value {
+    match resume {
+        Value::Bool(yes) => json!({"decision": if yes { "approve" } else { "reject" }, "note": ""}),
+        Value::String(s) => json!({"decision": s, "note": ""}),
+        Value::Object(m) => {
+            let decision = ["decision", "action", "type"]
+                .iter()
+                .find_map(|k| m.get(*k).and_then(Value::as_str))
+                .unwrap_or("approve")
+                .to_owned();
+            let note = ["note", "args", "feedback"]
+                .iter()
+                .find_map(|k| m.get(*k).and_then(Value::as_str))
+                .unwrap_or("")
+                .to_owned();
+            json!({"decision": decision, "note": note})
+        }
+        Value::Array(mut items) if !items.is_empty() => answer_of(items.swap_remove(0)),
+        _ => json!({"decision": "approve", "note": ""}),
+    }
+}
+
+fn settings_with_modes(settings: Option<Value>, modes: &Modes) -> Option<Value> {
+    let mut settings = match settings {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    settings.insert(MODES_SETTING.into(), modes.to_json());
+    Some(Value::Object(settings))
+}
+
+/// The stream modes run `run` was started with.
+pub(crate) fn modes_of(run: &RunRecord) -> Modes {
+    let given = run.settings.as_ref().and_then(|s| s.get(MODES_SETTING));
+    Modes::parse(given).unwrap_or_default()
+}
