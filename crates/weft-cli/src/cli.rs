@@ -258,6 +258,10 @@ pub enum Command {
         /// (docs/langgraph-api.md).
         #[arg(long = "flow", value_name = "FILE")]
         flows: Vec<PathBuf>,
+        /// Let pages from this browser origin call the API (CORS; repeatable; `*` for
+        /// any): https://app.example.com. Another machine's origin needs a token.
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        allowed_origins: Vec<String>,
         #[command(flatten)]
         working: WorkerArgs,
         #[command(flatten)]

@@ -121,6 +121,7 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             open,
             role,
             flows,
+            allowed_origins,
             working,
             effects,
             db,
@@ -134,6 +135,7 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
                 open,
                 role,
                 flows,
+                allowed_origins,
                 working: Working::from(&working),
             };
             serve(serving, &db, &run, settings).await

@@ -28,6 +28,8 @@ pub(crate) struct Serving {
     pub(crate) role: Role,
     /// Flow files stored as named flows before serving.
     pub(crate) flows: Vec<PathBuf>,
+    /// Browser origins allowed to call the API.
+    pub(crate) allowed_origins: Vec<String>,
     /// How this process's worker takes runs, when it has one.
     pub(crate) working: Working,
 }
@@ -98,6 +100,7 @@ pub(crate) async fn serve(
         max_runs: serving.max_runs,
         allow_mcp_approvals: serving.allow_mcp_approvals,
         test_engines: Some(adapters.test_engines(run)),
+        allowed_origins: serving.allowed_origins.clone(),
         ..weft_server::ServerConfig::new(addr)
     };
     if let Some(queue) = queue {

@@ -149,13 +149,52 @@ fn router_with(
     let login = Router::new()
         .route("/login", get(auth::login_form).post(auth::login))
         .with_state(credentials);
-    Router::new()
+    let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .merge(public)
         .merge(weft_web::assets())
         .merge(login)
         .merge(guarded)
-        .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes));
+    match cors(&config.allowed_origins) {
+        // Outermost, so that a browser's preflight is answered before the token is asked.
+        Some(cors) => app.layer(cors),
+        None => app,
+    }
+}
+
+/// CORS for pages from `origins` (none: no CORS headers): they may send the token
+/// (`Authorization`, LangGraph's `x-api-key`) and `Last-Event-ID`, and read where a new
+/// run is and where its stream is (`Content-Location`, `Location`).
+fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
+    use axum::http::{HeaderName, HeaderValue, Method, header};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    if origins.is_empty() {
+        return None;
+    }
+    let allowed = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    let headers = [
+        header::AUTHORIZATION,
+        header::CONTENT_TYPE,
+        header::ACCEPT,
+        header::CACHE_CONTROL,
+        HeaderName::from_static("x-api-key"),
+        HeaderName::from_static("last-event-id"),
+        HeaderName::from_static("idempotency-key"),
+    ];
+    let methods = [Method::GET, Method::POST, Method::PATCH, Method::DELETE];
+    Some(
+        CorsLayer::new()
+            .allow_origin(allowed)
+            .allow_methods(methods)
+            .allow_headers(headers)
+            .expose_headers([header::CONTENT_LOCATION, header::LOCATION])
+            .max_age(std::time::Duration::from_secs(600)),
+    )
 }
 
 /// A path nothing serves: the page's HTML answer for a page address, a JSON problem for

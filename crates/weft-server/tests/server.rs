@@ -513,3 +513,74 @@ async fn runs_beyond_the_limit_wait_as_queued() {
     assert_eq!(all.first().unwrap().event, "run_started");
     assert_eq!(all.last().unwrap().event, "run_completed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_from_an_allowed_origin_may_call_the_api_and_read_where_a_run_is() {
+    let s = server_configured(Arc::new(Slow::default()), |c| {
+        c.token = Some("s3cret".into());
+        c.allowed_origins = vec!["https://chat.example.com".into()];
+    })
+    .await;
+    let preflight = s
+        .client
+        .request(reqwest::Method::OPTIONS, format!("{}/threads", s.base))
+        .header("origin", "https://chat.example.com")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "x-api-key, content-type")
+        .send()
+        .await
+        .unwrap();
+    // Answered before the token is asked for: a preflight carries none.
+    assert_eq!(preflight.status(), 200);
+    let allowed = |r: &reqwest::Response, h: &str| {
+        r.headers()
+            .get(h)
+            .map(|v| v.to_str().unwrap().to_ascii_lowercase())
+    };
+    assert_eq!(
+        allowed(&preflight, "access-control-allow-origin").as_deref(),
+        Some("https://chat.example.com")
+    );
+    let asked = allowed(&preflight, "access-control-allow-headers").unwrap();
+    assert!(
+        asked.contains("x-api-key") && asked.contains("content-type"),
+        "{asked}"
+    );
+    let created = s
+        .client
+        .post(format!("{}/threads", s.base))
+        .header("origin", "https://chat.example.com")
+        .header("x-api-key", "s3cret")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 200);
+    let exposed = allowed(&created, "access-control-expose-headers").unwrap();
+    assert!(
+        exposed.contains("content-location") && exposed.contains("location"),
+        "{exposed}"
+    );
+    // Another origin gets no CORS headers, so its browser keeps the answer from it.
+    let other = s
+        .client
+        .get(format!("{}/healthz", s.base))
+        .header("origin", "https://evil.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(allowed(&other, "access-control-allow-origin"), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_allowed_origins_no_cors_headers_are_sent() {
+    let s = server(None).await;
+    let r = s
+        .client
+        .get(format!("{}/healthz", s.base))
+        .header("origin", "https://chat.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+}

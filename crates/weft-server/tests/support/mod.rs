@@ -60,6 +60,18 @@ pub async fn server(token: Option<&str>) -> Server {
 }
 
 pub async fn server_with(token: Option<&str>, max_runs: Option<usize>, slow: Arc<Slow>) -> Server {
+    server_configured(slow, |c| {
+        c.token = token.map(str::to_owned);
+        c.max_runs = max_runs;
+    })
+    .await
+}
+
+/// A server whose configuration `configure` finishes (a 64 KiB body limit first).
+pub async fn server_configured(
+    slow: Arc<Slow>,
+    configure: impl FnOnce(&mut ServerConfig),
+) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let store =
         weft_store::SqliteStore::open(dir.path().join("runs.db"), weft_store::Durability::Process)
@@ -70,12 +82,11 @@ pub async fn server_with(token: Option<&str>, max_runs: Option<usize>, slow: Arc
         .build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let config = ServerConfig {
-        token: token.map(str::to_owned),
+    let mut config = ServerConfig {
         max_body_bytes: 64 << 10,
-        max_runs,
         ..ServerConfig::new(addr)
     };
+    configure(&mut config);
     let app = router(engine, &config);
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     Server {
