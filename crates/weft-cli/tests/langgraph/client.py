@@ -176,6 +176,19 @@ async def enqueue(c):
     assert [r["status"] for r in runs] == ["success", "success"], runs
 
 
+async def without_a_thread(c):
+    """Stateless runs: a thread is made for each, and dropped once it ends unless kept."""
+    values = await c.runs.wait(None, "chat", input=human("hi"))
+    assert values["messages"][-1]["content"] == "Hello from Weft.", values
+    parts = [p async for p in c.runs.stream(None, "chat", input=human("what's the weather?"), stream_mode="updates")]
+    assert [p.event for p in parts] == ["metadata", "updates", "updates"], parts
+    kept = await c.runs.create(None, "chat", input=human("hi"), on_completion="keep")
+    done = await c.runs.join(kept["thread_id"], kept["run_id"])
+    assert done["messages"][-1]["content"] == "Hello from Weft.", done
+    assert (await c.threads.get(kept["thread_id"]))["status"] == "idle"
+    await refused(422, c.runs.wait(None, "chat", input=human("hi"), on_completion="sometimes"))
+
+
 async def refusals(c):
     t = await c.threads.create()
     for bad in [dict(stream_mode="messages"), dict(interrupt_before=["x"]), dict(multitask_strategy="sometimes")]:
@@ -199,6 +212,7 @@ async def main():
     await rejoin_after_dropping(c)
     await cancel_and_multitask(c)
     await enqueue(c)
+    await without_a_thread(c)
     await refusals(c)
     print("langgraph ok")
 

@@ -54,6 +54,9 @@ pub(crate) fn router(app: App) -> Router {
         .route("/assistants/{id}", get(assistants::show))
         .route("/assistants/{id}/graph", get(assistants::graph))
         .route("/assistants/{id}/schemas", get(assistants::schemas))
+        .route("/runs", post(runs::create_stateless))
+        .route("/runs/wait", post(runs::wait_stateless))
+        .route("/runs/stream", post(runs::stream_stateless))
         .route("/threads", post(threads::create))
         .route("/threads/search", post(threads::search))
         .route(

@@ -152,6 +152,11 @@ pub(crate) async fn stream(
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
     let begun = begin(&door, &thread_id, req).await?;
+    Ok(streamed(&door, begun))
+}
+
+/// The SSE answer of a run that was begun, with where it is and where its stream is.
+fn streamed(door: &Door, begun: super::start::Begun) -> Response {
     let headers = locations(&begun.thread_id, &begun.run_id, true);
     let who = Streamed {
         run_id: begun.run_id,
@@ -164,7 +169,7 @@ pub(crate) async fn stream(
         after: None,
     };
     let sse = stream::sse(&door.app, who, begun.events, begun.modes, opening);
-    Ok((headers, sse).into_response())
+    (headers, sse).into_response()
 }
 
 /// `GET /threads/{id}/runs/{run_id}/stream`: the run's stream again, from after
@@ -274,4 +279,72 @@ pub(crate) async fn cancel(
     run_of(&door.app, &thread_id, &run_id).await?;
     door.app.engine.cancel(&run_id).await?;
     Ok(StatusCode::ACCEPTED)
+}
+
+/// A thread made for a run without one (`/runs`, `/runs/wait`, `/runs/stream`), with
+/// whether to keep it once the run ends or pauses.
+async fn made_thread(door: &Door, req: &RunCreate) -> Result<(String, bool), LgError> {
+    let keep = req.keeps_its_thread()?;
+    let threads = thread_store(&door.app)?;
+    let thread = super::threads::new_thread(threads, None, Default::default()).await?;
+    Ok((thread.id, keep))
+}
+
+/// Drops the thread made for run `run_id` once the run ends or pauses (its runs stay).
+fn drop_when_done(door: &Door, thread_id: String, run_id: String) {
+    let door = door.clone();
+    tokio::spawn(async move {
+        let events = door.app.engine.follow(&run_id, None);
+        let _ = result_when_done(&door.app, &run_id, events).await;
+        if let Ok(threads) = thread_store(&door.app) {
+            let _ = threads.delete_thread(&thread_id).await;
+        }
+    });
+}
+
+/// `POST /runs`: a run without a thread, in the background.
+pub(crate) async fn create_stateless(
+    State(door): State<Door>,
+    body: Result<Json<RunCreate>, JsonRejection>,
+) -> Result<Response, LgError> {
+    let Json(req) = body?;
+    let (thread_id, keep) = made_thread(&door, &req).await?;
+    let begun = begin(&door, &thread_id, req).await?;
+    let run = run_of(&door.app, &thread_id, &begun.run_id).await?;
+    if !keep {
+        drop_when_done(&door, thread_id.clone(), begun.run_id.clone());
+    }
+    let headers = locations(&thread_id, &begun.run_id, false);
+    Ok((headers, Json(shown(&run, &thread_id))).into_response())
+}
+
+/// `POST /runs/wait`: a run without a thread, answered with the values it ends or
+/// pauses with.
+pub(crate) async fn wait_stateless(
+    State(door): State<Door>,
+    body: Result<Json<RunCreate>, JsonRejection>,
+) -> Result<Response, LgError> {
+    let Json(req) = body?;
+    let (thread_id, keep) = made_thread(&door, &req).await?;
+    let begun = begin(&door, &thread_id, req).await?;
+    let values = result_when_done(&door.app, &begun.run_id, begun.events).await?;
+    if !keep {
+        thread_store(&door.app)?.delete_thread(&thread_id).await?;
+    }
+    let headers = locations(&thread_id, &begun.run_id, false);
+    Ok((headers, Json(values)).into_response())
+}
+
+/// `POST /runs/stream`: a run without a thread, streamed.
+pub(crate) async fn stream_stateless(
+    State(door): State<Door>,
+    body: Result<Json<RunCreate>, JsonRejection>,
+) -> Result<Response, LgError> {
+    let Json(req) = body?;
+    let (thread_id, keep) = made_thread(&door, &req).await?;
+    let begun = begin(&door, &thread_id, req).await?;
+    if !keep {
+        drop_when_done(&door, thread_id.clone(), begun.run_id.clone());
+    }
+    Ok(streamed(&door, begun))
 }

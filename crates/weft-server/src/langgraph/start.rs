@@ -32,6 +32,23 @@ pub(crate) struct RunCreate {
     checkpoint_id: Option<String>,
     after_seconds: Option<f64>,
     webhook: Option<String>,
+    /// A run without a thread: `delete` (the default) drops its thread once it ends or
+    /// pauses, `keep` keeps it.
+    on_completion: Option<String>,
+}
+
+impl RunCreate {
+    /// Whether a run without a thread keeps the thread made for it; `422` for a value
+    /// that is neither `keep` nor `delete`.
+    pub(crate) fn keeps_its_thread(&self) -> Result<bool, LgError> {
+        match self.on_completion.as_deref() {
+            None | Some("delete") => Ok(false),
+            Some("keep") => Ok(true),
+            Some(other) => Err(LgError::invalid(format!(
+                "`on_completion` is `delete` or `keep`, not `{other}`"
+            ))),
+        }
+    }
 }
 
 /// `command`: only `resume` has a Weft meaning (the answer to an approval).
