@@ -12,6 +12,7 @@ mod messages;
 mod modes;
 mod parts;
 mod queue;
+mod request;
 mod runs;
 mod start;
 mod stream;

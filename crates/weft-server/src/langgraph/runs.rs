@@ -3,7 +3,8 @@
 
 use super::modes::{EventId, Modes};
 use super::parts::Streamed;
-use super::start::{RunCreate, begin, modes_of};
+use super::request::RunCreate;
+use super::start::{begin, modes_of};
 use super::stream::{self, Opening};
 use super::threads::find;
 use super::{Door, LgError, run_status, thread_store, time};

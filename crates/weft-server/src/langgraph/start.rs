@@ -5,108 +5,17 @@
 
 use super::modes::Modes;
 use super::queue::Waiting;
+use super::request::RunCreate;
 use super::threads::{find, latest_run, new_thread};
 use super::{Door, LgError, thread_store, values_of};
 use crate::App;
 use axum::http::StatusCode;
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use weft_core::ports::{RunRecord, RunStatus, Thread};
 
 /// The settings key a run keeps its stream modes under, so that a client that rejoins
 /// without naming them gets the ones it asked for.
 const MODES_SETTING: &str = "langgraph_stream_mode";
-
-/// The body of `POST /threads/{id}/runs`, `/runs/wait` and `/runs/stream`.
-#[derive(Deserialize, Default)]
-pub(crate) struct RunCreate {
-    pub(crate) assistant_id: String,
-    input: Option<Value>,
-    command: Option<Command>,
-    stream_mode: Option<Value>,
-    multitask_strategy: Option<String>,
-    if_not_exists: Option<String>,
-    interrupt_before: Option<Value>,
-    interrupt_after: Option<Value>,
-    checkpoint: Option<Value>,
-    checkpoint_id: Option<String>,
-    after_seconds: Option<f64>,
-    webhook: Option<String>,
-    /// A run without a thread: `delete` (the default) drops its thread once it ends or
-    /// pauses, `keep` keeps it.
-    on_completion: Option<String>,
-}
-
-impl RunCreate {
-    /// Whether a run without a thread keeps the thread made for it; `422` for a value
-    /// that is neither `keep` nor `delete`.
-    pub(crate) fn keeps_its_thread(&self) -> Result<bool, LgError> {
-        match self.on_completion.as_deref() {
-            None | Some("delete") => Ok(false),
-            Some("keep") => Ok(true),
-            Some(other) => Err(LgError::invalid(format!(
-                "`on_completion` is `delete` or `keep`, not `{other}`"
-            ))),
-        }
-    }
-}
-
-/// `command`: only `resume` has a Weft meaning (the answer to an approval).
-#[derive(Deserialize, Default)]
-struct Command {
-    resume: Option<Value>,
-    update: Option<Value>,
-    goto: Option<Value>,
-}
-
-impl RunCreate {
-    /// Refuses the fields Weft has no meaning for, rather than ignoring them.
-    fn refuse_unsupported(&self) -> Result<(), LgError> {
-        let refused = [
-            (
-                "interrupt_before",
-                self.interrupt_before.is_some(),
-                "Weft pauses at approval steps the flow declares",
-            ),
-            (
-                "interrupt_after",
-                self.interrupt_after.is_some(),
-                "Weft pauses at approval steps the flow declares",
-            ),
-            (
-                "checkpoint",
-                self.checkpoint.is_some() || self.checkpoint_id.is_some(),
-                "a run starts from the thread's latest values; retry a failed run with POST /v1/runs/{id}/retry",
-            ),
-            (
-                "after_seconds",
-                self.after_seconds.is_some(),
-                "use a schedule (POST /v1/schedules) or a `wait` step",
-            ),
-            (
-                "webhook",
-                self.webhook.is_some(),
-                "not supported on this door",
-            ),
-        ];
-        if let Some((field, _, why)) = refused.iter().find(|(_, given, _)| *given) {
-            return Err(LgError::invalid(format!(
-                "`{field}` is not supported by Weft: {why}"
-            )));
-        }
-        if let Some(c) = &self.command
-            && (c.update.is_some() || c.goto.is_some())
-        {
-            return Err(LgError::invalid(
-                "`command.update` and `command.goto` are not supported by Weft: a command resumes an approval (`command: {resume: ...}`)",
-            ));
-        }
-        if self.input.is_some() && self.command.is_some() {
-            return Err(LgError::invalid("give `input` or `command`, not both"));
-        }
-        Ok(())
-    }
-}
 
 /// A run that was started, queued or resumed, with its events from where its stream
 /// begins (followed before it started, or before its answer: not even a first token
