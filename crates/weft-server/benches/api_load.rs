@@ -3,7 +3,7 @@
 //! starts the servers and runs it.
 //!
 //! ```text
-//! api_load throughput --target weft|langgraph --url URL [--runs N] [--concurrency C]
+//! api_load throughput --target weft|weft-langgraph|langgraph --url URL [--runs N] [--concurrency C]
 //! api_load sse --url URL [--subscribers S] [--rounds R]
 //! api_load idle --url URL --pid PID [--subscribers S]
 //! ```
@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Five model calls on the scripted (offline, deterministic) model.
-const FIVE: &str = "weft: 1\nname: five\nmodels:\n  bot:\n    provider: scripted\n    rules:\n      - reply: ok\nroot:\n  sequence:\n    - {id: a, llm: {model: bot, prompt: 'a {{ input.n }}'}}\n    - {id: b, llm: {model: bot, prompt: 'b {{ input }}'}}\n    - {id: c, llm: {model: bot, prompt: 'c {{ input }}'}}\n    - {id: d, llm: {model: bot, prompt: 'd {{ input }}'}}\n    - {id: e, llm: {model: bot, prompt: 'e {{ input }}'}}\n";
+const FIVE: &str = include_str!("../../../scripts/bench-serve.d/bench.yaml");
 
 /// Pauses at once; once approved, ten steps 5 ms apart.
 const GATED: &str = "weft: 1\nname: gated\nroot:\n  sequence:\n    - {id: gate, approval: {prompt: go?}}\n    - id: work\n      loop:\n        max_iterations: 10\n        body:\n          sequence:\n            - {id: note, transform: {output: '{{ iteration }}'}}\n            - {id: pause, action: {uses: time.sleep, with: {ms: 5}}}\n";
@@ -83,7 +83,10 @@ async fn post(client: &reqwest::Client, url: &str, body: &Value) -> (u16, Value)
 }
 
 /// Runs `runs` runs of the five-call flow, `concurrency` at a time, each answered when
-/// it ends; on Weft from its stored flow, on LangGraph as a stateless run of its graph.
+/// it ends; on Weft from its stored flow (`weft`), or as a stateless run of the flow
+/// named `bench` through Weft's LangGraph door (`weft-langgraph`, the server started
+/// with `--flow scripts/bench-serve.d/bench.yaml`); on LangGraph as a stateless run of
+/// its graph.
 async fn throughput(args: &Args) -> Value {
     let (target, base) = (args.text("target", "weft"), args.text("url", ""));
     let (runs, concurrency) = (args.number("runs", 2000), args.number("concurrency", 32));
@@ -101,6 +104,7 @@ async fn throughput(args: &Args) -> Value {
             json!({"flow_id": flow["flow_id"]}),
         )
     } else {
+        // LangGraph's own server and Weft's LangGraph door take the same request.
         (
             format!("{base}/runs/wait"),
             json!({"assistant_id": "bench"}),

@@ -113,6 +113,21 @@ pub(crate) async fn create(
     Ok((headers, Json(shown)).into_response())
 }
 
+/// The values run `begun` ends or pauses with: waited for as it goes on, or, queued,
+/// followed through its events once it starts.
+async fn values_when_done(app: &App, begun: super::start::Begun) -> Result<Value, LgError> {
+    match begun.underway {
+        Some(underway) => {
+            underway.end().await?;
+            let run = stream::settled(app, &begun.run_id)
+                .await
+                .ok_or_else(|| EngineError::NotFound(begun.run_id.clone()))?;
+            Ok(stream::final_values(&run))
+        }
+        None => result_when_done(app, &begun.run_id, begun.events).await,
+    }
+}
+
 /// The values a run ended or paused with, as `/runs/wait` and `/join` answer them: a
 /// paused run's interrupts under `__interrupt__`, a failed run's error as `{__error__}`.
 async fn result_when_done(
@@ -140,8 +155,8 @@ pub(crate) async fn wait(
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
     let begun = begin(&door, &thread_id, req).await?;
-    let values = result_when_done(&door.app, &begun.run_id, begun.events).await?;
     let headers = locations(&begun.thread_id, &begun.run_id, false);
+    let values = values_when_done(&door.app, begun).await?;
     Ok((headers, Json(values)).into_response())
 }
 
@@ -328,11 +343,11 @@ pub(crate) async fn wait_stateless(
     let Json(req) = body?;
     let (thread_id, keep) = made_thread(&door, &req).await?;
     let begun = begin(&door, &thread_id, req).await?;
-    let values = result_when_done(&door.app, &begun.run_id, begun.events).await?;
+    let headers = locations(&thread_id, &begun.run_id, false);
+    let values = values_when_done(&door.app, begun).await?;
     if !keep {
         thread_store(&door.app)?.delete_thread(&thread_id).await?;
     }
-    let headers = locations(&thread_id, &begun.run_id, false);
     Ok((headers, Json(values)).into_response())
 }
 

@@ -26,6 +26,8 @@ pub(crate) struct Begun {
     /// The flow's name.
     pub(crate) flow: String,
     pub(crate) events: super::stream::Events,
+    /// The run on its way (to wait for its end), unless it waits in the queue.
+    pub(crate) underway: Option<weft_engine::Underway>,
     pub(crate) modes: Modes,
     /// A resumed run's values at its pause, which its stream sends first.
     pub(crate) values: Option<Value>,
@@ -96,7 +98,7 @@ pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Resul
     let flow = super::assistants::flow_of(app, &req.assistant_id).await?;
     // Checked now, so that a flow that no longer loads is refused here, with its
     // diagnostics, and not when a queued run's turn comes.
-    crate::flows::stored(app, &flow.flow_id).await?;
+    let checked = crate::flows::stored(app, &flow.flow_id).await?;
     let new = NewRun {
         run_id: uuid::Uuid::now_v7().to_string(),
         flow_id: flow.flow_id,
@@ -110,6 +112,7 @@ pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Resul
         run_id: new.run_id.clone(),
         flow: new.flow.clone(),
         events,
+        underway: None,
         modes: new.modes.clone(),
         values: None,
     };
@@ -128,8 +131,11 @@ pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Resul
             values_before(app, &thread).await?
         }
     };
-    start_now(app, &thread, &new, base).await?;
-    Ok(begun(&new, events))
+    let underway = start_now(app, &thread, &new, base, checked).await?;
+    Ok(Begun {
+        underway: Some(underway),
+        ..begun(&new, events)
+    })
 }
 
 /// The values of the run before the thread's latest.
@@ -148,8 +154,8 @@ pub(crate) async fn start_now(
     thread: &Thread,
     new: &NewRun,
     base: Option<Value>,
-) -> Result<(), LgError> {
-    let checked = crate::flows::stored(app, &new.flow_id).await?;
+    checked: crate::flows::Checked,
+) -> Result<weft_engine::Underway, LgError> {
     let mut input = with_input(base.unwrap_or_else(|| json!({})), new.input.clone());
     super::messages::normalize(&mut input, &new.run_id);
     let now = weft_core::event::now_ms() as i64;
@@ -160,7 +166,7 @@ pub(crate) async fn start_now(
         return Err(busy());
     }
     let settings = settings_with_modes(app.run_settings.clone(), &new.modes);
-    crate::runs::start_with(
+    let started = crate::runs::start_with(
         app,
         &checked.loaded,
         &checked.prepared,
@@ -170,7 +176,7 @@ pub(crate) async fn start_now(
         settings,
     )
     .await?;
-    Ok(())
+    Ok(started.underway)
 }
 
 /// Starts `new` on thread `thread_id` if its latest run no longer goes on: `false`
@@ -185,8 +191,10 @@ pub(crate) async fn start_if_idle(
     if latest.as_ref().is_some_and(is_active) {
         return Ok(false);
     }
-    match start_now(app, &thread, new, latest.as_ref().map(values_of)).await {
-        Ok(()) => Ok(true),
+    let checked = crate::flows::stored(app, &new.flow_id).await?;
+    let base = latest.as_ref().map(values_of);
+    match start_now(app, &thread, new, base, checked).await {
+        Ok(_) => Ok(true),
         Err(e) if e.status == StatusCode::CONFLICT => Ok(false),
         Err(e) => Err(e),
     }
@@ -265,10 +273,12 @@ async fn resume_run(
         .await?
         .checked_sub(1);
     let events = app.engine.follow(&run.id, after);
-    app.engine
+    let underway = app
+        .engine
         .answer_detached(&run.id, None, answer_of(resume))
         .await?;
     Ok(Begun {
+        underway: Some(underway),
         thread_id: thread.id.clone(),
         values: Some(values_of(&run)),
         run_id: run.id,

@@ -62,14 +62,19 @@ pub(crate) fn error_of(error: Option<&Value>) -> Value {
 /// The run's record once it shows its end or pause (the record is written just after
 /// its last event: wait for it a little).
 pub(crate) async fn settled(app: &App, run_id: &str) -> Option<RunRecord> {
-    for _ in 0..100 {
+    let mut pause = Duration::from_millis(1);
+    let until = tokio::time::Instant::now() + Duration::from_secs(2);
+    loop {
         let run = app.engine.store().get_run(run_id).await.ok()??;
         if !matches!(run.status, RunStatus::Running | RunStatus::Queued) {
             return Some(run);
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        if tokio::time::Instant::now() >= until {
+            return None;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(20));
     }
-    None
 }
 
 /// The stream of `who`'s run from `rx`, in `modes`, begun as `opening` says.

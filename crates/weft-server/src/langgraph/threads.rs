@@ -146,13 +146,17 @@ pub(crate) async fn search(
             "status `{s}` is not one of idle, busy, interrupted, error"
         )));
     }
-    // The status is read from each thread's latest run, so it filters after the page
-    // is read: read all that match the rest, then page.
+    // The status is read from each thread's latest run: with a status to match, the
+    // store's page is the whole match of the rest, paged here once filtered.
+    let (offset, limit) = match q.status {
+        Some(_) => (0, usize::MAX),
+        None => (q.offset, q.limit),
+    };
     let query = ThreadQuery {
         metadata: q.metadata,
         ids: q.ids,
-        offset: 0,
-        limit: usize::MAX,
+        offset,
+        limit,
     };
     let mut found = Vec::new();
     for t in thread_store(&app)?.threads(&query).await? {
@@ -161,9 +165,10 @@ pub(crate) async fn search(
             found.push(thread);
         }
     }
-    Ok(Json(
-        found.into_iter().skip(q.offset).take(q.limit).collect(),
-    ))
+    if q.status.is_some() {
+        found = found.into_iter().skip(q.offset).take(q.limit).collect();
+    }
+    Ok(Json(found))
 }
 
 pub(crate) async fn show(
