@@ -20,6 +20,7 @@ fn thread(id: &str, created_ms: i64, metadata: serde_json::Value) -> Thread {
         updated_ms: created_ms,
         runs: 0,
         last_run: None,
+        values: None,
     }
 }
 
@@ -186,5 +187,37 @@ async fn metadata_merges_key_by_key_and_a_deleted_thread_is_gone_with_its_run_li
         t.create_thread(&thread("m", 20, json!({}))).await.unwrap();
         assert!(t.join_thread("m", "again", 0, 21).await.unwrap(), "{name}");
         assert_eq!(t.thread_runs("m", 10).await.unwrap(), ["again"], "{name}");
+    }
+}
+
+#[tokio::test]
+async fn values_a_client_writes_stand_until_the_next_run_joins() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, store) in stores::all(&dir).await {
+        let t = threads(&store);
+        t.create_thread(&thread("v", 1, json!({}))).await.unwrap();
+        let written = json!({"messages": [{"type": "human", "content": "hi"}], "n": 1});
+        let now = t
+            .set_thread_values("v", &written, 5)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (now.values.as_ref(), now.updated_ms),
+            (Some(&written), 5),
+            "{name}"
+        );
+        assert_eq!(
+            t.thread("v").await.unwrap().unwrap().values,
+            Some(written),
+            "{name}"
+        );
+        assert_eq!(
+            t.set_thread_values("nope", &json!({}), 5).await.unwrap(),
+            None,
+            "{name}"
+        );
+        assert!(t.join_thread("v", "r1", 0, 6).await.unwrap(), "{name}");
+        assert_eq!(t.thread("v").await.unwrap().unwrap().values, None, "{name}");
     }
 }

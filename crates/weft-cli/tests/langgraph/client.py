@@ -94,6 +94,26 @@ async def second_run_and_history(c, thread_id):
     assert len(await c.threads.search(metadata={"mark": MARK})) == 1
 
 
+async def write_state(c):
+    """update_state between runs: the written values stand, and the next run starts from them."""
+    t = (await c.threads.create())["thread_id"]
+    await c.runs.wait(t, "chat", input=human("hi"))
+    written = await c.threads.update_state(t, {"messages": [{"type": "human", "content": "remember: blue"}], "topic": "colours"})
+    assert written["checkpoint"]["checkpoint_id"], written
+    state = await c.threads.get_state(t)
+    texts = [m["content"] for m in state["values"]["messages"]]
+    assert state["values"]["topic"] == "colours" and texts == ["hi", "Hello from Weft.", "remember: blue"], state
+    history = await c.threads.get_history(t)
+    assert [h["metadata"]["source"] for h in history] == ["update", "loop"], history
+    done = await c.runs.wait(t, "chat", input=human("what's the weather?"))
+    texts = [m["content"] for m in done["messages"]]
+    assert texts == ["hi", "Hello from Weft.", "remember: blue", "what's the weather?", "It is sunny."], done
+    assert done["topic"] == "colours", done
+    run = await c.runs.create(t, "slow", input={})
+    await refused(409, c.threads.update_state(t, {"topic": "too soon"}))
+    await c.runs.cancel(t, run["run_id"])
+
+
 async def interrupt_and_resume(c):
     t = await c.threads.create()
     parts = [p async for p in c.runs.stream(t["thread_id"], "release-approval", input={"version": "2.0", "changes": ["x"]}, stream_mode=["values", "updates"])]
@@ -208,6 +228,7 @@ async def main():
     await assistants(c)
     thread_id = await stream_every_mode(c)
     await second_run_and_history(c, thread_id)
+    await write_state(c)
     await interrupt_and_resume(c)
     await rejoin_after_dropping(c)
     await cancel_and_multitask(c)

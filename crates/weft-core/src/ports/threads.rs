@@ -27,6 +27,11 @@ pub struct Thread {
     pub runs: u64,
     /// The latest run that joined it.
     pub last_run: Option<String>,
+    /// Values a client wrote to the thread since its latest run (LangGraph's
+    /// `update_state`): they stand for the thread's values until the next run joins,
+    /// which starts from them and clears them. `None`: the latest run's values stand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Value>,
 }
 
 /// Which threads [`ThreadStore::threads`] lists, newest first.
@@ -87,8 +92,17 @@ pub trait ThreadStore: Send + Sync {
     /// Deletes thread `id` and its list of runs (the runs themselves stay); whether
     /// there was one.
     async fn delete_thread(&self, id: &str) -> Result<bool, StoreError>;
+    /// Sets the values a client wrote to thread `id` (see [`Thread::values`]); the
+    /// thread as it is then, or `None` if there is none.
+    async fn set_thread_values(
+        &self,
+        id: &str,
+        values: &Value,
+        at_ms: i64,
+    ) -> Result<Option<Thread>, StoreError>;
     /// Makes `run_id` the thread's latest run if the thread has exactly `expected`
-    /// runs now; `false` (nothing written) when it has not, or there is no thread.
+    /// runs now, and clears the values a client wrote; `false` (nothing written) when
+    /// it has not, or there is no thread.
     async fn join_thread(
         &self,
         id: &str,

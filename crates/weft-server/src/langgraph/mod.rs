@@ -15,6 +15,7 @@ mod queue;
 mod request;
 mod runs;
 mod start;
+mod state;
 mod stream;
 mod threads;
 
@@ -66,8 +67,11 @@ pub(crate) fn router(app: App) -> Router {
                 .patch(threads::update)
                 .delete(threads::delete),
         )
-        .route("/threads/{thread_id}/state", get(threads::state))
-        .route("/threads/{thread_id}/history", post(threads::history))
+        .route(
+            "/threads/{thread_id}/state",
+            get(state::read).post(state::update),
+        )
+        .route("/threads/{thread_id}/history", post(state::history))
         .route(
             "/threads/{thread_id}/runs",
             post(runs::create).get(runs::list),

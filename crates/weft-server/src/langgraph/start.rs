@@ -6,7 +6,7 @@
 use super::modes::Modes;
 use super::queue::Waiting;
 use super::request::RunCreate;
-use super::threads::{find, latest_run, new_thread};
+use super::threads::{current_values, find, latest_run, new_thread};
 use super::{Door, LgError, thread_store, values_of};
 use crate::App;
 use axum::http::StatusCode;
@@ -118,7 +118,7 @@ pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Resul
     };
     let active = latest.as_ref().filter(|r| is_active(r));
     let base = match (active, strategy) {
-        (None, _) => latest.as_ref().map(values_of),
+        (None, _) => current_values(&thread, latest.as_ref()),
         (Some(_), Strategy::Reject) => return Err(busy()),
         (Some(_), Strategy::Enqueue) => {
             let started = begun(&new, events);
@@ -192,7 +192,7 @@ pub(crate) async fn start_if_idle(
         return Ok(false);
     }
     let checked = crate::flows::stored(app, &new.flow_id).await?;
-    let base = latest.as_ref().map(values_of);
+    let base = current_values(&thread, latest.as_ref());
     match start_now(app, &thread, new, base, checked).await {
         Ok(_) => Ok(true),
         Err(e) if e.status == StatusCode::CONFLICT => Ok(false),

@@ -27,6 +27,12 @@ pub(crate) async fn find(app: &App, id: &str) -> Result<Thread, LgError> {
         .ok_or_else(|| LgError::not_found("Thread", id))
 }
 
+/// The thread's values now: those a client wrote since its latest run, else that
+/// run's; `None` for a thread that has neither.
+pub(crate) fn current_values(thread: &Thread, latest: Option<&RunRecord>) -> Option<Value> {
+    thread.values.clone().or_else(|| latest.map(values_of))
+}
+
 /// A thread's status as LangGraph names it, from its latest run.
 pub(crate) fn thread_status(latest: Option<&RunRecord>) -> &'static str {
     match latest.map(|r| r.status) {
@@ -40,7 +46,7 @@ pub(crate) fn thread_status(latest: Option<&RunRecord>) -> &'static str {
 /// A thread as LangGraph's clients read one.
 pub(crate) async fn shown(app: &App, thread: &Thread) -> Result<Value, LgError> {
     let latest = latest_run(app, thread).await?;
-    let values = latest.as_ref().map(values_of).unwrap_or_else(|| json!({}));
+    let values = current_values(thread, latest.as_ref()).unwrap_or_else(|| json!({}));
     let interrupts = match &latest {
         Some(r) if r.status == RunStatus::Paused => json!({ r.id.clone(): interrupts_of(r) }),
         _ => json!({}),
@@ -94,6 +100,7 @@ pub(crate) async fn new_thread(
         updated_ms: now,
         runs: 0,
         last_run: None,
+        values: None,
     };
     threads.create_thread(&thread).await?;
     Ok(thread)
@@ -208,96 +215,4 @@ pub(crate) async fn delete(
     } else {
         Err(LgError::not_found("Thread", &id))
     }
-}
-
-/// A thread's state after `run` (the checkpoint `run` left), with `parent` the run
-/// before it.
-fn state_after(thread: &Thread, run: Option<&RunRecord>, parent: Option<&str>) -> Value {
-    let checkpoint = |id: Option<&str>| {
-        id.map(|id| json!({"thread_id": thread.id, "checkpoint_ns": "", "checkpoint_id": id}))
-    };
-    let Some(run) = run else {
-        return json!({
-            "values": {}, "next": [], "tasks": [], "interrupts": [],
-            "checkpoint": null, "parent_checkpoint": null,
-            "metadata": {}, "created_at": null,
-        });
-    };
-    let interrupts = interrupts_of(run);
-    let paused = !interrupts.is_empty();
-    let tasks = if paused {
-        json!([{
-            "id": run.id, "name": run.flow_name, "error": null,
-            "interrupts": interrupts, "checkpoint": null, "state": null, "result": null,
-        }])
-    } else {
-        json!([])
-    };
-    json!({
-        "values": values_of(run),
-        "next": if paused { json!([run.flow_name]) } else { json!([]) },
-        "tasks": tasks,
-        "interrupts": interrupts,
-        "checkpoint": checkpoint(Some(&run.id)),
-        "parent_checkpoint": checkpoint(parent),
-        "checkpoint_id": run.id,
-        "parent_checkpoint_id": parent,
-        "metadata": {
-            "run_id": run.id,
-            "thread_id": thread.id,
-            "graph_id": run.flow_name,
-            "assistant_id": run.flow_name,
-            "source": "loop",
-            "parents": {},
-            "run_attempt": 1,
-            "status": super::run_status(run.status),
-        },
-        "created_at": time(run.updated_ms),
-    })
-}
-
-pub(crate) async fn state(
-    State(app): State<App>,
-    Path(id): Path<String>,
-) -> Result<Json<Value>, LgError> {
-    let thread = find(&app, &id).await?;
-    let runs = thread_store(&app)?.thread_runs(&id, 2).await?;
-    let latest = latest_run(&app, &thread).await?;
-    Ok(Json(state_after(
-        &thread,
-        latest.as_ref(),
-        runs.get(1).map(String::as_str),
-    )))
-}
-
-/// `POST /threads/{id}/history`.
-#[derive(Deserialize, Default)]
-pub(crate) struct History {
-    #[serde(default = "ten")]
-    limit: usize,
-}
-
-fn ten() -> usize {
-    10
-}
-
-pub(crate) async fn history(
-    State(app): State<App>,
-    Path(id): Path<String>,
-    body: Option<Json<History>>,
-) -> Result<Json<Vec<Value>>, LgError> {
-    let limit = body.map(|Json(h)| h.limit).unwrap_or_else(ten);
-    let thread = find(&app, &id).await?;
-    // One more than asked for: the oldest shown names its parent.
-    let ids = thread_store(&app)?
-        .thread_runs(&id, limit.saturating_add(1))
-        .await?;
-    let mut states = Vec::new();
-    for (i, run_id) in ids.iter().enumerate().take(limit) {
-        if let Some(run) = app.engine.store().get_run(run_id).await? {
-            let parent = ids.get(i + 1).map(String::as_str);
-            states.push(state_after(&thread, Some(&run), parent));
-        }
-    }
-    Ok(Json(states))
 }

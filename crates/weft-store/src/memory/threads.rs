@@ -66,6 +66,21 @@ impl ThreadStore for MemoryStore {
         Ok(Some(t.clone()))
     }
 
+    async fn set_thread_values(
+        &self,
+        id: &str,
+        values: &Value,
+        at_ms: i64,
+    ) -> Result<Option<Thread>, StoreError> {
+        let mut threads = self.threads.lock().map_err(|_| poisoned())?;
+        let Some(kept) = threads.get_mut(id) else {
+            return Ok(None);
+        };
+        kept.thread.values = Some(values.clone());
+        kept.thread.updated_ms = at_ms;
+        Ok(Some(kept.thread.clone()))
+    }
+
     async fn delete_thread(&self, id: &str) -> Result<bool, StoreError> {
         let mut threads = self.threads.lock().map_err(|_| poisoned())?;
         Ok(threads.remove(id).is_some())
@@ -85,6 +100,7 @@ impl ThreadStore for MemoryStore {
         kept.runs.push(run_id.to_owned());
         kept.thread.runs += 1;
         kept.thread.last_run = Some(run_id.to_owned());
+        kept.thread.values = None;
         kept.thread.updated_ms = at_ms;
         Ok(true)
     }

@@ -63,7 +63,7 @@ CREATE TABLE IF NOT EXISTS weft.firings (
     PRIMARY KEY (schedule_id, fire_ms));
 CREATE TABLE IF NOT EXISTS weft.threads (
     id text COLLATE "C" PRIMARY KEY, metadata text NOT NULL, created_ms bigint NOT NULL,
-    updated_ms bigint NOT NULL, runs bigint NOT NULL, last_run text);
+    updated_ms bigint NOT NULL, runs bigint NOT NULL, last_run text, state text);
 CREATE INDEX IF NOT EXISTS threads_by_time ON weft.threads (created_ms DESC, id DESC);
 CREATE TABLE IF NOT EXISTS weft.thread_runs (
     thread_id text COLLATE "C" NOT NULL, n bigint NOT NULL, run_id text NOT NULL,

@@ -10,14 +10,20 @@ use tokio_postgres::Row;
 use weft_core::ports::{StoreError, Thread, ThreadQuery, ThreadStore};
 use weft_core::value::Value;
 
-const COLUMNS: &str = "id, metadata, created_ms, updated_ms, runs, last_run";
+const COLUMNS: &str = "id, metadata, created_ms, updated_ms, runs, last_run, state";
 
 fn thread_from_row(r: &Row) -> Result<Thread, StoreError> {
     let id: String = r.get(0);
+    let corrupt = |what: &str, e: serde_json::Error| {
+        StoreError::Corrupt(format!("thread `{id}`'s {what} does not read back: {e}"))
+    };
     let metadata: String = r.get(1);
-    let metadata = serde_json::from_str(&metadata).map_err(|e| {
-        StoreError::Corrupt(format!("thread `{id}`'s metadata does not read back: {e}"))
-    })?;
+    let metadata = serde_json::from_str(&metadata).map_err(|e| corrupt("metadata", e))?;
+    let values: Option<String> = r.get(6);
+    let values = values
+        .map(|v| serde_json::from_str(&v))
+        .transpose()
+        .map_err(|e| corrupt("values", e))?;
     Ok(Thread {
         id,
         metadata,
@@ -25,6 +31,7 @@ fn thread_from_row(r: &Row) -> Result<Thread, StoreError> {
         updated_ms: r.get(3),
         runs: r.get::<_, i64>(4).try_into().unwrap_or_default(),
         last_run: r.get(5),
+        values,
     })
 }
 
@@ -131,6 +138,27 @@ impl ThreadStore for PostgresStore {
         Ok(Some(thread))
     }
 
+    async fn set_thread_values(
+        &self,
+        id: &str,
+        values: &Value,
+        at_ms: i64,
+    ) -> Result<Option<Thread>, StoreError> {
+        let text = serde_json::to_string(values).map_err(|e| StoreError::backend("threads", e))?;
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                "UPDATE weft.threads SET state = $2, updated_ms = $3 WHERE id = $1",
+                &[&id, &text, &at_ms],
+            )
+            .await
+            .map_err(|e| pg_err("threads", e))?;
+        if changed == 0 {
+            return Ok(None);
+        }
+        get_thread(&client, id).await
+    }
+
     async fn delete_thread(&self, id: &str) -> Result<bool, StoreError> {
         let mut client = self.client().await?;
         let tx = client
@@ -163,7 +191,7 @@ impl ThreadStore for PostgresStore {
             .map_err(|e| pg_err("threads", e))?;
         let changed = tx
             .execute(
-                "UPDATE weft.threads SET runs = runs + 1, last_run = $2, updated_ms = $4
+                "UPDATE weft.threads SET runs = runs + 1, last_run = $2, updated_ms = $4, state = NULL
                  WHERE id = $1 AND runs = $3",
                 &[&id, &run_id, &expected, &at_ms],
             )

@@ -11,15 +11,18 @@ use weft_core::value::Value;
 /// The thread tables (created on open, as every table is).
 pub(super) const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS threads (
          id TEXT PRIMARY KEY, metadata TEXT NOT NULL, created_ms INTEGER NOT NULL,
-         updated_ms INTEGER NOT NULL, runs INTEGER NOT NULL, last_run TEXT);
+         updated_ms INTEGER NOT NULL, runs INTEGER NOT NULL, last_run TEXT, state TEXT);
      CREATE INDEX IF NOT EXISTS threads_by_time ON threads (created_ms DESC, id DESC);
      CREATE TABLE IF NOT EXISTS thread_runs (
          thread_id TEXT NOT NULL, n INTEGER NOT NULL, run_id TEXT NOT NULL,
          PRIMARY KEY (thread_id, n)) WITHOUT ROWID;";
 
-const COLUMNS: &str = "id, metadata, created_ms, updated_ms, runs, last_run";
+const COLUMNS: &str = "id, metadata, created_ms, updated_ms, runs, last_run, state";
 
-fn thread_from_row(r: &Row<'_>) -> rusqlite::Result<(Thread, String)> {
+/// A thread's row: the thread, its metadata's text and its values' text.
+type ThreadRow = (Thread, String, Option<String>);
+
+fn thread_from_row(r: &Row<'_>) -> rusqlite::Result<ThreadRow> {
     let thread = Thread {
         id: r.get(0)?,
         metadata: Value::Null,
@@ -27,18 +30,24 @@ fn thread_from_row(r: &Row<'_>) -> rusqlite::Result<(Thread, String)> {
         updated_ms: r.get(3)?,
         runs: r.get::<_, i64>(4)?.try_into().unwrap_or_default(),
         last_run: r.get(5)?,
+        values: None,
     };
-    Ok((thread, r.get(1)?))
+    Ok((thread, r.get(1)?, r.get(6)?))
 }
 
-/// The thread with its metadata read from `text`.
-fn with_metadata((mut thread, text): (Thread, String)) -> Result<Thread, StoreError> {
-    thread.metadata = serde_json::from_str(&text).map_err(|e| {
+/// The thread with its metadata and values read from their text.
+fn with_metadata((mut thread, metadata, values): ThreadRow) -> Result<Thread, StoreError> {
+    let corrupt = |what: &str, e: serde_json::Error| {
         StoreError::Corrupt(format!(
-            "thread `{}`'s metadata does not read back: {e}",
+            "thread `{}`'s {what} does not read back: {e}",
             thread.id
         ))
-    })?;
+    };
+    thread.metadata = serde_json::from_str(&metadata).map_err(|e| corrupt("metadata", e))?;
+    thread.values = values
+        .map(|v| serde_json::from_str(&v))
+        .transpose()
+        .map_err(|e| corrupt("values", e))?;
     Ok(thread)
 }
 
@@ -56,17 +65,24 @@ fn get_thread(conn: &Connection, id: &str) -> Result<Option<Thread>, StoreError>
 
 fn create_thread(conn: &Connection, t: &Thread) -> Result<(), StoreError> {
     let metadata = serde_json::to_string(&t.metadata).map_err(|e| err("threads", e))?;
+    let values = t
+        .values
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|e| err("threads", e))?;
     let written = conn
         .execute(
-            "INSERT OR IGNORE INTO threads (id, metadata, created_ms, updated_ms, runs, last_run)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT OR IGNORE INTO threads (id, metadata, created_ms, updated_ms, runs, last_run, state)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 t.id,
                 metadata,
                 t.created_ms,
                 t.updated_ms,
                 i64::try_from(t.runs).unwrap_or(i64::MAX),
-                t.last_run
+                t.last_run,
+                values
             ],
         )
         .map_err(|e| err("threads", e))?;
@@ -85,7 +101,7 @@ fn list_threads(conn: &Connection, query: &ThreadQuery) -> Result<Vec<Thread>, S
             "SELECT {COLUMNS} FROM threads ORDER BY created_ms DESC, id DESC"
         ))
         .map_err(|e| err("threads", e))?;
-    let rows: Vec<(Thread, String)> = stmt
+    let rows: Vec<ThreadRow> = stmt
         .query_map([], thread_from_row)
         .and_then(|rows| rows.collect())
         .map_err(|e| err("threads", e))?;
@@ -124,6 +140,25 @@ fn merge_metadata(
     Ok(Some(thread))
 }
 
+fn set_values(
+    conn: &Connection,
+    id: &str,
+    values: &Value,
+    at_ms: i64,
+) -> Result<Option<Thread>, StoreError> {
+    let text = serde_json::to_string(values).map_err(|e| err("threads", e))?;
+    let changed = conn
+        .execute(
+            "UPDATE threads SET state = ?2, updated_ms = ?3 WHERE id = ?1",
+            params![id, text, at_ms],
+        )
+        .map_err(|e| err("threads", e))?;
+    if changed == 0 {
+        return Ok(None);
+    }
+    get_thread(conn, id)
+}
+
 fn delete_thread(conn: &Connection, id: &str) -> Result<bool, StoreError> {
     let tx = conn
         .unchecked_transaction()
@@ -150,7 +185,7 @@ fn join_thread(
         .map_err(|e| err("threads", e))?;
     let changed = tx
         .execute(
-            "UPDATE threads SET runs = runs + 1, last_run = ?2, updated_ms = ?4
+            "UPDATE threads SET runs = runs + 1, last_run = ?2, updated_ms = ?4, state = NULL
              WHERE id = ?1 AND runs = ?3",
             params![id, run_id, expected, at_ms],
         )
@@ -202,6 +237,15 @@ impl ThreadStore for SqliteStore {
         let (id, metadata) = (id.to_owned(), metadata.clone());
         self.with(move |c| merge_metadata(c, &id, &metadata, at_ms))
             .await
+    }
+    async fn set_thread_values(
+        &self,
+        id: &str,
+        values: &Value,
+        at_ms: i64,
+    ) -> Result<Option<Thread>, StoreError> {
+        let (id, values) = (id.to_owned(), values.clone());
+        self.with(move |c| set_values(c, &id, &values, at_ms)).await
     }
     async fn delete_thread(&self, id: &str) -> Result<bool, StoreError> {
         let id = id.to_owned();
