@@ -92,6 +92,18 @@ async def second_run_and_history(c, thread_id):
     assert [r["status"] for r in runs] == ["success", "success"], runs
     assert (await c.threads.get(thread_id))["status"] == "idle"
     assert len(await c.threads.search(metadata={"mark": MARK})) == 1
+    # A thread names the graph its runs run, as Agent Chat UI lists a graph's threads.
+    listed = await c.threads.search(metadata={"graph_id": "chat", "mark": MARK})
+    assert [t["thread_id"] for t in listed] == [thread_id], listed
+
+
+async def modes_weft_does_not_send(c):
+    """LangGraph's modes Weft's events do not carry are accepted and send nothing."""
+    t = (await c.threads.create())["thread_id"]
+    parts = [p async for p in c.runs.stream(t, "chat", input=human("hi"), stream_mode=["tasks", "checkpoints", "values"])]
+    assert {p.event for p in parts} == {"metadata", "values"}, parts
+    quiet = [p async for p in c.runs.stream(t, "chat", input=human("hi"), stream_mode=["tasks"])]
+    assert [p.event for p in quiet] == ["metadata"], quiet
 
 
 async def write_state(c):
@@ -211,7 +223,7 @@ async def without_a_thread(c):
 
 async def refusals(c):
     t = await c.threads.create()
-    for bad in [dict(stream_mode="messages"), dict(interrupt_before=["x"]), dict(multitask_strategy="sometimes")]:
+    for bad in [dict(stream_mode="nonsense"), dict(interrupt_before=["x"]), dict(multitask_strategy="sometimes")]:
         await refused(422, c.runs.create(t["thread_id"], "chat", input=human("hi"), **bad))
     await refused(404, c.runs.create("no-such-thread", "chat", input=human("hi")))
     await refused(404, c.runs.create(t["thread_id"], "no-such-assistant", input=human("hi")))
@@ -229,6 +241,7 @@ async def main():
     thread_id = await stream_every_mode(c)
     await second_run_and_history(c, thread_id)
     await write_state(c)
+    await modes_weft_does_not_send(c)
     await interrupt_and_resume(c)
     await rejoin_after_dropping(c)
     await cancel_and_multitask(c)

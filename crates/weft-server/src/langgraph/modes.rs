@@ -55,22 +55,24 @@ impl Modes {
                 )));
             }
         };
+        if names.is_empty() {
+            return Ok(Modes::default());
+        }
         let mut modes = Vec::new();
         for name in names {
+            if UNSENT.contains(&name) {
+                continue;
+            }
             let mode = Mode::ALL
                 .iter()
                 .find(|(n, _)| *n == name)
                 .map(|(_, m)| *m)
-                .ok_or_else(|| unsupported_mode(name))?;
+                .ok_or_else(|| unknown_mode(name))?;
             if !modes.contains(&mode) {
                 modes.push(mode);
             }
         }
-        Ok(if modes.is_empty() {
-            Modes::default()
-        } else {
-            Modes(modes)
-        })
+        Ok(Modes(modes))
     }
 
     pub(crate) fn to_json(&self) -> Value {
@@ -82,16 +84,15 @@ impl Modes {
     }
 }
 
-fn unsupported_mode(name: &str) -> LgError {
-    let why = match name {
-        "messages" => "use `messages-tuple` (the same messages, as [message, metadata] pairs)",
-        "tasks" | "checkpoints" => {
-            "Weft's runs keep a journal, not LangGraph checkpoints; use `debug`"
-        }
-        _ => "the modes are values, updates, messages-tuple, custom, events and debug",
-    };
+/// LangGraph's modes that Weft's events do not carry: asked for, they send nothing
+/// (a client that only listens for them still gets its run), where an unknown name is
+/// refused. `messages` is LangGraph's older form of `messages-tuple`; `tasks`,
+/// `checkpoints` and `tools` describe LangGraph's own scheduler and tool runner.
+const UNSENT: [&str; 4] = ["messages", "tasks", "checkpoints", "tools"];
+
+fn unknown_mode(name: &str) -> LgError {
     LgError::invalid(format!(
-        "stream mode `{name}` is not supported by Weft: {why}"
+        "stream mode `{name}` is not one Weft knows: values, updates, messages-tuple, custom, events and debug are sent; messages, tasks, checkpoints and tools are accepted and send nothing"
     ))
 }
 

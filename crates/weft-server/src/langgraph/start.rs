@@ -159,11 +159,23 @@ pub(crate) async fn start_now(
     let mut input = with_input(base.unwrap_or_else(|| json!({})), new.input.clone());
     super::messages::normalize(&mut input, &new.run_id);
     let now = weft_core::event::now_ms() as i64;
-    if !thread_store(app)?
+    let threads = thread_store(app)?;
+    if !threads
         .join_thread(&thread.id, &new.run_id, thread.runs, now)
         .await?
     {
         return Err(busy());
+    }
+    // As LangGraph does, a thread names the graph its runs run, so that a client lists
+    // a graph's threads by metadata (Agent Chat UI searches `{graph_id}`).
+    if thread.metadata.get("graph_id").is_none() {
+        let named = [("graph_id", &new.flow), ("assistant_id", &new.flow)]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), Value::String(v.clone())))
+            .collect();
+        threads
+            .merge_thread_metadata(&thread.id, &named, now)
+            .await?;
     }
     let settings = settings_with_modes(app.run_settings.clone(), &new.modes);
     let started = crate::runs::start_with(

@@ -51,13 +51,6 @@ pub(crate) async fn shown(app: &App, thread: &Thread) -> Result<Value, LgError> 
         Some(r) if r.status == RunStatus::Paused => json!({ r.id.clone(): interrupts_of(r) }),
         _ => json!({}),
     };
-    // LangGraph names the graph of a thread's runs in its metadata.
-    let mut metadata = thread.metadata.clone();
-    if let (Some(run), Some(m)) = (&latest, metadata.as_object_mut()) {
-        for key in ["graph_id", "assistant_id"] {
-            m.entry(key).or_insert_with(|| json!(run.flow_name));
-        }
-    }
     let state_updated = latest.as_ref().map_or(thread.updated_ms, |r| r.updated_ms);
     let error = match &latest {
         Some(r) if r.status == RunStatus::Failed => r.error.clone().unwrap_or(Value::Null),
@@ -68,7 +61,7 @@ pub(crate) async fn shown(app: &App, thread: &Thread) -> Result<Value, LgError> 
         "created_at": time(thread.created_ms),
         "updated_at": time(thread.updated_ms),
         "state_updated_at": time(state_updated),
-        "metadata": metadata,
+        "metadata": thread.metadata,
         "status": thread_status(latest.as_ref()),
         "config": {"configurable": {}},
         "values": values,
