@@ -95,6 +95,17 @@ async def second_run_and_history(c, thread_id):
     # A thread names the graph its runs run, as Agent Chat UI lists a graph's threads.
     listed = await c.threads.search(metadata={"graph_id": "chat", "mark": MARK})
     assert [t["thread_id"] for t in listed] == [thread_id], listed
+    # A run from an earlier checkpoint starts from that run's values (editing or
+    # regenerating an earlier message); from the head, as any run does.
+    head, first = history[0]["checkpoint"], history[1]["checkpoint"]
+    forked = await c.runs.wait(thread_id, "chat", input=human("again"), checkpoint=first)
+    texts = [m["content"] for m in forked["messages"]]
+    assert texts == ["what's the weather?", "It is sunny.", "again", "Hello from Weft."], forked
+    latest = (await c.threads.get_history(thread_id, limit=1))[0]["checkpoint"]
+    assert latest != head, latest
+    on_head = await c.runs.wait(thread_id, "chat", input=human("hi"), checkpoint=latest)
+    assert len(on_head["messages"]) == 6, on_head
+    await refused(404, c.runs.wait(thread_id, "chat", input=human("x"), checkpoint={"checkpoint_id": "nope", "checkpoint_ns": ""}))
 
 
 async def modes_weft_does_not_send(c):

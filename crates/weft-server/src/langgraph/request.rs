@@ -48,6 +48,16 @@ pub(crate) struct Command {
 }
 
 impl RunCreate {
+    /// The checkpoint the run is to start from (`checkpoint.checkpoint_id`, or the
+    /// older `checkpoint_id`), when one is named.
+    pub(crate) fn checkpoint_id(&self) -> Option<&str> {
+        self.checkpoint
+            .as_ref()
+            .and_then(|c| c.get("checkpoint_id"))
+            .and_then(Value::as_str)
+            .or(self.checkpoint_id.as_deref())
+    }
+
     /// Refuses the fields Weft has no meaning for, rather than ignoring them.
     pub(crate) fn refuse_unsupported(&self) -> Result<(), LgError> {
         let refused = [
@@ -60,11 +70,6 @@ impl RunCreate {
                 "interrupt_after",
                 self.interrupt_after.is_some(),
                 "Weft pauses at approval steps the flow declares",
-            ),
-            (
-                "checkpoint",
-                self.checkpoint.is_some() || self.checkpoint_id.is_some(),
-                "a run starts from the thread's latest values; retry a failed run with POST /v1/runs/{id}/retry",
             ),
             (
                 "after_seconds",

@@ -92,6 +92,7 @@ pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Resul
     let strategy = Strategy::parse(req.multitask_strategy.as_deref())?;
     let thread = thread_for(app, thread_id, req.if_not_exists.as_deref()).await?;
     let latest = latest_run(app, &thread).await?;
+    let checkpoint = req.checkpoint_id().map(str::to_owned);
     if let Some(resume) = req.command.and_then(|c| c.resume) {
         return resume_run(app, &thread, latest, resume, modes).await;
     }
@@ -99,6 +100,7 @@ pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Resul
     // Checked now, so that a flow that no longer loads is refused here, with its
     // diagnostics, and not when a queued run's turn comes.
     let checked = crate::flows::stored(app, &flow.flow_id).await?;
+    let from = forked_from(app, &thread, latest.as_ref(), checkpoint.as_deref()).await?;
     let new = NewRun {
         run_id: uuid::Uuid::now_v7().to_string(),
         flow_id: flow.flow_id,
@@ -118,7 +120,7 @@ pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Resul
     };
     let active = latest.as_ref().filter(|r| is_active(r));
     let base = match (active, strategy) {
-        (None, _) => current_values(&thread, latest.as_ref()),
+        (None, _) => from.or_else(|| current_values(&thread, latest.as_ref())),
         (Some(_), Strategy::Reject) => return Err(busy()),
         (Some(_), Strategy::Enqueue) => {
             let started = begun(&new, events);
@@ -136,6 +138,38 @@ pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Resul
         underway: Some(underway),
         ..begun(&new, events)
     })
+}
+
+/// The values a run that names `checkpoint` starts from: `None` when it names the
+/// thread's head (its latest run, or the values written since), which the run starts
+/// from anyway; an earlier run's values when it names one of the thread's earlier runs
+/// (LangGraph's fork: editing or regenerating an earlier message); `404` otherwise.
+async fn forked_from(
+    app: &App,
+    thread: &Thread,
+    latest: Option<&RunRecord>,
+    checkpoint: Option<&str>,
+) -> Result<Option<Value>, LgError> {
+    let Some(id) = checkpoint else {
+        return Ok(None);
+    };
+    let head = match (&thread.values, latest) {
+        (Some(_), _) => Some(super::state::written_checkpoint(thread)),
+        (None, Some(run)) => Some(run.id.clone()),
+        (None, None) => None,
+    };
+    if head.as_deref() == Some(id) {
+        return Ok(None);
+    }
+    let runs = thread_store(app)?
+        .thread_runs(&thread.id, usize::MAX)
+        .await?;
+    let earlier = match runs.iter().any(|r| r == id) {
+        true => app.engine.store().get_run(id).await?,
+        false => None,
+    };
+    let earlier = earlier.ok_or_else(|| LgError::not_found("Checkpoint", id))?;
+    Ok(Some(values_of(&earlier)))
 }
 
 /// The values of the run before the thread's latest.

@@ -80,7 +80,7 @@ fn state_written(thread: &Thread, values: &Value, latest: Option<&RunRecord>) ->
 }
 
 /// The id of the checkpoint a client's written values make.
-fn written_checkpoint(thread: &Thread) -> String {
+pub(crate) fn written_checkpoint(thread: &Thread) -> String {
     format!("{}-update-{}", thread.id, thread.updated_ms)
 }
 
