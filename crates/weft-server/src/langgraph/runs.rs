@@ -4,7 +4,7 @@
 use super::modes::{EventId, Modes};
 use super::parts::Streamed;
 use super::request::RunCreate;
-use super::start::{begin, modes_of};
+use super::start::{begin, modes_of, strategy_of, thread_of};
 use super::stream::{self, Opening};
 use super::threads::find;
 use super::{Door, LgError, run_status, thread_store, time};
@@ -28,7 +28,7 @@ fn shown(run: &RunRecord, thread_id: &str) -> Value {
         "updated_at": time(run.updated_ms),
         "status": run_status(run.status),
         "metadata": {},
-        "multitask_strategy": "reject",
+        "multitask_strategy": strategy_of(run),
         "kwargs": {
             "input": run.input,
             "command": null,
@@ -63,16 +63,11 @@ fn locations(
 
 /// The run `run_id` of thread `thread_id` (a run of another thread is not found).
 async fn run_of(app: &App, thread_id: &str, run_id: &str) -> Result<RunRecord, LgError> {
-    let runs = thread_store(app)?
-        .thread_runs(thread_id, usize::MAX)
-        .await?;
-    if !runs.iter().any(|r| r == run_id) {
-        return Err(LgError::not_found("Run", run_id));
-    }
     app.engine
         .store()
         .get_run(run_id)
         .await?
+        .filter(|run| thread_of(run) == Some(thread_id))
         .ok_or_else(|| LgError::not_found("Run", run_id))
 }
 

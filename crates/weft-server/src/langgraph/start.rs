@@ -13,9 +13,10 @@ use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 use weft_core::ports::{RunRecord, RunStatus, Thread};
 
-/// The settings key a run keeps its stream modes under, so that a client that rejoins
-/// without naming them gets the ones it asked for.
-const MODES_SETTING: &str = "langgraph_stream_mode";
+/// The settings key under which a run keeps what this door reads back about it: its
+/// thread (a run of another thread is not found), the stream modes it was started
+/// with (a client that rejoins without naming them gets those) and its strategy.
+const SETTING: &str = "langgraph";
 
 /// A run that was started, queued or resumed, with its events from where its stream
 /// begins (followed before it started, or before its answer: not even a first token
@@ -47,6 +48,15 @@ enum Strategy {
 }
 
 impl Strategy {
+    fn name(self) -> &'static str {
+        match self {
+            Strategy::Reject => "reject",
+            Strategy::Enqueue => "enqueue",
+            Strategy::Interrupt => "interrupt",
+            Strategy::Rollback => "rollback",
+        }
+    }
+
     fn parse(given: Option<&str>) -> Result<Strategy, LgError> {
         Ok(match given {
             None | Some("enqueue") => Strategy::Enqueue,
@@ -78,6 +88,7 @@ pub(crate) fn busy() -> LgError {
 #[derive(Clone)]
 pub(crate) struct NewRun {
     pub(crate) run_id: String,
+    strategy: Strategy,
     pub(crate) flow_id: String,
     pub(crate) flow: String,
     pub(crate) input: Value,
@@ -103,6 +114,7 @@ pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Resul
     let from = forked_from(app, &thread, latest.as_ref(), checkpoint.as_deref()).await?;
     let new = NewRun {
         run_id: uuid::Uuid::now_v7().to_string(),
+        strategy,
         flow_id: flow.flow_id,
         flow: flow.name,
         input: req.input.unwrap_or(Value::Null),
@@ -161,14 +173,10 @@ async fn forked_from(
     if head.as_deref() == Some(id) {
         return Ok(None);
     }
-    let runs = thread_store(app)?
-        .thread_runs(&thread.id, usize::MAX)
-        .await?;
-    let earlier = match runs.iter().any(|r| r == id) {
-        true => app.engine.store().get_run(id).await?,
-        false => None,
-    };
-    let earlier = earlier.ok_or_else(|| LgError::not_found("Checkpoint", id))?;
+    let earlier = app.engine.store().get_run(id).await?;
+    let earlier = earlier
+        .filter(|run| thread_of(run) == Some(thread.id.as_str()))
+        .ok_or_else(|| LgError::not_found("Checkpoint", id))?;
     Ok(Some(values_of(&earlier)))
 }
 
@@ -211,7 +219,7 @@ pub(crate) async fn start_now(
             .merge_thread_metadata(&thread.id, &named, now)
             .await?;
     }
-    let settings = settings_with_modes(app.run_settings.clone(), &new.modes);
+    let settings = settings_with(app.run_settings.clone(), &thread.id, new);
     let started = crate::runs::start_with(
         app,
         &checked.loaded,
@@ -359,17 +367,39 @@ pub(crate) fn answer_of(resume: Value) -> Value {
     }
 }
 
-fn settings_with_modes(settings: Option<Value>, modes: &Modes) -> Option<Value> {
+/// The server's `settings` with what the door keeps about run `new` of `thread_id`.
+fn settings_with(settings: Option<Value>, thread_id: &str, new: &NewRun) -> Option<Value> {
     let mut settings = match settings {
         Some(Value::Object(m)) => m,
         _ => Map::new(),
     };
-    settings.insert(MODES_SETTING.into(), modes.to_json());
+    let kept = json!({
+        "thread_id": thread_id,
+        "stream_mode": new.modes.to_json(),
+        "multitask_strategy": new.strategy.name(),
+    });
+    settings.insert(SETTING.into(), kept);
     Some(Value::Object(settings))
 }
 
-/// The stream modes run `run` was started with.
+/// What the door kept about `run` under `key`.
+fn kept<'r>(run: &'r RunRecord, key: &str) -> Option<&'r Value> {
+    run.settings.as_ref()?.get(SETTING)?.get(key)
+}
+
+/// The stream modes `run` was started with.
 pub(crate) fn modes_of(run: &RunRecord) -> Modes {
-    let given = run.settings.as_ref().and_then(|s| s.get(MODES_SETTING));
-    Modes::parse(given).unwrap_or_default()
+    Modes::parse(kept(run, "stream_mode")).unwrap_or_default()
+}
+
+/// The thread `run` was started on, when the door started it.
+pub(crate) fn thread_of(run: &RunRecord) -> Option<&str> {
+    kept(run, "thread_id")?.as_str()
+}
+
+/// The strategy `run` was started with.
+pub(crate) fn strategy_of(run: &RunRecord) -> &str {
+    kept(run, "multitask_strategy")
+        .and_then(Value::as_str)
+        .unwrap_or("enqueue")
 }
