@@ -7,12 +7,13 @@
 //! durable as any).
 
 use super::start::{NewRun, start_if_idle};
-use super::threads::{find, latest_run};
+use super::threads::find;
 use super::{Door, time};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use weft_core::event::EventKind;
+use weft_core::ports::RunStatus;
 
 /// A run waiting for its thread.
 pub(crate) struct Waiting {
@@ -69,9 +70,9 @@ impl Queue {
         let app = &door.app;
         loop {
             if let Ok(thread) = find(app, thread_id).await
-                && let Ok(Some(latest)) = latest_run(app, &thread).await
+                && let Some(latest) = thread.last_run
             {
-                until_it_stops(door, &latest.id).await;
+                until_it_stops(door, &latest).await;
             }
             let started = {
                 let runs = self.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -143,13 +144,25 @@ impl Queue {
     }
 }
 
-/// Returns once run `run_id` has ended or paused (following its events from now on).
+/// Returns once run `run_id` has ended or paused: at once when it has (a paused run
+/// holds its thread no more, and sends no event that would end a wait), else when its
+/// events say so. Where its events stand is read before its status, so an end between
+/// the two reads is among the events followed.
 async fn until_it_stops(door: &Door, run_id: &str) {
-    let next = door.app.engine.store().next_event_seq(run_id).await;
-    let mut events = door
-        .app
-        .engine
-        .follow(run_id, next.ok().and_then(|n| n.checked_sub(1)));
+    let store = door.app.engine.store();
+    let Ok(next) = store.next_event_seq(run_id).await else {
+        return;
+    };
+    let going = store
+        .get_run(run_id)
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|run| matches!(run.status, RunStatus::Queued | RunStatus::Running));
+    if !going {
+        return;
+    }
+    let mut events = door.app.engine.follow(run_id, next.checked_sub(1));
     while let Some(Ok(e)) = events.recv().await {
         if e.kind.is_final() || matches!(e.kind, EventKind::RunPaused { .. }) {
             break;
