@@ -1,5 +1,5 @@
-//! Threads: create, read, search, change metadata, delete; their state (the latest
-//! run's values) and history (one checkpoint per run, newest first).
+//! Threads: create, read, search, change metadata, delete; a thread's values and
+//! status, read from its latest run (its state and history are [`super::state`]'s).
 
 use super::{LgError, interrupts_of, thread_store, time, values_of};
 use crate::App;
