@@ -10,9 +10,14 @@
 //! worker|all` run over a store many processes share: claim runs that wait, drive them
 //! with the engine, wait for a notification or a poll.
 //!
+//! Beside its own `/v1` API it speaks two other systems' APIs over the same runs:
+//! AgentFlow's `/api/*` (`docs/agentflow-api.md`) and LangGraph's Agent Server API
+//! (`/threads`, `/runs`, `/assistants`: `docs/langgraph-api.md`), whose threads live in
+//! the store's [`weft_core::ports::ThreadStore`].
+//!
 //! It owns the HTTP surface and that loop only: requests become calls on one [`weft_engine::Engine`]
 //! built by the caller (with its models, sandboxes and actions), and every error
-//! becomes a JSON problem object. The MCP tools of `weft-mcp` are served at `/mcp`
+//! becomes a JSON problem object (the other systems' doors answer in their shapes). The MCP tools of `weft-mcp` are served at `/mcp`
 //! (streamable HTTP) and the page of `weft-web` at `/`, over the same engine, behind the
 //! same token (which a browser gives once at `/login` for a session cookie). It must
 //! not depend on the command line or on any store, model or sandbox adapter.

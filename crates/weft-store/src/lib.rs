@@ -1,6 +1,7 @@
 //! # weft-store
 //!
-//! Owns run storage behind `weft-core`'s `Store` port: [`SqliteStore`], the durable
+//! Owns run storage behind `weft-core`'s `Store` port (and its `TriggerStore` and
+//! `ThreadStore`, in the same database): [`SqliteStore`], the durable
 //! default (one file, WAL, group commit of journal appends on a writer thread), and
 //! [`PostgresStore`], for many Weft processes sharing one database, and [`MemoryStore`],
 //! for tests, benchmarks and embedders that need no durability.
