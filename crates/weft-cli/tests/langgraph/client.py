@@ -108,6 +108,19 @@ async def second_run_and_history(c, thread_id):
     await refused(404, c.runs.wait(thread_id, "chat", input=human("x"), checkpoint={"checkpoint_id": "nope", "checkpoint_ns": ""}))
 
 
+async def messages_mode(c):
+    """LangGraph's `messages` mode: each model message's metadata once, then the message
+    so far as it streams (or whole, when the model did not stream)."""
+    t = (await c.threads.create())["thread_id"]
+    parts = [p async for p in c.runs.stream(t, "chat", input=human("what's the weather?"), stream_mode="messages")]
+    events = [p.event for p in parts]
+    assert events[0] == "metadata" and events[1] == "messages/metadata", events
+    assert set(events[2:]) <= {"messages/partial", "messages/complete"} and len(events) > 2, events
+    last = parts[-1].data[0]
+    assert last["content"] == "It is sunny." and last["id"] in parts[1].data, parts
+    assert parts[1].data[last["id"]]["metadata"]["langgraph_node"] == "answer", parts[1].data
+
+
 async def modes_weft_does_not_send(c):
     """LangGraph's modes Weft's events do not carry are accepted and send nothing."""
     t = (await c.threads.create())["thread_id"]
@@ -253,6 +266,7 @@ async def main():
     await second_run_and_history(c, thread_id)
     await write_state(c)
     await modes_weft_does_not_send(c)
+    await messages_mode(c)
     await interrupt_and_resume(c)
     await rejoin_after_dropping(c)
     await cancel_and_multitask(c)

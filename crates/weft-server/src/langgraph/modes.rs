@@ -9,16 +9,18 @@ pub(crate) enum Mode {
     Values,
     Updates,
     MessagesTuple,
+    Messages,
     Custom,
     Events,
     Debug,
 }
 
 impl Mode {
-    const ALL: [(&'static str, Mode); 6] = [
+    const ALL: [(&'static str, Mode); 7] = [
         ("values", Mode::Values),
         ("updates", Mode::Updates),
         ("messages-tuple", Mode::MessagesTuple),
+        ("messages", Mode::Messages),
         ("custom", Mode::Custom),
         ("events", Mode::Events),
         ("debug", Mode::Debug),
@@ -86,13 +88,13 @@ impl Modes {
 
 /// LangGraph's modes that Weft's events do not carry: asked for, they send nothing
 /// (a client that only listens for them still gets its run), where an unknown name is
-/// refused. `messages` is LangGraph's older form of `messages-tuple`; `tasks`,
-/// `checkpoints` and `tools` describe LangGraph's own scheduler and tool runner.
-const UNSENT: [&str; 4] = ["messages", "tasks", "checkpoints", "tools"];
+/// refused. `tasks`, `checkpoints` and `tools` describe LangGraph's own scheduler and
+/// tool runner.
+const UNSENT: [&str; 3] = ["tasks", "checkpoints", "tools"];
 
 fn unknown_mode(name: &str) -> LgError {
     LgError::invalid(format!(
-        "stream mode `{name}` is not one Weft knows: values, updates, messages-tuple, custom, events and debug are sent; messages, tasks, checkpoints and tools are accepted and send nothing"
+        "stream mode `{name}` is not one Weft knows: values, updates, messages-tuple, messages, custom, events and debug are sent; tasks, checkpoints and tools are accepted and send nothing"
     ))
 }
 

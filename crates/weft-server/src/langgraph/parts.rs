@@ -8,7 +8,7 @@ use super::stream::{error_of, final_values, settled};
 use super::{interrupts_of, time};
 use crate::App;
 use serde_json::{Value, json};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use weft_core::event::{EventKind, SharedEvent};
 use weft_core::ports::RunStatus;
@@ -42,8 +42,9 @@ pub(crate) struct Streamed {
 pub(crate) struct Translation {
     who: Streamed,
     modes: Modes,
-    /// Model steps whose text went out as deltas (their whole message is not sent again).
-    streamed: HashSet<String>,
+    /// Model steps whose text went out as deltas, with the text so far (their whole
+    /// message is not sent again; `messages` mode sends the text so far each time).
+    streamed: HashMap<String, String>,
     /// Steps whose start this stream has seen.
     started: HashSet<String>,
     /// Deltas that arrived before their step's start (stored events are delivered once
@@ -58,7 +59,7 @@ impl Translation {
         Translation {
             who,
             modes,
-            streamed: HashSet::new(),
+            streamed: HashMap::new(),
             started: HashSet::new(),
             held: from_start.then(Vec::new),
         }
@@ -154,9 +155,24 @@ impl Translation {
         let EventKind::LlmDelta { path, text } = &e.kind else {
             return Vec::new();
         };
-        self.streamed.insert(path.clone());
+        let first = !self.streamed.contains_key(path);
+        let so_far = self.streamed.entry(path.clone()).or_default();
+        so_far.push_str(text);
+        let so_far = so_far.clone();
         let chunk = || messages::made("AIMessageChunk", self.message_id(path), text);
         let mut parts = Vec::new();
+        if self.modes.has(Mode::Messages) {
+            let partial = messages::made("AIMessageChunk", self.message_id(path), &so_far);
+            if first {
+                parts.push(self.messages_metadata(path, true));
+            }
+            let data = json!([partial]);
+            parts.push(Part {
+                name: "messages/partial",
+                data,
+                live: true,
+            });
+        }
         if self.modes.has(Mode::MessagesTuple) {
             let data = json!([chunk(), self.message_metadata(path)]);
             parts.push(Part {
@@ -194,16 +210,20 @@ impl Translation {
         if self.modes.has(Mode::Updates) {
             parts.push(Part::stored("updates", json!({ node: output })));
         }
-        if kind == "llm" && self.modes.has(Mode::MessagesTuple) && !self.streamed.contains(path) {
+        if kind == "llm" && !self.streamed.contains_key(path) {
             let text = match output {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
             let message = messages::made("ai", self.message_id(path), &text);
-            parts.push(Part::stored(
-                "messages",
-                json!([message, self.message_metadata(path)]),
-            ));
+            if self.modes.has(Mode::MessagesTuple) {
+                let data = json!([message, self.message_metadata(path)]);
+                parts.push(Part::stored("messages", data));
+            }
+            if self.modes.has(Mode::Messages) {
+                parts.push(self.messages_metadata(path, false));
+                parts.push(Part::stored("messages/complete", json!([message])));
+            }
         }
         let result =
             json!({"id": path, "name": node, "result": output, "error": null, "interrupts": []});
@@ -258,6 +278,16 @@ impl Translation {
     /// The id of the message a model step makes: the same for its chunks and whole.
     fn message_id(&self, path: &str) -> String {
         format!("run-{}-{path}", self.who.run_id)
+    }
+
+    /// `messages` mode's `messages/metadata` part for the message step `path` makes.
+    fn messages_metadata(&self, path: &str, live: bool) -> Part {
+        let data = json!({ self.message_id(path): {"metadata": self.message_metadata(path)} });
+        Part {
+            name: "messages/metadata",
+            data,
+            live,
+        }
     }
 
     fn message_metadata(&self, path: &str) -> Value {
