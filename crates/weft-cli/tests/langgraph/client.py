@@ -219,6 +219,10 @@ async def enqueue(c):
     assert second["status"] == "pending", second
     dropped = await c.runs.create(t, "chat", input=human("never"))
     await c.runs.cancel(t, dropped["run_id"])
+    # A queued run cancelled before its turn ends, for whoever follows it.
+    assert (await c.runs.get(t, dropped["run_id"]))["status"] == "interrupted"
+    ended = [p async for p in c.runs.join_stream(t, dropped["run_id"])]
+    assert [p.event for p in ended] == ["metadata"], ended
     listed = [r["run_id"] for r in await c.runs.list(t)]
     assert second["run_id"] in listed and dropped["run_id"] not in listed, listed
     parts = [p async for p in c.runs.join_stream(t, second["run_id"], stream_mode=["values"])]

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use weft_core::event::EventKind;
-use weft_core::ports::RunStatus;
+use weft_core::ports::{RunRecord, RunStatus};
 
 /// A run waiting for its thread.
 pub(crate) struct Waiting {
@@ -85,10 +85,10 @@ impl Queue {
                 Ok(true) => return,
                 Ok(false) => continue,
                 Err(e) => {
-                    eprintln!(
-                        "weft serve: the queued run {run_id} of thread {thread_id} was not started: {}",
-                        e.detail
-                    );
+                    let why = format!("the queued run was not started: {}", e.detail);
+                    eprintln!("weft serve: run {run_id} of thread {thread_id}: {why}");
+                    let failed = Ended::Failed(why);
+                    record_dropped(app, thread_id, &started, failed).await;
                     return;
                 }
             }
@@ -102,17 +102,22 @@ impl Queue {
             .remove(run_id)
     }
 
-    /// Cancels queued run `run_id` of `thread_id`: whether it was queued.
-    pub(crate) fn cancel(&self, thread_id: &str, run_id: &str) -> bool {
-        let mut runs = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if runs
-            .get(run_id)
-            .is_none_or(|(w, _)| w.thread_id != thread_id)
-        {
-            return false;
-        }
-        if let Some((_, task)) = runs.remove(run_id) {
+    /// Cancels queued run `run_id` of `thread_id`: whether it was queued. The run is
+    /// stored as cancelled, so that a client following it sees it end.
+    pub(crate) async fn cancel(&self, app: &crate::App, thread_id: &str, run_id: &str) -> bool {
+        let dropped = {
+            let mut runs = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            if runs
+                .get(run_id)
+                .is_none_or(|(w, _)| w.thread_id != thread_id)
+            {
+                return false;
+            }
+            runs.remove(run_id)
+        };
+        if let Some((waiting, task)) = dropped {
             task.abort();
+            record_dropped(app, thread_id, &waiting.new, Ended::Cancelled).await;
         }
         true
     }
@@ -169,4 +174,38 @@ async fn until_it_stops(door: &Door, run_id: &str) {
         }
     }
     super::stream::settled(&door.app, run_id).await;
+}
+
+/// How a queued run ended without starting.
+enum Ended {
+    Cancelled,
+    Failed(String),
+}
+
+/// Stores queued run `new` as it ended without starting, so that the clients that
+/// follow it see it end (their streams wait for it to be stored) and read why.
+async fn record_dropped(app: &crate::App, thread_id: &str, new: &NewRun, ended: Ended) {
+    let now = weft_core::event::now_ms() as i64;
+    let mut run = RunRecord::new(
+        new.run_id.clone(),
+        new.flow_hash.clone(),
+        new.flow.clone(),
+        new.input.clone(),
+        now,
+    );
+    run.flow_id = Some(new.flow_id.clone());
+    run.settings = super::start::settings_with(app.run_settings.clone(), thread_id, new);
+    match ended {
+        Ended::Cancelled => run.status = RunStatus::Cancelled,
+        Ended::Failed(why) => {
+            run.status = RunStatus::Failed;
+            run.error = Some(json!({"kind": "input", "message": why}));
+        }
+    }
+    if let Err(e) = app.engine.store().create_run(&run).await {
+        eprintln!(
+            "weft serve: run {} of thread {thread_id} was not recorded: {e}",
+            run.id
+        );
+    }
 }

@@ -284,7 +284,7 @@ pub(crate) async fn cancel(
     State(door): State<Door>,
     Path((thread_id, run_id)): Path<(String, String)>,
 ) -> Result<StatusCode, LgError> {
-    if door.queue.cancel(&thread_id, &run_id) {
+    if door.queue.cancel(&door.app, &thread_id, &run_id).await {
         return Ok(StatusCode::ACCEPTED);
     }
     run_of(&door.app, &thread_id, &run_id).await?;

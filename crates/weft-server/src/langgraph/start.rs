@@ -89,6 +89,8 @@ pub(crate) fn busy() -> LgError {
 pub(crate) struct NewRun {
     pub(crate) run_id: String,
     strategy: Strategy,
+    /// The content hash of the flow as it was checked.
+    pub(crate) flow_hash: String,
     pub(crate) flow_id: String,
     pub(crate) flow: String,
     pub(crate) input: Value,
@@ -115,6 +117,7 @@ pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Resul
     let new = NewRun {
         run_id: uuid::Uuid::now_v7().to_string(),
         strategy,
+        flow_hash: checked.prepared.hash().to_owned(),
         flow_id: flow.flow_id,
         flow: flow.name,
         input: req.input.unwrap_or(Value::Null),
@@ -368,7 +371,11 @@ pub(crate) fn answer_of(resume: Value) -> Value {
 }
 
 /// The server's `settings` with what the door keeps about run `new` of `thread_id`.
-fn settings_with(settings: Option<Value>, thread_id: &str, new: &NewRun) -> Option<Value> {
+pub(crate) fn settings_with(
+    settings: Option<Value>,
+    thread_id: &str,
+    new: &NewRun,
+) -> Option<Value> {
     let mut settings = match settings {
         Some(Value::Object(m)) => m,
         _ => Map::new(),

@@ -199,11 +199,19 @@ pub(crate) async fn update(
     Ok(Json(shown(&app, &thread).await?))
 }
 
+/// `DELETE /threads/{id}`: the thread and its list of runs; the runs queued on it are
+/// cancelled (its stored runs stay).
 pub(crate) async fn delete(
-    State(app): State<App>,
+    State(door): State<super::Door>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, LgError> {
-    if thread_store(&app)?.delete_thread(&id).await? {
+    let app = &door.app;
+    for queued in door.queue.of_thread(&id) {
+        if let Some(run_id) = queued["run_id"].as_str() {
+            door.queue.cancel(app, &id, run_id).await;
+        }
+    }
+    if thread_store(app)?.delete_thread(&id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(LgError::not_found("Thread", &id))
