@@ -91,12 +91,20 @@ struct Interpreters {
     poisoned: bool,
 }
 
+/// Room a run gets for its arguments, per byte of the request that carries them: JSON
+/// text becomes interpreter objects several times its size (a small integer of four
+/// characters is a 28-byte object and an 8-byte slot in its list), so the memory limit
+/// bounds what the code allocates, not the data it was given.
+const ROOM_PER_REQUEST_BYTE: u64 = 16;
+
 fn answer(
     req: &Request,
+    request_bytes: usize,
     it: &mut Interpreters,
     files: &mut dyn FnMut(OsFunctionCall) -> ExtFunctionResult,
 ) -> Response {
-    limit_memory(req.limits.memory_bytes);
+    let for_arguments = (request_bytes as u64).saturating_mul(ROOM_PER_REQUEST_BYTE);
+    limit_memory(req.limits.memory_bytes.saturating_add(for_arguments));
     let result = match req.language.as_str() {
         "python" => it.python.run(req, files),
         #[cfg(feature = "prolog")]
@@ -206,7 +214,7 @@ pub fn worker_main(kind: WorkerKind) -> i32 {
             Err(_) => return 1,
         };
         let response = match serde_json::from_str::<Request>(&line) {
-            Ok(req) => answer(&req, &mut interpreters, &mut |call| {
+            Ok(req) => answer(&req, line.len(), &mut interpreters, &mut |call| {
                 ask_engine(call, &mut stdout, &mut requests, input_fd)
             }),
             Err(e) => Response {

@@ -810,14 +810,22 @@ impl Compiler<'_> {
     fn graph(&mut self, tea: &TeaDoc) -> Option<Block> {
         let mut nodes = IndexMap::new();
         let joins = navigation::fan_in_nodes(tea);
+        let collecting = navigation::dynamic_fan_ins(tea);
         let interrupts = self.interrupts(tea);
         for (i, n) in tea.nodes.iter().enumerate() {
             let ptr = format!("/nodes/{i}");
             let Some(name) = self.node_name(n, &ptr, &nodes) else {
                 continue;
             };
-            let fan_in = joins.contains(&name);
-            if let Some(b) = self.node(n, &ptr, &name, fan_in, false) {
+            let results = collecting.get(&name);
+            let fan_in = joins.contains(&name) || results.is_some();
+            if let Some(mut b) = self.node(n, &ptr, &name, fan_in, false) {
+                if let Some(key) = results.filter(|_| !joins.contains(&name)) {
+                    // A dynamic_parallel's results are in the state, not in the input.
+                    let read = format!("{{{{ state[{}] }}}}", Value::from(key.as_str()));
+                    let bound = ValueTemplate(Value::from(read));
+                    b.data.bind.insert("parallel_results".into(), bound);
+                }
                 nodes.insert(name.clone(), interrupts.around(&name, b).with_id(name));
             } else {
                 nodes.insert(name, Block::new(BlockKind::Passthrough));

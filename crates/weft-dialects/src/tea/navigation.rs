@@ -21,6 +21,24 @@ pub(super) fn fan_in_nodes(tea: &TeaDoc) -> IndexSet<String> {
         .collect()
 }
 
+/// The nodes a `dynamic_parallel` names as its `fan_in`, with the state key its
+/// results are written under: TEA's code nodes get those results as `parallel_results`
+/// (its engine passes them to any node whose state holds them).
+pub(super) fn dynamic_fan_ins(tea: &TeaDoc) -> IndexMap<String, String> {
+    tea.nodes
+        .iter()
+        .filter(|n| n.kind.as_deref() == Some("dynamic_parallel"))
+        .filter_map(|n| {
+            let target = n.fan_in.as_ref()?.as_str()?.to_owned();
+            let key = match &n.output {
+                Some(Value::String(k)) => k.clone(),
+                _ => "parallel_results".to_owned(),
+            };
+            Some((target, key))
+        })
+        .collect()
+}
+
 impl Compiler<'_> {
     /// The entry node and the edges of the graph.
     pub(super) fn navigation(

@@ -472,6 +472,35 @@ nodes:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dynamic_parallel_s_fan_in_node_sees_its_results_as_parallel_results() {
+    // TEA's engine passes `parallel_results` to a code node whenever the state holds
+    // them (stategraph.py: `if "parallel_results" in state`), so a dynamic_parallel's
+    // fan-in node reads them by that name, as parallel edges' fan-in nodes do; also
+    // under a custom `output` key. Each result holds its branch's whole state (steps
+    // mode), the list included: the sandbox makes room for the arguments it is given.
+    let yaml = r#"
+name: sibling
+nodes:
+  - name: each
+    type: dynamic_parallel
+    items: "{{ state.xs }}"
+    fan_in: total
+    output: doubled
+    steps:
+      - name: double
+        run: |
+          return {"d": state["item"] * 2}
+  - name: total
+    run: |
+      return {"total": sum(r["state"]["d"] for r in parallel_results), "seen": len(parallel_results)}
+"#;
+    let xs: Vec<u32> = (0..1000).collect();
+    let s = run(yaml, json!({ "xs": xs })).await.output().clone();
+    assert_eq!(s["total"], 999 * 1000);
+    assert_eq!(s["seen"], 1000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_edges_meet_at_a_fan_in_node_with_parallel_results() {
     // 004, Fan-In Nodes: "parallel_results contains list of states from parallel flows";
     // tea-notes: "the branches run concurrently from a copy of the state; the fan-in node is
