@@ -130,14 +130,6 @@ async fn agent_chat_ui_holds_a_conversation_with_weft() {
     shows(&page, "what's the weather?").await;
     shows(&page, "It is sunny.").await;
     say(&page, "hi").await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    eprintln!(
-        "LOG {}",
-        page.c
-            .execute("return JSON.stringify(window.__log, null, 1);", vec![])
-            .await
-            .unwrap()
-    );
     shows(&page, "Hello from Weft.").await;
     page.screenshot("agent-chat-ui.png").await;
     let state: Value = http
