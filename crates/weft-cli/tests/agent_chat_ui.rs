@@ -17,8 +17,8 @@ use std::time::Duration;
 
 mod support;
 
-use support::Env;
 use support::browser::{Driver, Page};
+use support::{Env, Served};
 
 /// A child process, killed when dropped.
 struct Killed(Child);
@@ -43,21 +43,6 @@ fn next_start(checkout: &Path, port: u16) -> Killed {
         .expect("node runs Agent Chat UI's next");
     support::await_listening(port, "next start", Duration::from_secs(60));
     Killed(child)
-}
-
-/// `weft serve` of the test's chat flow, letting pages from `origin` call it.
-fn weft_serve(env: &Env, origin: &str) -> (Killed, String) {
-    let flow = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/langgraph/chat.yaml");
-    let mut child = env
-        .cmd()
-        .args(["serve", "--addr", "127.0.0.1:0", "--flow", flow])
-        .args(["--allow-origin", origin])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let base = support::listening_on(&mut child);
-    (Killed(child), base)
 }
 
 /// Sends `text` from the page's message box.
@@ -85,7 +70,9 @@ async fn agent_chat_ui_holds_a_conversation_with_weft() {
     let env = Env::new();
     let port = support::free_port();
     let origin = format!("http://127.0.0.1:{port}");
-    let (_weft, api) = weft_serve(&env, &origin);
+    let flow = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/langgraph/chat.yaml");
+    let weft = Served::start_args(&env, &[], &["--flow", flow, "--allow-origin", &origin]);
+    let api = &weft.base;
     let _app = next_start(&checkout, port);
     let driver = Driver::start();
     let page = Page {
@@ -132,14 +119,7 @@ async fn agent_chat_ui_holds_a_conversation_with_weft() {
     say(&page, "hi").await;
     shows(&page, "Hello from Weft.").await;
     page.screenshot("agent-chat-ui.png").await;
-    let state: Value = http
-        .get(format!("{api}/threads/{thread}/state"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let state = support::get_json(&http, &format!("{api}/threads/{thread}/state")).await;
     // The page sends a message's content as blocks (`[{type: text, text}]`).
     let text = |content: &Value| match content {
         Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),

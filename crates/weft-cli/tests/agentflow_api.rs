@@ -134,14 +134,7 @@ async fn the_editor_runs_a_graph_pauses_at_its_approval_and_resumes_it() {
     assert_eq!(result["workflow"]["nodes"][2]["type"], "approval");
 
     // A reload of the page reads the run back.
-    let shown: Value = client
-        .get(api(&format!("run/{run_id}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let shown = support::get_json(&client, &api(&format!("run/{run_id}"))).await;
     assert_eq!(shown, result);
 
     // Approve from the stream; a second resume while it runs is refused.

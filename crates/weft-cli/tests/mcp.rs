@@ -10,24 +10,16 @@ use support::Env;
 /// The Python that has the `mcp` package: `$WEFT_MCP_PYTHON`, else the one
 /// `scripts/setup` installs.
 fn mcp_python() -> std::path::PathBuf {
-    if let Some(p) = std::env::var_os("WEFT_MCP_PYTHON") {
-        return p.into();
+    match std::env::var_os("WEFT_MCP_PYTHON") {
+        Some(p) => p.into(),
+        None => support::installed_client(support::client_cache().join("mcp-client/bin/python")),
     }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"));
-    cache.join("weft/mcp-client/bin/python")
 }
 
 /// Runs the conversation over `transport` (`stdio` or `http`) at `place` with `secret`
 /// (the database, or the bearer token), and checks it ended well.
 fn converse(env: &Env, transport: &str, place: &str, secret: &str) {
     let python = mcp_python();
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/setup (it installs the MCP client the tests use)",
-        python.display()
-    );
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/conversation.py");
     let out = std::process::Command::new(&python)
         .args([
@@ -40,14 +32,7 @@ fn converse(env: &Env, transport: &str, place: &str, secret: &str) {
         .current_dir(env.path(""))
         .output()
         .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(
-        out.status.success() && stdout.contains("conversation ok"),
-        "{transport}: stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    support::assert_client_ok(transport, &out, "conversation ok");
 }
 
 #[test]
@@ -66,20 +51,11 @@ fn a_model_builds_runs_and_inspects_a_flow_over_stdio() {
 fn the_same_conversation_over_http_on_weft_serve() {
     let env = Env::new();
     let token = env.write("token", "s3cret-token\n");
-    let mut child = env
-        .cmd()
-        .args(["serve", "--addr", "127.0.0.1:0", "--token-file"])
-        .arg(&token)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let base = support::listening_on(&mut child);
+    let served = support::Served::start_args(&env, &[], &["--token-file", token.to_str().unwrap()]);
+    let base = &served.base;
     converse(&env, "http", &format!("{base}/mcp"), "s3cret-token");
     // Without the token, /mcp is refused like every other route.
-    assert_eq!(support::post_status(&base, "/mcp"), 401);
-    let _ = child.kill();
-    let _ = child.wait();
+    assert_eq!(support::post_status(base, "/mcp"), 401);
 }
 
 /// Lines that are not JSON-RPC, on the raw stdio stream: each gets a protocol error or

@@ -89,14 +89,44 @@ impl Env {
 
 /// Run `id` as `GET /v1/runs/{id}` of the server at `base` answers it.
 pub async fn get_run(client: &reqwest::Client, base: &str, id: &str) -> Value {
-    client
-        .get(format!("{base}/v1/runs/{id}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    get_json(client, &format!("{base}/v1/runs/{id}")).await
+}
+
+/// The JSON a `GET` of `url` answers.
+pub async fn get_json(client: &reqwest::Client, url: &str) -> Value {
+    client.get(url).send().await.unwrap().json().await.unwrap()
+}
+
+/// Where `scripts/setup` installs the clients the tests drive the binary with
+/// (`${XDG_CACHE_HOME:-~/.cache}/weft`).
+pub fn client_cache() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"))
+        .join("weft")
+}
+
+/// `path`, one of the clients `scripts/setup` installs (a clear failure when missing).
+pub fn installed_client(path: PathBuf) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/setup (it installs the clients the tests use)",
+        path.display()
+    );
+    path
+}
+
+/// Checks that a client (`what`) ended well and printed `ok_line`; shows what it
+/// printed otherwise.
+pub fn assert_client_ok(what: &str, out: &Output, ok_line: &str) {
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success() && stdout.contains(ok_line),
+        "{what}: stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
 }
 
 /// What `sql` prints on the database at `url`, one row a line, columns split by `|`
@@ -233,9 +263,16 @@ impl Served {
     /// [`Served::start`] with these environment variables set too (a provider's base
     /// URL and key, say).
     pub fn start_with(env: &Env, vars: &[(&str, &str)]) -> Served {
+        Served::start_args(env, vars, &[])
+    }
+
+    /// [`Served::start_with`], with these arguments after `serve --addr 127.0.0.1:0`
+    /// (`--token-file`, `--flow`, ...).
+    pub fn start_args(env: &Env, vars: &[(&str, &str)], args: &[&str]) -> Served {
         let mut child = env
             .cmd()
             .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(args)
             .envs(vars.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
