@@ -11,6 +11,7 @@
 mod memory;
 mod postgres;
 mod sqlite;
+mod thread_row;
 
 pub use memory::MemoryStore;
 pub use postgres::{DEFAULT_LEASE, PostgresStore};

@@ -34,6 +34,21 @@ pub struct Thread {
     pub values: Option<Value>,
 }
 
+impl Thread {
+    /// Sets each key of `metadata` in the thread's metadata (an object, made one if it
+    /// is not), keeping the others, as of `at_ms`: what every store's
+    /// [`ThreadStore::merge_thread_metadata`] does, inside its own atomic step.
+    pub fn merge_metadata(&mut self, metadata: &serde_json::Map<String, Value>, at_ms: i64) {
+        if !self.metadata.is_object() {
+            self.metadata = Value::Object(Default::default());
+        }
+        if let Some(m) = self.metadata.as_object_mut() {
+            m.extend(metadata.clone());
+        }
+        self.updated_ms = at_ms;
+    }
+}
+
 /// Which threads [`ThreadStore::threads`] lists, newest first.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ThreadQuery {

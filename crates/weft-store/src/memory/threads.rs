@@ -55,15 +55,8 @@ impl ThreadStore for MemoryStore {
         let Some(kept) = threads.get_mut(id) else {
             return Ok(None);
         };
-        let t = &mut kept.thread;
-        if !t.metadata.is_object() {
-            t.metadata = Value::Object(Default::default());
-        }
-        if let Some(m) = t.metadata.as_object_mut() {
-            m.extend(metadata.clone());
-        }
-        t.updated_ms = at_ms;
-        Ok(Some(t.clone()))
+        kept.thread.merge_metadata(metadata, at_ms);
+        Ok(Some(kept.thread.clone()))
     }
 
     async fn set_thread_values(

@@ -4,6 +4,7 @@
 //! saw the same count one joins and the other writes nothing.
 
 use super::{PostgresStore, pg_err};
+use crate::thread_row::{ThreadRow, json_text};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
@@ -13,26 +14,16 @@ use weft_core::value::Value;
 const COLUMNS: &str = "id, metadata, created_ms, updated_ms, runs, last_run, state";
 
 fn thread_from_row(r: &Row) -> Result<Thread, StoreError> {
-    let id: String = r.get(0);
-    let corrupt = |what: &str, e: serde_json::Error| {
-        StoreError::Corrupt(format!("thread `{id}`'s {what} does not read back: {e}"))
-    };
-    let metadata: String = r.get(1);
-    let metadata = serde_json::from_str(&metadata).map_err(|e| corrupt("metadata", e))?;
-    let values: Option<String> = r.get(6);
-    let values = values
-        .map(|v| serde_json::from_str(&v))
-        .transpose()
-        .map_err(|e| corrupt("values", e))?;
-    Ok(Thread {
-        id,
-        metadata,
+    ThreadRow {
+        id: r.get(0),
+        metadata: r.get(1),
         created_ms: r.get(2),
         updated_ms: r.get(3),
-        runs: r.get::<_, i64>(4).try_into().unwrap_or_default(),
+        runs: r.get(4),
         last_run: r.get(5),
-        values,
-    })
+        values: r.get(6),
+    }
+    .into_thread()
 }
 
 async fn get_thread(client: &impl GenericClient, id: &str) -> Result<Option<Thread>, StoreError> {
@@ -51,8 +42,7 @@ async fn get_thread(client: &impl GenericClient, id: &str) -> Result<Option<Thre
 #[async_trait]
 impl ThreadStore for PostgresStore {
     async fn create_thread(&self, t: &Thread) -> Result<(), StoreError> {
-        let metadata =
-            serde_json::to_string(&t.metadata).map_err(|e| StoreError::backend("threads", e))?;
+        let metadata = json_text(&t.metadata)?;
         let runs = i64::try_from(t.runs).unwrap_or(i64::MAX);
         let written = self
             .client()
@@ -119,15 +109,8 @@ impl ThreadStore for PostgresStore {
         let Some(mut thread) = row.as_ref().map(thread_from_row).transpose()? else {
             return Ok(None);
         };
-        if !thread.metadata.is_object() {
-            thread.metadata = Value::Object(Default::default());
-        }
-        if let Some(m) = thread.metadata.as_object_mut() {
-            m.extend(metadata.clone());
-        }
-        thread.updated_ms = at_ms;
-        let text = serde_json::to_string(&thread.metadata)
-            .map_err(|e| StoreError::backend("threads", e))?;
+        thread.merge_metadata(metadata, at_ms);
+        let text = json_text(&thread.metadata)?;
         tx.execute(
             "UPDATE weft.threads SET metadata = $2, updated_ms = $3 WHERE id = $1",
             &[&id, &text, &at_ms],
@@ -144,7 +127,7 @@ impl ThreadStore for PostgresStore {
         values: &Value,
         at_ms: i64,
     ) -> Result<Option<Thread>, StoreError> {
-        let text = serde_json::to_string(values).map_err(|e| StoreError::backend("threads", e))?;
+        let text = json_text(values)?;
         let client = self.client().await?;
         let changed = client
             .execute(

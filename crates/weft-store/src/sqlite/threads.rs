@@ -3,6 +3,7 @@
 //! on the thread's row, so of two joins that saw the same count one writes.
 
 use super::{SqliteStore, err};
+use crate::thread_row::{ThreadRow, json_text};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use weft_core::ports::{StoreError, Thread, ThreadQuery, ThreadStore};
@@ -19,36 +20,16 @@ pub(super) const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS threads (
 
 const COLUMNS: &str = "id, metadata, created_ms, updated_ms, runs, last_run, state";
 
-/// A thread's row: the thread, its metadata's text and its values' text.
-type ThreadRow = (Thread, String, Option<String>);
-
 fn thread_from_row(r: &Row<'_>) -> rusqlite::Result<ThreadRow> {
-    let thread = Thread {
+    Ok(ThreadRow {
         id: r.get(0)?,
-        metadata: Value::Null,
+        metadata: r.get(1)?,
         created_ms: r.get(2)?,
         updated_ms: r.get(3)?,
-        runs: r.get::<_, i64>(4)?.try_into().unwrap_or_default(),
+        runs: r.get(4)?,
         last_run: r.get(5)?,
-        values: None,
-    };
-    Ok((thread, r.get(1)?, r.get(6)?))
-}
-
-/// The thread with its metadata and values read from their text.
-fn with_metadata((mut thread, metadata, values): ThreadRow) -> Result<Thread, StoreError> {
-    let corrupt = |what: &str, e: serde_json::Error| {
-        StoreError::Corrupt(format!(
-            "thread `{}`'s {what} does not read back: {e}",
-            thread.id
-        ))
-    };
-    thread.metadata = serde_json::from_str(&metadata).map_err(|e| corrupt("metadata", e))?;
-    thread.values = values
-        .map(|v| serde_json::from_str(&v))
-        .transpose()
-        .map_err(|e| corrupt("values", e))?;
-    Ok(thread)
+        values: r.get(6)?,
+    })
 }
 
 fn get_thread(conn: &Connection, id: &str) -> Result<Option<Thread>, StoreError> {
@@ -59,18 +40,13 @@ fn get_thread(conn: &Connection, id: &str) -> Result<Option<Thread>, StoreError>
     )
     .optional()
     .map_err(|e| err("threads", e))?
-    .map(with_metadata)
+    .map(ThreadRow::into_thread)
     .transpose()
 }
 
 fn create_thread(conn: &Connection, t: &Thread) -> Result<(), StoreError> {
-    let metadata = serde_json::to_string(&t.metadata).map_err(|e| err("threads", e))?;
-    let values = t
-        .values
-        .as_ref()
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(|e| err("threads", e))?;
+    let metadata = json_text(&t.metadata)?;
+    let values = t.values.as_ref().map(json_text).transpose()?;
     let written = conn
         .execute(
             "INSERT OR IGNORE INTO threads (id, metadata, created_ms, updated_ms, runs, last_run, state)
@@ -107,7 +83,7 @@ fn list_threads(conn: &Connection, query: &ThreadQuery) -> Result<Vec<Thread>, S
         .map_err(|e| err("threads", e))?;
     let threads: Vec<Thread> = rows
         .into_iter()
-        .map(with_metadata)
+        .map(ThreadRow::into_thread)
         .collect::<Result<_, _>>()?;
     Ok(query.page(threads))
 }
@@ -123,14 +99,8 @@ fn merge_metadata(
     let Some(mut thread) = get_thread(&tx, id)? else {
         return Ok(None);
     };
-    if !thread.metadata.is_object() {
-        thread.metadata = Value::Object(Default::default());
-    }
-    if let Some(m) = thread.metadata.as_object_mut() {
-        m.extend(metadata.clone());
-    }
-    thread.updated_ms = at_ms;
-    let text = serde_json::to_string(&thread.metadata).map_err(|e| err("threads", e))?;
+    thread.merge_metadata(metadata, at_ms);
+    let text = json_text(&thread.metadata)?;
     tx.execute(
         "UPDATE threads SET metadata = ?2, updated_ms = ?3 WHERE id = ?1",
         params![id, text, at_ms],
@@ -146,7 +116,7 @@ fn set_values(
     values: &Value,
     at_ms: i64,
 ) -> Result<Option<Thread>, StoreError> {
-    let text = serde_json::to_string(values).map_err(|e| err("threads", e))?;
+    let text = json_text(values)?;
     let changed = conn
         .execute(
             "UPDATE threads SET state = ?2, updated_ms = ?3 WHERE id = ?1",
