@@ -12,7 +12,6 @@ use super::{Door, time};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use weft_core::event::EventKind;
 use weft_core::ports::{RunRecord, RunStatus};
 
 /// A run waiting for its thread.
@@ -72,7 +71,7 @@ impl Queue {
             if let Ok(thread) = find(app, thread_id).await
                 && let Some(latest) = thread.last_run
             {
-                until_it_stops(door, &latest).await;
+                until_stopped(door, &latest).await;
             }
             let started = {
                 let runs = self.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -153,7 +152,7 @@ impl Queue {
 /// holds its thread no more, and sends no event that would end a wait), else when its
 /// events say so. Where its events stand is read before its status, so an end between
 /// the two reads is among the events followed.
-async fn until_it_stops(door: &Door, run_id: &str) {
+async fn until_stopped(door: &Door, run_id: &str) {
     let store = door.app.engine.store();
     let Ok(next) = store.next_event_seq(run_id).await else {
         return;
@@ -168,11 +167,7 @@ async fn until_it_stops(door: &Door, run_id: &str) {
         return;
     }
     let mut events = door.app.engine.follow(run_id, next.checked_sub(1));
-    while let Some(Ok(e)) = events.recv().await {
-        if e.kind.is_final() || matches!(e.kind, EventKind::RunPaused { .. }) {
-            break;
-        }
-    }
+    let _ = super::stream::until_it_stops(&mut events).await;
     super::stream::settled(&door.app, run_id).await;
 }
 

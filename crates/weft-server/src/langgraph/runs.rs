@@ -4,7 +4,7 @@
 use super::modes::{EventId, Modes};
 use super::parts::Streamed;
 use super::request::RunCreate;
-use super::start::{begin, modes_of, strategy_of, thread_of};
+use super::start::{Begun, begin, modes_of, strategy_of, thread_of};
 use super::stream::{self, Opening};
 use super::threads::find;
 use super::{Door, LgError, run_status, thread_store, time};
@@ -100,7 +100,13 @@ pub(crate) async fn create(
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
     let begun = begin(&door, &thread_id, req).await?;
-    let shown = match found(&door, &begun.thread_id, &begun.run_id).await? {
+    created(&door, &begun).await
+}
+
+/// The answer to a run started in the background: the run (queued or stored), where it
+/// is and where to wait for it.
+async fn created(door: &Door, begun: &Begun) -> Result<Response, LgError> {
+    let shown = match found(door, &begun.thread_id, &begun.run_id).await? {
         Found::Stored(run) => shown(&run, &begun.thread_id),
         Found::Queued(queued) => queued,
     };
@@ -110,17 +116,22 @@ pub(crate) async fn create(
 
 /// The values run `begun` ends or pauses with: waited for as it goes on, or, queued,
 /// followed through its events once it starts.
-async fn values_when_done(app: &App, begun: super::start::Begun) -> Result<Value, LgError> {
+async fn values_when_done(app: &App, begun: Begun) -> Result<Value, LgError> {
     match begun.underway {
         Some(underway) => {
             underway.end().await?;
-            let run = stream::settled(app, &begun.run_id)
-                .await
-                .ok_or_else(|| EngineError::NotFound(begun.run_id.clone()))?;
-            Ok(stream::final_values(&run))
+            settled_values(app, &begun.run_id).await
         }
         None => result_when_done(app, &begun.run_id, begun.events).await,
     }
+}
+
+/// The values run `run_id` ended or paused with, once its record says so.
+async fn settled_values(app: &App, run_id: &str) -> Result<Value, LgError> {
+    let run = stream::settled(app, run_id)
+        .await
+        .ok_or_else(|| EngineError::NotFound(run_id.to_owned()))?;
+    Ok(stream::final_values(&run))
 }
 
 /// The values a run ended or paused with, as `/runs/wait` and `/join` answer them: a
@@ -130,16 +141,8 @@ async fn result_when_done(
     run_id: &str,
     mut events: stream::Events,
 ) -> Result<Value, LgError> {
-    while let Some(next) = events.recv().await {
-        let e = next?;
-        if e.kind.is_final() || matches!(e.kind, weft_core::event::EventKind::RunPaused { .. }) {
-            break;
-        }
-    }
-    let run = stream::settled(app, run_id)
-        .await
-        .ok_or_else(|| EngineError::NotFound(run_id.to_owned()))?;
-    Ok(stream::final_values(&run))
+    stream::until_it_stops(&mut events).await?;
+    settled_values(app, run_id).await
 }
 
 /// `POST /threads/{id}/runs/wait`.
@@ -150,9 +153,15 @@ pub(crate) async fn wait(
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
     let begun = begin(&door, &thread_id, req).await?;
+    Ok(waited(&door, begun).await?.into_response())
+}
+
+/// The answer to a run waited for: the values it ends or pauses with, where it is and
+/// where to join it.
+async fn waited(door: &Door, begun: Begun) -> Result<impl IntoResponse + use<>, LgError> {
     let headers = locations(&begun.thread_id, &begun.run_id, false);
     let values = values_when_done(&door.app, begun).await?;
-    Ok((headers, Json(values)).into_response())
+    Ok((headers, Json(values)))
 }
 
 /// `POST /threads/{id}/runs/stream`.
@@ -167,8 +176,7 @@ pub(crate) async fn stream(
 }
 
 /// The SSE answer of a run that was begun, with where it is and where its stream is.
-fn streamed(door: &Door, begun: super::start::Begun) -> Response {
-    let headers = locations(&begun.thread_id, &begun.run_id, true);
+fn streamed(door: &Door, begun: Begun) -> Response {
     let who = Streamed {
         run_id: begun.run_id,
         thread_id: begun.thread_id,
@@ -179,7 +187,19 @@ fn streamed(door: &Door, begun: super::start::Begun) -> Response {
         values: begun.values,
         after: None,
     };
-    let sse = stream::sse(&door.app, who, begun.events, begun.modes, opening);
+    sse_answer(door, who, begun.events, begun.modes, opening)
+}
+
+/// A run's stream as an answer, with where the run is and where its stream is.
+fn sse_answer(
+    door: &Door,
+    who: Streamed,
+    events: stream::Events,
+    modes: Modes,
+    opening: Opening,
+) -> Response {
+    let headers = locations(&who.thread_id, &who.run_id, true);
+    let sse = stream::sse(&door.app, who, events, modes, opening);
     (headers, sse).into_response()
 }
 
@@ -225,8 +245,8 @@ pub(crate) async fn join_stream(
         ),
     };
     let who = Streamed {
-        run_id: run_id.clone(),
-        thread_id: thread_id.clone(),
+        run_id,
+        thread_id,
         flow,
     };
     let opening = Opening {
@@ -234,8 +254,7 @@ pub(crate) async fn join_stream(
         values: None,
         after: resume_from,
     };
-    let sse = stream::sse(app, who, events, modes, opening);
-    Ok((locations(&thread_id, &run_id, true), sse).into_response())
+    Ok(sse_answer(&door, who, events, modes, opening))
 }
 
 /// `GET /threads/{id}/runs/{run_id}/join`: waits for the run to end or pause.
@@ -301,12 +320,15 @@ async fn made_thread(door: &Door, req: &RunCreate) -> Result<(String, bool), LgE
     Ok((thread.id, keep))
 }
 
-/// Drops the thread made for run `run_id` once the run ends or pauses (its runs stay).
-fn drop_when_done(door: &Door, thread_id: String, run_id: String) {
-    let door = door.clone();
+/// Drops the thread made for run `begun` once the run ends or pauses (its runs stay),
+/// waiting on the run itself (a new thread has no run before it to queue behind).
+fn drop_when_done(door: &Door, begun: &mut Begun) {
+    let (door, thread_id) = (door.clone(), begun.thread_id.clone());
+    let underway = begun.underway.take();
     tokio::spawn(async move {
-        let events = door.app.engine.follow(&run_id, None);
-        let _ = result_when_done(&door.app, &run_id, events).await;
+        if let Some(underway) = underway {
+            let _ = underway.end().await;
+        }
         if let Ok(threads) = thread_store(&door.app) {
             let _ = threads.delete_thread(&thread_id).await;
         }
@@ -320,13 +342,11 @@ pub(crate) async fn create_stateless(
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
     let (thread_id, keep) = made_thread(&door, &req).await?;
-    let begun = begin(&door, &thread_id, req).await?;
-    let run = run_of(&door.app, &thread_id, &begun.run_id).await?;
+    let mut begun = begin(&door, &thread_id, req).await?;
     if !keep {
-        drop_when_done(&door, thread_id.clone(), begun.run_id.clone());
+        drop_when_done(&door, &mut begun);
     }
-    let headers = locations(&thread_id, &begun.run_id, false);
-    Ok((headers, Json(shown(&run, &thread_id))).into_response())
+    created(&door, &begun).await
 }
 
 /// `POST /runs/wait`: a run without a thread, answered with the values it ends or
@@ -338,12 +358,11 @@ pub(crate) async fn wait_stateless(
     let Json(req) = body?;
     let (thread_id, keep) = made_thread(&door, &req).await?;
     let begun = begin(&door, &thread_id, req).await?;
-    let headers = locations(&thread_id, &begun.run_id, false);
-    let values = values_when_done(&door.app, begun).await?;
+    let answer = waited(&door, begun).await?;
     if !keep {
         thread_store(&door.app)?.delete_thread(&thread_id).await?;
     }
-    Ok((headers, Json(values)).into_response())
+    Ok(answer.into_response())
 }
 
 /// `POST /runs/stream`: a run without a thread, streamed.
@@ -353,9 +372,9 @@ pub(crate) async fn stream_stateless(
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
     let (thread_id, keep) = made_thread(&door, &req).await?;
-    let begun = begin(&door, &thread_id, req).await?;
+    let mut begun = begin(&door, &thread_id, req).await?;
     if !keep {
-        drop_when_done(&door, thread_id.clone(), begun.run_id.clone());
+        drop_when_done(&door, &mut begun);
     }
     Ok(streamed(&door, begun))
 }

@@ -25,6 +25,22 @@ pub(crate) type Events =
 /// A comment this often keeps proxies from closing a quiet stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
+/// Whether a run's drive stops at event `kind`: it ended, or it paused (a LangGraph
+/// run is over at an interrupt; answering it goes on in a new stream).
+pub(crate) fn stops_here(kind: &EventKind) -> bool {
+    kind.is_final() || matches!(kind, EventKind::RunPaused { .. })
+}
+
+/// Reads `events` until the run ends or pauses (or they end).
+pub(crate) async fn until_it_stops(events: &mut Events) -> Result<(), weft_engine::EngineError> {
+    while let Some(next) = events.recv().await {
+        if stops_here(&next?.kind) {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// How a stream begins.
 pub(crate) struct Opening {
     /// Sent first (a new stream's, a rejoin from the start's): `metadata`.
@@ -109,7 +125,7 @@ pub(crate) fn sse(
                     return Some((vec![error], None));
                 }
             };
-            let last = e.kind.is_final() || matches!(e.kind, EventKind::RunPaused { .. });
+            let last = stops_here(&e.kind);
             let parts = translation.parts(&app, &e).await;
             let batch = numbered(&e, parts, after);
             if last {
