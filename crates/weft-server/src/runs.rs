@@ -100,6 +100,7 @@ pub(crate) async fn create(
         source,
         input.clone(),
         run_id.clone(),
+        app.run_settings.clone(),
     )
     .await;
     match (started, &run_id) {
@@ -118,23 +119,9 @@ pub(crate) async fn create(
 }
 
 /// Starts a run of a checked flow with `input`, within the server's run limit (or for
-/// the workers): the run keeps the flow's text, dialect and event view, and the
-/// server's settings.
+/// the workers): the run keeps the flow's text, dialect and event view, and `settings`
+/// (the server's own, or those with what a door must read back about the run).
 pub(crate) async fn start(
-    app: &App,
-    loaded: &weft_dialects::Loaded,
-    prepared: &std::sync::Arc<weft_engine::Prepared>,
-    source: weft_core::ports::FlowSource,
-    input: Value,
-    run_id: Option<String>,
-) -> Result<crate::slots::Started, EngineError> {
-    let settings = app.run_settings.clone();
-    start_with(app, loaded, prepared, source, input, run_id, settings).await
-}
-
-/// [`start`], with `settings` kept with the run in place of the server's own (a door
-/// adds what it must read back about the run).
-pub(crate) async fn start_with(
     app: &App,
     loaded: &weft_dialects::Loaded,
     prepared: &std::sync::Arc<weft_engine::Prepared>,

@@ -181,6 +181,7 @@ async fn start(app: &App, graph: &Value) -> Result<Underway, ApiError> {
         checked.source,
         input,
         None,
+        app.run_settings.clone(),
     )
     .await?;
     Ok(started.underway)

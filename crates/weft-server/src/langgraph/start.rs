@@ -223,7 +223,7 @@ pub(crate) async fn start_now(
             .await?;
     }
     let settings = settings_with(app.run_settings.clone(), &thread.id, new);
-    let started = crate::runs::start_with(
+    let started = crate::runs::start(
         app,
         &checked.loaded,
         &checked.prepared,
