@@ -344,15 +344,18 @@ impl Compiler<'_> {
         }
     }
 
-    /// The node's block (without navigation). `in_loop` rejects nested `while_loop`s.
+    /// The node's block (without navigation). `parallel_results`, for a fan-in node,
+    /// is where its `parallel_results` are read from; `in_loop` rejects nested
+    /// `while_loop`s.
     fn node(
         &mut self,
         n: &Node,
         ptr: &str,
         name: &str,
-        fan_in: bool,
+        parallel_results: Option<ValueTemplate>,
         in_loop: bool,
     ) -> Option<Block> {
+        let fan_in = parallel_results.is_some();
         let methods: Vec<&str> = [
             (n.run.is_some(), "run"),
             (n.script.is_some(), "script"),
@@ -412,11 +415,8 @@ impl Compiler<'_> {
             }
             _ => unreachable!("methods are the listed ones"),
         };
-        if fan_in {
-            block.data.bind.insert(
-                "parallel_results".into(),
-                ValueTemplate(Value::from("{{ input | map(attribute='state') | list }}")),
-            );
+        if let Some(from) = parallel_results {
+            block.data.bind.insert("parallel_results".into(), from);
         }
         block.description = n.description.clone();
         block.origin = self.loc(ptr);
@@ -617,7 +617,7 @@ impl Compiler<'_> {
                 self.diags.push(Diagnostic::error(&nptr, no_navigation));
             }
             let name = n.name.clone().unwrap_or_else(|| default_name(i));
-            blocks.extend(self.node(n, &nptr, &name, false, in_loop));
+            blocks.extend(self.node(n, &nptr, &name, None, in_loop));
         }
         (blocks.len() == nodes.len()).then_some(blocks)
     }
@@ -817,15 +817,17 @@ impl Compiler<'_> {
             let Some(name) = self.node_name(n, &ptr, &nodes) else {
                 continue;
             };
-            let results = collecting.get(&name);
-            let fan_in = joins.contains(&name) || results.is_some();
-            if let Some(mut b) = self.node(n, &ptr, &name, fan_in, false) {
-                if let Some(key) = results.filter(|_| !joins.contains(&name)) {
-                    // A dynamic_parallel's results are in the state, not in the input.
-                    let read = format!("{{{{ state[{}] }}}}", Value::from(key.as_str()));
-                    let bound = ValueTemplate(Value::from(read));
-                    b.data.bind.insert("parallel_results".into(), bound);
+            // Parallel edges' branches meet in the fan-in node's input; a
+            // dynamic_parallel's results are in the state.
+            let parallel_results = match collecting.get(&name) {
+                _ if joins.contains(&name) => {
+                    Some("{{ input | map(attribute='state') | list }}".to_owned())
                 }
+                Some(key) => Some(format!("{{{{ state[{}] }}}}", Value::from(key.as_str()))),
+                None => None,
+            };
+            let parallel_results = parallel_results.map(|t| ValueTemplate(Value::from(t)));
+            if let Some(b) = self.node(n, &ptr, &name, parallel_results, false) {
                 nodes.insert(name.clone(), interrupts.around(&name, b).with_id(name));
             } else {
                 nodes.insert(name, Block::new(BlockKind::Passthrough));

@@ -175,7 +175,7 @@ impl Compiler<'_> {
         }
         let node = &self.nodes[index];
         self.correcting.push(name.to_owned());
-        let block = self.node(node, &format!("/nodes/{index}"), name, false, false);
+        let block = self.node(node, &format!("/nodes/{index}"), name, None, false);
         self.correcting.pop();
         Some((name.to_owned(), block?))
     }
