@@ -1,4 +1,5 @@
-//! A thread as the SQL stores keep it: one row, its metadata and values as JSON text.
+//! A thread as the stores keep it: for the SQL ones, one row, its metadata and values
+//! as JSON text; for all, the error of a thread that exists already.
 
 use weft_core::ports::{StoreError, Thread};
 
@@ -45,4 +46,9 @@ impl ThreadRow {
 /// `value` as the JSON text a row keeps.
 pub(crate) fn json_text(value: &impl serde::Serialize) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::backend("threads", e))
+}
+
+/// A thread that cannot be created: one has its id.
+pub(crate) fn thread_exists(id: &str) -> StoreError {
+    StoreError::Conflict(format!("a thread with id {id} exists already"))
 }

@@ -335,17 +335,24 @@ fn drop_when_done(door: &Door, begun: &mut Begun) {
     });
 }
 
+/// Begins a run without a thread on one made for it, which is dropped once the run
+/// ends or pauses unless the request keeps it.
+async fn begin_without_thread(door: &Door, req: RunCreate) -> Result<Begun, LgError> {
+    let (thread_id, keep) = made_thread(door, &req).await?;
+    let mut begun = begin(door, &thread_id, req).await?;
+    if !keep {
+        drop_when_done(door, &mut begun);
+    }
+    Ok(begun)
+}
+
 /// `POST /runs`: a run without a thread, in the background.
 pub(crate) async fn create_stateless(
     State(door): State<Door>,
     body: Result<Json<RunCreate>, JsonRejection>,
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
-    let (thread_id, keep) = made_thread(&door, &req).await?;
-    let mut begun = begin(&door, &thread_id, req).await?;
-    if !keep {
-        drop_when_done(&door, &mut begun);
-    }
+    let begun = begin_without_thread(&door, req).await?;
     created(&door, &begun).await
 }
 
@@ -371,10 +378,6 @@ pub(crate) async fn stream_stateless(
     body: Result<Json<RunCreate>, JsonRejection>,
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
-    let (thread_id, keep) = made_thread(&door, &req).await?;
-    let mut begun = begin(&door, &thread_id, req).await?;
-    if !keep {
-        drop_when_done(&door, &mut begun);
-    }
+    let begun = begin_without_thread(&door, req).await?;
     Ok(streamed(&door, begun))
 }

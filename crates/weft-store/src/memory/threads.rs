@@ -1,6 +1,7 @@
 //! The memory store's threads.
 
 use super::{MemoryStore, poisoned};
+use crate::thread_row::thread_exists;
 use async_trait::async_trait;
 use std::collections::HashMap;
 use weft_core::ports::{StoreError, Thread, ThreadQuery, ThreadStore};
@@ -20,10 +21,7 @@ impl ThreadStore for MemoryStore {
     async fn create_thread(&self, thread: &Thread) -> Result<(), StoreError> {
         let mut threads = self.threads.lock().map_err(|_| poisoned())?;
         if threads.contains_key(&thread.id) {
-            return Err(StoreError::Conflict(format!(
-                "a thread with id {} exists already",
-                thread.id
-            )));
+            return Err(thread_exists(&thread.id));
         }
         let kept = Kept {
             thread: thread.clone(),

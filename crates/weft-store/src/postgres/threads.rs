@@ -4,7 +4,7 @@
 //! saw the same count one joins and the other writes nothing.
 
 use super::{PostgresStore, pg_err};
-use crate::thread_row::{ThreadRow, json_text};
+use crate::thread_row::{ThreadRow, json_text, thread_exists};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
@@ -62,10 +62,7 @@ impl ThreadStore for PostgresStore {
             .await
             .map_err(|e| pg_err("threads", e))?;
         if written == 0 {
-            return Err(StoreError::Conflict(format!(
-                "a thread with id {} exists already",
-                t.id
-            )));
+            return Err(thread_exists(&t.id));
         }
         Ok(())
     }

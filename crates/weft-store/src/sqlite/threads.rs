@@ -3,7 +3,7 @@
 //! on the thread's row, so of two joins that saw the same count one writes.
 
 use super::{SqliteStore, err};
-use crate::thread_row::{ThreadRow, json_text};
+use crate::thread_row::{ThreadRow, json_text, thread_exists};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use weft_core::ports::{StoreError, Thread, ThreadQuery, ThreadStore};
@@ -63,10 +63,7 @@ fn create_thread(conn: &Connection, t: &Thread) -> Result<(), StoreError> {
         )
         .map_err(|e| err("threads", e))?;
     if written == 0 {
-        return Err(StoreError::Conflict(format!(
-            "a thread with id {} exists already",
-            t.id
-        )));
+        return Err(thread_exists(&t.id));
     }
     Ok(())
 }
