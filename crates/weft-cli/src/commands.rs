@@ -485,7 +485,10 @@ pub(crate) fn report(r: &RunResult, as_json: bool, log: Option<&DialectLog>) -> 
         print_json(&r.json_view());
     } else {
         match r.status {
-            RunStatus::Completed => print_json(r.output.as_ref().unwrap_or(&Value::Null)),
+            RunStatus::Completed => match &r.output {
+                Some(output) => print_json(output),
+                None => print_json(&Value::Null),
+            },
             RunStatus::Failed | RunStatus::Cancelled => {
                 if let Some(e) = &r.error {
                     eprintln!("error: run {} {}: {e}", r.run_id, r.status.as_str());

@@ -58,12 +58,13 @@ impl DialectLog {
     pub fn result(&self, r: &weft_engine::RunResult) -> Option<serde_json::Value> {
         let logs = self.lines.lock().map(|l| l.clone()).unwrap_or_default();
         let error = serde_json::to_value(&r.error).unwrap_or_default();
+        let (state, output) = (r.state.json(), r.output.as_ref().map(|o| o.json()));
         let summary = RunSummary {
             run_id: &r.run_id,
             status: r.status.as_str(),
-            state: &r.state,
+            state: &state,
             waiting: &r.waiting,
-            output: r.output.as_ref(),
+            output: output.as_deref(),
             error: &error,
         };
         self.view.result(&summary, &logs)

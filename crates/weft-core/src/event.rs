@@ -3,7 +3,7 @@
 
 use crate::error::BlockError;
 use crate::usage::Usage;
-use crate::value::Value;
+use crate::value::{Shared, Value};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -111,7 +111,7 @@ pub enum EventKind {
     /// The run finished with an output.
     RunCompleted {
         /// The output, shared with the run's record and its result.
-        output: Arc<Value>,
+        output: Shared,
     },
     /// The run finished with an error.
     RunFailed {
@@ -134,7 +134,7 @@ pub enum EventKind {
         /// The block's input, for a leaf block (a composite's input is its first
         /// child's); shared with the running step, not copied.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        input: Option<Arc<Value>>,
+        input: Option<Shared>,
     },
     /// A block finished.
     StepCompleted {
@@ -152,7 +152,7 @@ pub enum EventKind {
         /// The block's output, for a leaf block (a composite's output is its last
         /// child's); shared with the running step, not copied.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        output: Option<Arc<Value>>,
+        output: Option<Shared>,
     },
     /// A block failed (after its retries).
     StepFailed {

@@ -1,6 +1,5 @@
 //! Values exchanged between blocks, and the state patches blocks return.
 
-use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -20,9 +19,7 @@ pub fn kind_of(v: &Value) -> &'static str {
     }
 }
 
-/// An object whose values are shared: copying it copies its keys and pointers, never
-/// the values they point to.
-pub type SharedMap = IndexMap<String, Arc<Value>>;
+pub use weft_value::{Node, Shared, SharedMap};
 
 /// The run state: a JSON object shared by reference, copied on write at its top level.
 ///
@@ -39,15 +36,15 @@ impl State {
     pub fn from_value(value: Value) -> State {
         match value {
             Value::Object(map) => State(Arc::new(
-                map.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
+                map.into_iter().map(|(k, v)| (k, Shared::new(v))).collect(),
             )),
             _ => State::default(),
         }
     }
 
     /// The value at top-level `key`.
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.0.get(key).map(|v| &**v)
+    pub fn get(&self, key: &str) -> Option<&Shared> {
+        self.0.get(key)
     }
 
     /// The shared object itself, for a reader that walks it without copying.
@@ -60,9 +57,14 @@ impl State {
         Value::Object(
             self.0
                 .iter()
-                .map(|(k, v)| (k.clone(), (**v).clone()))
+                .map(|(k, v)| (k.clone(), v.to_value()))
                 .collect(),
         )
+    }
+
+    /// The state as one shared value: a pointer to it, not a copy.
+    pub fn to_shared(&self) -> Shared {
+        Shared::Object(self.0.clone())
     }
 
     /// Applies `patch`: see [`Patch::apply_to`] for what each write does.
@@ -81,17 +83,15 @@ impl State {
                 map.insert(first.clone(), op.value.clone());
                 continue;
             }
-            let slot = map
-                .entry(first.clone())
-                .or_insert_with(|| Arc::new(Value::Null));
-            write_at(Arc::make_mut(slot), rest, &op.value);
+            let slot = map.entry(first.clone()).or_insert_with(Shared::null);
+            write_at(slot.make_mut(), rest, &op.value);
         }
     }
 }
 
 impl Serialize for State {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.iter().map(|(k, v)| (k, &**v)))
+        s.collect_map(self.0.iter())
     }
 }
 
@@ -102,7 +102,7 @@ pub struct PatchOp {
     pub path: Vec<String>,
     /// The value stored there, shared with whoever else holds it (the block's output,
     /// say): writing it into the state copies nothing at the top level.
-    pub value: Arc<Value>,
+    pub value: Shared,
 }
 
 /// An ordered list of state writes. Patches compose by concatenation, so the patches of
@@ -119,23 +119,26 @@ impl Patch {
 
     /// Adds a write of `value` at the dotted or split `path`.
     pub fn set(&mut self, path: Vec<String>, value: Value) {
-        self.set_shared(path, Arc::new(value));
+        self.set_shared(path, Shared::new(value));
     }
 
     /// Adds a write of a shared `value` at `path`.
-    pub fn set_shared(&mut self, path: Vec<String>, value: Arc<Value>) {
+    pub fn set_shared(&mut self, path: Vec<String>, value: impl Into<Shared>) {
+        let value = value.into();
         if !path.is_empty() {
             self.0.push(PatchOp { path, value });
         }
     }
 
-    /// Adds one write per key of `object` (a shallow merge); non-objects are ignored.
-    pub fn merge_object(&mut self, object: &Value) {
-        if let Value::Object(map) = object {
-            for (k, v) in map {
+    /// Adds one write per key of `object` (a shallow merge), each sharing what the
+    /// object shares; non-objects are ignored.
+    pub fn merge_object(&mut self, object: &Shared) {
+        let node = object.node();
+        for k in node.keys() {
+            if let Some(v) = node.get(k) {
                 self.0.push(PatchOp {
-                    path: vec![k.clone()],
-                    value: Arc::new(v.clone()),
+                    path: vec![k.to_owned()],
+                    value: v.to_shared(),
                 });
             }
         }
@@ -190,7 +193,7 @@ impl Patch {
 }
 
 /// Writes `value` at `path` below `at`, making objects of whatever is in the way.
-fn write_at(at: &mut Value, path: &[String], value: &Value) {
+fn write_at(at: &mut Value, path: &[String], value: &Shared) {
     let mut cur = at;
     let Some((last, parents)) = path.split_last() else {
         return;
@@ -210,7 +213,7 @@ fn write_at(at: &mut Value, path: &[String], value: &Value) {
     }
     cur.as_object_mut()
         .expect("just made an object")
-        .insert(last.clone(), value.clone());
+        .insert(last.clone(), value.to_value());
 }
 
 /// Splits a dotted state path (`results.draft`) into its keys.
@@ -306,8 +309,8 @@ mod tests {
         let keys: Vec<&String> = branch.shared().keys().collect();
         assert_eq!(keys, ["items", "x", "deep", "s", "new"]);
         // The parent is unchanged, and the key the branch did not write is shared.
-        assert_eq!(parent.get("x"), Some(&json!(5)));
-        assert!(Arc::ptr_eq(
+        assert_eq!(parent.get("x"), Some(&Shared::new(json!(5))));
+        assert!(Shared::ptr_eq(
             &parent.shared()["items"],
             &branch.shared()["items"]
         ));
@@ -329,9 +332,9 @@ mod tests {
     fn later_writes_win_in_order() {
         let mut state = json!({});
         let mut a = Patch::default();
-        a.merge_object(&json!({"k": 1}));
+        a.merge_object(&Shared::new(json!({"k": 1})));
         let mut b = Patch::default();
-        b.merge_object(&json!({"k": 2}));
+        b.merge_object(&Shared::new(json!({"k": 2})));
         a.extend(b);
         a.apply_to(&mut state);
         assert_eq!(state, json!({"k": 2}));

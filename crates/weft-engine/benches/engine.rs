@@ -157,7 +157,7 @@ fn benches(c: &mut Criterion) {
                         RunOptions::default(),
                     ))
                     .unwrap();
-                assert_eq!(r.output, Some(json!(10_000)));
+                assert_eq!(r.output.unwrap(), json!(10_000));
             })
         },
     );

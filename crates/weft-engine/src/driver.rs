@@ -17,7 +17,7 @@ use weft_core::ports::{
     Claim, Claimed, EntryKind, JournalEntry, RunRecord, RunStatus, StoreError, Usage,
 };
 use weft_core::{BlockError, Diagnostic, ErrorKind, Flow, Value};
-use weft_expr::Scope;
+use weft_expr::{Scope, Shared};
 
 /// How a run is started.
 #[derive(Debug, Clone, Default)]
@@ -76,10 +76,11 @@ pub struct RunResult {
     pub run_id: String,
     /// Completed, failed, paused or cancelled.
     pub status: RunStatus,
-    /// The output, when completed.
-    pub output: Option<Value>,
-    /// The run state.
-    pub state: Value,
+    /// The output, when completed (shared with the run's record: a fan-out's results
+    /// are pointed at, not copied; [`Shared::to_value`] makes a plain copy).
+    pub output: Option<Shared>,
+    /// The run state, shared as the output is.
+    pub state: Shared,
     /// The error, when failed.
     pub error: Option<BlockError>,
     /// The approvals it waits for, when paused: `[{key, prompt, options}]`.
@@ -95,8 +96,8 @@ impl RunResult {
         RunResult {
             run_id: rec.id,
             status: rec.status,
-            output: rec.output.map(Arc::unwrap_or_clone),
-            state: rec.state.map(Arc::unwrap_or_clone).unwrap_or_default(),
+            output: rec.output,
+            state: rec.state.unwrap_or_default(),
             error: rec.error.and_then(|e| serde_json::from_value(e).ok()),
             waiting: match rec.waiting {
                 Some(Value::Array(waiting)) => waiting,
@@ -119,8 +120,8 @@ impl RunResult {
         struct View<'a> {
             run_id: &'a str,
             status: &'a str,
-            output: &'a Option<Value>,
-            state: &'a Value,
+            output: &'a Option<Shared>,
+            state: &'a Shared,
             error: &'a Option<BlockError>,
             usage: &'a Usage,
             #[serde(skip_serializing_if = "<[Value]>::is_empty")]
@@ -936,7 +937,7 @@ impl Engine {
             flow,
             vars: Arc::new(Value::Object(flow.vars.clone().into_iter().collect())),
             key: root_key(flow),
-            input: Arc::new(rec.input.clone()),
+            input: Shared::new(rec.input.clone()),
             state: state0.clone(),
             locals: Scope::new(),
             budgets,
@@ -1005,7 +1006,7 @@ impl Engine {
                 });
             }
         }
-        rec.state = Some(Arc::new(state.to_value()));
+        rec.state = Some(state.to_shared());
         // The run's last events are durable before its record says it ended: a follower
         // that sees the end has every event.
         inner.flush_events().await;
@@ -1015,12 +1016,8 @@ impl Engine {
             status: rec.status,
             // The record is not read again: its output and state move, not copied (a
             // fan-out's results can be most of a run's memory).
-            output: rec.output.take().map(Arc::unwrap_or_clone),
-            state: rec
-                .state
-                .take()
-                .map(Arc::unwrap_or_clone)
-                .unwrap_or_default(),
+            output: rec.output.take(),
+            state: rec.state.take().unwrap_or_default(),
             error: rec
                 .error
                 .as_ref()

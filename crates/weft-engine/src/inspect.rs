@@ -13,6 +13,7 @@ use weft_core::error::BlockError;
 use weft_core::event::{Event, EventKind};
 use weft_core::ports::{RunRecord, Store, StoreError};
 use weft_core::usage::Usage;
+use weft_core::value::Shared;
 
 /// How many stored events one page of the event log read holds.
 const EVENT_PAGE: usize = 10_000;
@@ -37,9 +38,9 @@ pub struct RunDetail {
     /// The run's input.
     pub input: Value,
     /// The output, once completed.
-    pub output: Option<std::sync::Arc<Value>>,
+    pub output: Option<Shared>,
     /// The state, once ended or paused.
-    pub state: Option<std::sync::Arc<Value>>,
+    pub state: Option<Shared>,
     /// The error, once failed.
     pub error: Option<Value>,
     /// The approvals it waits for (what each asks), when paused.
@@ -129,9 +130,9 @@ pub struct StepDetail {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit: Option<String>,
     /// Its input (leaf blocks).
-    pub input: Option<Value>,
+    pub input: Option<Shared>,
     /// Its output (leaf blocks).
-    pub output: Option<Value>,
+    pub output: Option<Shared>,
     /// Its error, when it failed or was rescued (the last one, while retrying).
     pub error: Option<BlockError>,
     /// The model it called last, for a step that called one.
@@ -243,7 +244,7 @@ impl Steps {
     fn apply(&mut self, e: &Event) {
         match &e.kind {
             EventKind::StepStarted { path, kind, input } => {
-                self.started(e.at_ms, path, kind, input.as_deref())
+                self.started(e.at_ms, path, kind, input.as_ref())
             }
             EventKind::StepCompleted {
                 path,
@@ -272,7 +273,7 @@ impl Steps {
                 s.elapsed_us = Some(*elapsed_us);
                 s.replayed = *replayed;
                 s.exit.clone_from(exit);
-                s.output = output.as_deref().cloned();
+                s.output = output.clone();
                 s.error = None;
             }
             EventKind::StepFailed { path, error } => {
@@ -362,7 +363,7 @@ impl Steps {
         }
     }
 
-    fn started(&mut self, at_ms: u64, path: &str, kind: &str, input: Option<&Value>) {
+    fn started(&mut self, at_ms: u64, path: &str, kind: &str, input: Option<&Shared>) {
         if let Some(&i) = self.by_path.get(path) {
             let s = &mut self.list[i];
             // Started again: on a resume (a completed step replays, or runs anew if it

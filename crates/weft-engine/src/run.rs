@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use weft_core::ir::{Flow, Stall};
 use weft_core::ports::{Durable, EntryKind, JournalEntry, ParentBlock, Usage};
 use weft_core::{BlockError, ErrorKind, Patch, State, Value};
-use weft_expr::Scope;
+use weft_expr::{Scope, Shared};
 
 /// A journaled fact, ready for replay.
 #[derive(Debug, Clone)]
@@ -183,7 +183,7 @@ impl RunCtx {
 /// What a block produced.
 #[derive(Debug, Clone)]
 pub(crate) struct Outcome {
-    pub(crate) output: Arc<Value>,
+    pub(crate) output: Shared,
     pub(crate) exit: Option<Arc<str>>,
     pub(crate) patch: Patch,
     /// The result came from the journal.
@@ -191,9 +191,9 @@ pub(crate) struct Outcome {
 }
 
 impl Outcome {
-    pub(crate) fn of(output: Arc<Value>) -> Outcome {
+    pub(crate) fn of(output: impl Into<Shared>) -> Outcome {
         Outcome {
-            output,
+            output: output.into(),
             exit: None,
             patch: Patch::default(),
             replayed: false,
@@ -301,7 +301,7 @@ pub(crate) struct Cx<'r> {
     /// The current flow's `vars`, as one shared value.
     pub(crate) vars: Arc<Value>,
     pub(crate) key: Arc<str>,
-    pub(crate) input: Arc<Value>,
+    pub(crate) input: Shared,
     pub(crate) state: State,
     pub(crate) locals: Scope,
     pub(crate) budgets: Budgets,
@@ -320,7 +320,7 @@ pub(crate) struct Cx<'r> {
 
 impl<'r> Cx<'r> {
     /// The child context reached by path segment `seg`.
-    pub(crate) fn child(&self, seg: &str, input: Arc<Value>, state: State) -> Cx<'r> {
+    pub(crate) fn child(&self, seg: &str, input: Shared, state: State) -> Cx<'r> {
         let key: Arc<str> = if self.key.is_empty() {
             Arc::from(seg)
         } else {
@@ -413,7 +413,7 @@ impl<'r> Cx<'r> {
         &self,
         template: &Value,
         scope: &Scope,
-    ) -> Result<Arc<Value>, BlockError> {
+    ) -> Result<Shared, BlockError> {
         self.run
             .prepared
             .exprs

@@ -98,7 +98,10 @@ async fn a_map_without_max_concurrency_keeps_1024_branches_in_flight() {
             "weft: 1\nname: m\ninput: {{n: 1100}}\nroot:\n  map:\n    items: \"{{{{ range(input.n) | list }}}}\"\n{limit}    body: {{handler: {{name: wait}}}}\n"
         ));
         let r = h.run(f).await;
-        assert_eq!(r.output.unwrap().as_array().map(Vec::len), Some(1100));
+        assert_eq!(
+            r.output.unwrap().to_value().as_array().map(Vec::len),
+            Some(1100)
+        );
         assert_eq!(peak.load(Ordering::SeqCst), expected, "{limit:?}");
     }
 }
@@ -120,10 +123,10 @@ async fn parallel_outputs_and_state_writes_merge_in_declaration_order() {
         "weft: 1\nname: o\nroot:\n  parallel:\n    branches:\n      first: {handler: {name: slow, config: {ms: 60, v: 1}}, set: {last: '{{ output }}'}}\n      second: {handler: {name: slow, config: {ms: 30, v: 2}}, set: {last: '{{ output }}'}}\n      third: {handler: {name: slow, config: {ms: 1, v: 3}}, set: {last: '{{ output }}'}}\n",
     );
     let r = h.run(f).await;
-    let out = r.output.unwrap();
+    let out = r.output.unwrap().into_value();
     let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["first", "second", "third"]);
-    assert_eq!(r.state["last"], 3);
+    assert_eq!(r.state.to_value()["last"], 3);
 }
 
 /// Handlers `boom`, which fails at once, and `slow`, which answers after 300 ms and
@@ -179,7 +182,7 @@ async fn fail_fast_with_collected_failures_cancels_the_rest_and_goes_on() {
     );
     let r = h.run(f).await;
     assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
-    let out = r.output.unwrap();
+    let out = r.output.unwrap().into_value();
     assert_eq!(out["b"]["error"]["message"], "boom");
     assert_eq!(out["a"]["error"]["kind"], "cancelled", "{out}");
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -206,7 +209,7 @@ async fn collected_failures_stay_in_the_results() {
         "weft: 1\nname: c\nroot:\n  map:\n    items: '{{ [1, 2, 3] }}'\n    on_error: collect\n    body: {handler: {name: odd_fails}}\n",
     );
     let r = h.run(f).await;
-    let out = r.output.unwrap();
+    let out = r.output.unwrap().into_value();
     assert_eq!(out[1], 2);
     assert_eq!(out[0]["error"]["message"], "1 is odd");
     assert_eq!(out[2]["error"]["kind"], "handler");
@@ -424,7 +427,7 @@ async fn a_loop_through_a_graph_follows_conditions_and_counts_visits() {
         "weft: 1\nname: cyc\nstate: {n: 0}\nroot:\n  graph:\n    entry: inc\n    nodes:\n      inc: {transform: {output: '{{ state.n + 1 }}'}, set: {n: '{{ output }}'}}\n    edges:\n      - {from: inc, to: inc, when: 'state.n < 4'}\n",
     );
     let r = h.run(f).await;
-    assert_eq!(r.output, Some(json!(4)), "{:?}", r.error);
+    assert_eq!(r.output.unwrap(), json!(4), "{:?}", r.error);
     let paths: Vec<String> = h
         .kinds()
         .into_iter()
@@ -500,7 +503,7 @@ async fn approvals_pause_durably_and_resume_in_a_new_engine_without_rerunning_st
         .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Completed);
-    assert_eq!(r.output.unwrap()["calls"], 1);
+    assert_eq!(r.output.unwrap().into_value()["calls"], 1);
     assert_eq!(
         before.load(Ordering::SeqCst),
         1,
@@ -959,7 +962,7 @@ input: 3
         .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
-    assert_eq!(r.output, Some(json!(12)));
+    assert_eq!(r.output.unwrap(), json!(12));
 }
 
 /// Each attempt of a step has its own idempotency key, the same in every process that

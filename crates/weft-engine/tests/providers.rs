@@ -338,7 +338,7 @@ root:
         )
     };
     let r = h.run(flow(&yaml("careful"))).await;
-    assert_eq!(r.output, Some(json!("from careful")), "{:?}", r.error);
+    assert_eq!(r.output.unwrap(), json!("from careful"), "{:?}", r.error);
     let r = h.run(flow(&yaml("fast"))).await;
     assert_eq!(r.output.unwrap(), json!("from fast"));
     // A template that chooses nothing fails the block with a config error that says so.
@@ -377,7 +377,7 @@ async fn an_embed_block_gets_vectors_from_a_real_server_and_counts_them() {
     .await;
     let h = harness();
     let one = h.run(embed_flow(&server, r#""{{ input.one }}""#)).await;
-    let out = one.output.expect("completed");
+    let out = one.output.clone().expect("completed").into_value();
     assert_eq!(out["embedding"], json!([0.5, -0.5]));
     assert_eq!(out["dimensions"], 2);
     assert_eq!(out["model"], "m");
@@ -387,7 +387,7 @@ async fn an_embed_block_gets_vectors_from_a_real_server_and_counts_them() {
         out["usage"]["prompt_tokens"].as_u64().unwrap()
     );
     let many = h.run(embed_flow(&server, r#""{{ input.texts }}""#)).await;
-    let out = many.output.expect("completed");
+    let out = many.output.expect("completed").into_value();
     assert_eq!(out["embeddings"], json!([[1.0, 0.0], [0.0, 1.0]]));
     assert!(out.get("embedding").is_none());
     let sent = server.received();

@@ -7,6 +7,7 @@ use minijinja::Value as MjValue;
 use minijinja::value::{Enumerator, Object, ObjectRepr};
 use serde_json::Value;
 use std::sync::Arc;
+use weft_value::{Kind, Node, Shared};
 
 #[derive(Debug, Clone)]
 enum Seg {
@@ -14,22 +15,24 @@ enum Seg {
     Index(usize),
 }
 
-/// A view of one node inside a shared JSON value.
+/// A view of one node inside a shared value.
 #[derive(Debug)]
 struct JsonNode {
-    root: Arc<Value>,
+    root: Shared,
     path: Vec<Seg>,
 }
 
+static NULL: Value = Value::Null;
+
 impl JsonNode {
-    fn target(&self) -> &Value {
-        let mut cur = &*self.root;
+    fn target(&self) -> Node<'_> {
+        let mut cur = self.root.node();
         for seg in &self.path {
-            cur = match (seg, cur) {
-                (Seg::Key(k), Value::Object(m)) => m.get(&**k).unwrap_or(&Value::Null),
-                (Seg::Index(i), Value::Array(a)) => a.get(*i).unwrap_or(&Value::Null),
-                _ => &Value::Null,
+            let next = match seg {
+                Seg::Key(k) => cur.get(k),
+                Seg::Index(i) => cur.at(*i),
             };
+            cur = next.unwrap_or(Node::Json(&NULL));
         }
         cur
     }
@@ -42,9 +45,9 @@ impl JsonNode {
             root: self.root.clone(),
             path,
         };
-        match node.target() {
-            Value::Object(_) | Value::Array(_) => MjValue::from_object(node),
-            scalar => scalar_to_mj(scalar),
+        match node.target().kind() {
+            Kind::Scalar(scalar) => scalar_to_mj(scalar),
+            _ => MjValue::from_object(node),
         }
     }
 }
@@ -69,54 +72,60 @@ fn scalar_to_mj(v: &Value) -> MjValue {
 
 /// Converts a shared JSON value for minijinja without copying its containers.
 pub fn to_mj(root: &Arc<Value>) -> MjValue {
-    match &**root {
-        Value::Object(_) | Value::Array(_) => MjValue::from_object(JsonNode {
+    shared_to_mj(&Shared::Json(root.clone()))
+}
+
+/// Converts a shared value for minijinja without copying its containers.
+pub fn shared_to_mj(root: &Shared) -> MjValue {
+    match root.node().kind() {
+        Kind::Scalar(scalar) => scalar_to_mj(scalar),
+        _ => MjValue::from_object(JsonNode {
             root: root.clone(),
             path: Vec::new(),
         }),
-        scalar => scalar_to_mj(scalar),
     }
 }
 
 impl Object for JsonNode {
     fn repr(self: &Arc<Self>) -> ObjectRepr {
-        match self.target() {
-            Value::Array(_) => ObjectRepr::Seq,
+        match self.target().kind() {
+            Kind::Array(_) => ObjectRepr::Seq,
             _ => ObjectRepr::Map,
         }
     }
 
     fn get_value(self: &Arc<Self>, key: &MjValue) -> Option<MjValue> {
-        match self.target() {
-            Value::Object(m) => {
+        let target = self.target();
+        match target.kind() {
+            Kind::Object(_) => {
                 let k = key.as_str()?;
-                let (k, _) = m.get_key_value(k)?;
-                Some(self.child(Seg::Key(Arc::from(k.as_str()))))
+                target.get(k)?;
+                Some(self.child(Seg::Key(Arc::from(k))))
             }
-            Value::Array(a) => {
+            Kind::Array(n) => {
                 let i = usize::try_from(key.as_i64()?).ok()?;
-                (i < a.len()).then(|| self.child(Seg::Index(i)))
+                (i < n).then(|| self.child(Seg::Index(i)))
             }
-            _ => None,
+            Kind::Scalar(_) => None,
         }
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        match self.target() {
-            Value::Object(m) => {
-                Enumerator::Values(m.keys().map(|k| MjValue::from(k.as_str())).collect())
+        let target = self.target();
+        match target.kind() {
+            Kind::Object(_) => {
+                Enumerator::Values(target.keys().into_iter().map(MjValue::from).collect())
             }
-            Value::Array(a) => Enumerator::Seq(a.len()),
-            _ => Enumerator::Empty,
+            Kind::Array(n) => Enumerator::Seq(n),
+            Kind::Scalar(_) => Enumerator::Empty,
         }
     }
 
     fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
-        match self.target() {
-            Value::Object(m) => Some(m.len()),
-            Value::Array(a) => Some(a.len()),
-            _ => Some(0),
-        }
+        Some(match self.target().kind() {
+            Kind::Object(n) | Kind::Array(n) => n,
+            Kind::Scalar(_) => 0,
+        })
     }
 
     fn is_true(self: &Arc<Self>) -> bool {
@@ -149,10 +158,7 @@ impl Object for ScopeObject {
             let natives = self.0.natives.clone()?;
             return Some(MjValue::from_object(NativesObject(natives)));
         }
-        self.0.bound(key).map(|b| match b {
-            crate::Bound::Value(v) => to_mj(v),
-            crate::Bound::Map(m) => MjValue::from_object(SharedMapObject(m.clone())),
-        })
+        self.0.bound(key).map(shared_to_mj)
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
@@ -163,32 +169,5 @@ impl Object for ScopeObject {
             }
         }
         Enumerator::Values(names.into_iter().map(MjValue::from).collect())
-    }
-}
-
-/// A shared map (the run state), seen without copying: each value it reaches is a view
-/// of that value.
-#[derive(Debug)]
-pub(crate) struct SharedMapObject(pub(crate) Arc<crate::SharedMap>);
-
-impl Object for SharedMapObject {
-    fn repr(self: &Arc<Self>) -> ObjectRepr {
-        ObjectRepr::Map
-    }
-
-    fn get_value(self: &Arc<Self>, key: &MjValue) -> Option<MjValue> {
-        self.0.get(key.as_str()?).map(to_mj)
-    }
-
-    fn enumerate(self: &Arc<Self>) -> Enumerator {
-        Enumerator::Values(self.0.keys().map(|k| MjValue::from(k.as_str())).collect())
-    }
-
-    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
-        Some(self.0.len())
-    }
-
-    fn is_true(self: &Arc<Self>) -> bool {
-        !self.0.is_empty()
     }
 }

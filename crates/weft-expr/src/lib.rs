@@ -22,7 +22,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-pub use json_object::to_mj;
+pub use json_object::{shared_to_mj, to_mj};
 
 /// Instructions one evaluation may execute before it is stopped.
 pub const FUEL: u64 = 2_000_000;
@@ -70,36 +70,12 @@ pub trait Natives: Send + Sync + std::fmt::Debug {
     fn call(&self, name: &str, args: &[Value]) -> Result<Value, String>;
 }
 
-/// An object whose values are shared (a run state, say): reading it copies nothing, and
-/// neither does handing it on.
-pub type SharedMap = indexmap::IndexMap<String, Arc<Value>>;
-
-/// What a name is bound to.
-#[derive(Debug, Clone)]
-pub(crate) enum Bound {
-    Value(Arc<Value>),
-    Map(Arc<SharedMap>),
-}
-
-impl Bound {
-    /// The bound value as one JSON value (a shared map is copied whole).
-    pub(crate) fn to_value(&self) -> Value {
-        match self {
-            Bound::Value(v) => (**v).clone(),
-            Bound::Map(m) => map_value(m),
-        }
-    }
-}
-
-/// A shared map as one JSON object: a deep copy.
-pub(crate) fn map_value(m: &SharedMap) -> Value {
-    Value::Object(m.iter().map(|(k, v)| (k.clone(), (**v).clone())).collect())
-}
+pub use weft_value::{Shared, SharedMap};
 
 /// The names visible to one evaluation: `input`, `state`, `initial`, `vars`, and locals.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
-    bindings: Vec<(Arc<str>, Bound)>,
+    bindings: Vec<(Arc<str>, Shared)>,
     natives: Option<Arc<dyn Natives>>,
 }
 
@@ -118,19 +94,19 @@ impl Scope {
     }
 
     /// Binds `name` (a later binding of the same name shadows an earlier one).
-    pub fn bind(&mut self, name: impl Into<Arc<str>>, value: Arc<Value>) -> &mut Scope {
-        self.bindings.push((name.into(), Bound::Value(value)));
+    pub fn bind(&mut self, name: impl Into<Arc<str>>, value: impl Into<Shared>) -> &mut Scope {
+        self.bindings.push((name.into(), value.into()));
         self
     }
 
     /// Binds `name` to an object whose values are shared, as [`Scope::bind`] does.
     pub fn bind_map(&mut self, name: impl Into<Arc<str>>, map: Arc<SharedMap>) -> &mut Scope {
-        self.bindings.push((name.into(), Bound::Map(map)));
+        self.bindings.push((name.into(), Shared::Object(map)));
         self
     }
 
     /// The same scope with `name` bound.
-    pub fn with(mut self, name: impl Into<Arc<str>>, value: Arc<Value>) -> Scope {
+    pub fn with(mut self, name: impl Into<Arc<str>>, value: impl Into<Shared>) -> Scope {
         self.bind(name, value);
         self
     }
@@ -163,10 +139,11 @@ impl Scope {
 
     /// The value bound to `name` (a copy of a shared map's values).
     pub fn get(&self, name: &str) -> Option<Value> {
-        self.bound(name).map(Bound::to_value)
+        self.bound(name).map(Shared::to_value)
     }
 
-    pub(crate) fn bound(&self, name: &str) -> Option<&Bound> {
+    /// The value bound to `name`, shared.
+    pub fn bound(&self, name: &str) -> Option<&Shared> {
         self.bindings
             .iter()
             .rev()
@@ -351,20 +328,62 @@ impl Exprs {
         })
     }
 
-    /// [`Exprs::value_template`], except that a template that only names a bound value
-    /// (`"{{ output }}"`) gives that value itself, shared rather than copied.
+    /// [`Exprs::value_template`], except that what a template only names (`"{{ output
+    /// }}"`, `"{{ state.items }}"`) is that value itself, shared rather than copied, and
+    /// an object or list template holding such a name is built around it: `{"state":
+    /// "{{ state }}", "index": "{{ index }}"}` points at the state instead of copying it.
     pub fn value_template_shared(
         &self,
         template: &Value,
         scope: &Scope,
-    ) -> Result<Arc<Value>, ExprError> {
-        if let Value::String(source) = template
-            && let Some(Compiled::Single(_, Some(path))) = self.templates.get(source.as_str())
-            && let Some(Bound::Value(v)) = path.bare_name().and_then(|n| scope.bound(n))
-        {
-            return Ok(v.clone());
+    ) -> Result<Shared, ExprError> {
+        self.shared_part(template, scope).map(|(v, _)| v)
+    }
+
+    /// The value of `template`, and whether it points at a container bound in `scope`
+    /// (so that whatever holds it should hold the pointer, not a copy).
+    fn shared_part(&self, template: &Value, scope: &Scope) -> Result<(Shared, bool), ExprError> {
+        match template {
+            Value::String(source) => {
+                if let Some(Compiled::Single(_, Some(path))) = self.templates.get(source.as_str())
+                    && let Some(found) = path.lookup_shared(scope)
+                {
+                    return Ok(found);
+                }
+                Ok((Shared::new(self.value_template(template, scope)?), false))
+            }
+            Value::Array(a) => {
+                let parts = a
+                    .iter()
+                    .map(|x| self.shared_part(x, scope))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let shares = parts.iter().any(|(_, s)| *s);
+                let items = parts.into_iter().map(|(v, _)| v);
+                Ok(if shares {
+                    (Shared::from(items.collect::<Vec<_>>()), true)
+                } else {
+                    (
+                        Shared::new(Value::Array(items.map(Shared::into_value).collect())),
+                        false,
+                    )
+                })
+            }
+            Value::Object(m) => {
+                let parts = m
+                    .iter()
+                    .map(|(k, x)| Ok((k.clone(), self.shared_part(x, scope)?)))
+                    .collect::<Result<Vec<_>, ExprError>>()?;
+                let shares = parts.iter().any(|(_, (_, s))| *s);
+                let entries = parts.into_iter().map(|(k, (v, _))| (k, v));
+                Ok(if shares {
+                    (Shared::from(entries.collect::<SharedMap>()), true)
+                } else {
+                    let map = entries.map(|(k, v)| (k, v.into_value())).collect();
+                    (Shared::new(Value::Object(map)), false)
+                })
+            }
+            other => Ok((Shared::new(other.clone()), false)),
         }
-        self.value_template(template, scope).map(Arc::new)
     }
 
     fn eval_mj(&self, source: &str, scope: &Scope) -> Result<MjValue, ExprError> {

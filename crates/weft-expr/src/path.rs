@@ -5,9 +5,10 @@
 //! the engine would (a missing key, an unbound name, an index into a string) is left to
 //! the engine.
 
-use crate::{Bound, Scope};
+use crate::Scope;
 use serde_json::Value;
 use std::borrow::Cow;
+use weft_value::{Kind, Node, Shared};
 
 /// One step of a path: an object's key or an array's index.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,30 +49,31 @@ impl Path {
         })
     }
 
-    /// The name, when the path is only a name (`output`, not `output.x`).
-    pub(crate) fn bare_name(&self) -> Option<&str> {
-        self.steps.is_empty().then_some(self.name.as_str())
+    /// The value the path names in `scope`, when every step finds what it names (a
+    /// copy only when the path names a value built of shared parts).
+    pub(crate) fn lookup<'s>(&self, scope: &'s Scope) -> Option<Cow<'s, Value>> {
+        self.node(scope).map(Node::json)
     }
 
-    /// The value the path names in `scope`, when every step finds what it names (a
-    /// copy only when the path names a whole shared map).
-    pub(crate) fn lookup<'s>(&self, scope: &'s Scope) -> Option<Cow<'s, Value>> {
-        let (mut at, steps): (&Value, &[Step]) = match scope.bound(&self.name)? {
-            Bound::Value(v) => (v, &self.steps),
-            Bound::Map(m) => match self.steps.split_first() {
-                None => return Some(Cow::Owned(crate::map_value(m))),
-                Some((Step::Key(k), rest)) => (m.get(k)?, rest),
-                Some((Step::Index(_), _)) => return None,
-            },
-        };
-        for step in steps {
-            at = match (step, at) {
-                (Step::Key(k), Value::Object(m)) => m.get(k)?,
-                (Step::Index(i), Value::Array(a)) => a.get(*i)?,
-                _ => return None,
+    /// The value the path names, shared when it is a shared part of what the scope
+    /// binds, and whether it is a shared container (a list or object whose holder
+    /// should keep the pointer).
+    pub(crate) fn lookup_shared(&self, scope: &Scope) -> Option<(Shared, bool)> {
+        Some(match self.node(scope)? {
+            Node::Shared(s) => (s.clone(), !matches!(s.node().kind(), Kind::Scalar(_))),
+            Node::Json(v) => (Shared::new(v.clone()), false),
+        })
+    }
+
+    fn node<'s>(&self, scope: &'s Scope) -> Option<Node<'s>> {
+        let mut at = scope.bound(&self.name)?.node();
+        for step in &self.steps {
+            at = match step {
+                Step::Key(k) => at.get(k)?,
+                Step::Index(i) => at.at(*i)?,
             };
         }
-        Some(Cow::Borrowed(at))
+        Some(at)
     }
 }
 
@@ -157,7 +159,7 @@ mod tests {
         scope.bind_map(
             "state",
             Arc::new(
-                [("k".to_owned(), Arc::new(json!([7])))]
+                [("k".to_owned(), Shared::new(json!([7])))]
                     .into_iter()
                     .collect(),
             ),
@@ -168,6 +170,16 @@ mod tests {
         assert_eq!(
             p("state").lookup(&scope).as_deref(),
             Some(&json!({"k": [7]}))
+        );
+        // What names a shared part is that part, not a copy of it.
+        let (k, shares) = p("state.k").lookup_shared(&scope).unwrap();
+        let Some(Shared::Object(map)) = scope.bound("state") else {
+            unreachable!()
+        };
+        assert!(shares && Shared::ptr_eq(&k, &map["k"]));
+        assert_eq!(
+            p("state.k[0]").lookup_shared(&scope),
+            Some((Shared::new(json!(7)), false))
         );
     }
 }

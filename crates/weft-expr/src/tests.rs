@@ -106,7 +106,7 @@ fn a_shared_map_reads_as_the_object_it_holds() {
         .as_object()
         .unwrap()
         .iter()
-        .map(|(k, v)| (k.clone(), Arc::new(v.clone())))
+        .map(|(k, v)| (k.clone(), crate::Shared::new(v.clone())))
         .collect();
     let mut shared = Scope::new();
     shared.bind_map("state", Arc::new(map));
@@ -153,17 +153,42 @@ fn a_shared_map_reads_as_the_object_it_holds() {
 
 #[test]
 fn a_template_naming_a_bound_value_shares_it() {
-    let output = Arc::new(json!({"big": [1, 2, 3]}));
+    use crate::Shared;
+    let output = Shared::new(json!({"big": [1, 2, 3]}));
     let s = Scope::new().with("output", output.clone());
     let e = compiled(&[("{{ output }}", false), ("{{ output.big }}", false)]);
     let shared = e.value_template_shared(&json!("{{ output }}"), &s).unwrap();
-    assert!(Arc::ptr_eq(&shared, &output));
+    assert!(Shared::ptr_eq(&shared, &output));
     let part = e
         .value_template_shared(&json!("{{ output.big }}"), &s)
         .unwrap();
-    assert_eq!(*part, json!([1, 2, 3]));
+    assert_eq!(part, json!([1, 2, 3]));
     let literal = e.value_template_shared(&json!({"k": 1}), &s).unwrap();
-    assert_eq!(*literal, json!({"k": 1}));
+    assert_eq!(literal.as_json(), Some(&json!({"k": 1})));
+}
+
+#[test]
+fn an_object_template_holding_a_bound_state_points_at_it() {
+    use crate::{Shared, SharedMap};
+    let items = Shared::new(json!([1, 2, 3]));
+    let map: SharedMap = [("items".to_owned(), items.clone())].into_iter().collect();
+    let mut s = Scope::new();
+    s.bind_map("state", Arc::new(map))
+        .bind("index", Arc::new(json!(4)));
+    let e = compiled(&[("{{ state }}", false), ("{{ index }}", false)]);
+    let template = json!({"state": "{{ state }}", "index": "{{ index }}", "ok": true});
+    let result = e.value_template_shared(&template, &s).unwrap();
+    assert_eq!(
+        result,
+        json!({"state": {"items": [1, 2, 3]}, "index": 4, "ok": true})
+    );
+    let inner = result.node().get("state").and_then(|n| n.get("items"));
+    assert!(matches!(inner, Some(weft_value::Node::Shared(x)) if Shared::ptr_eq(x, &items)));
+    // Nothing shared: one plain value, as before.
+    let plain = e
+        .value_template_shared(&json!({"index": "{{ index }}"}), &s)
+        .unwrap();
+    assert_eq!(plain.as_json(), Some(&json!({"index": 4})));
 }
 
 #[test]

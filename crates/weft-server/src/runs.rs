@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 use weft_core::ports::{Cursor, RunQuery, RunRecord, RunStatus, StoreError};
+use weft_core::value::Shared;
 use weft_engine::{Engine, EngineError, RunOptions, Underway};
 
 /// The longest `?wait=` honoured, in seconds.
@@ -229,7 +230,7 @@ pub(crate) mod idempotency {
         }
         let mut shown = summary(&run);
         for (k, v) in [
-            ("output", run.output.as_deref().cloned()),
+            ("output", run.output.as_ref().map(Shared::to_value)),
             ("error", run.error.clone()),
             ("waiting", run.waiting.clone()),
         ] {

@@ -476,8 +476,9 @@ fn by_run<'a, T>(items: impl Iterator<Item = (&'a str, T)>) -> Vec<(&'a str, Vec
     runs
 }
 
-fn json_col(v: Option<&serde_json::Value>) -> Option<String> {
-    v.map(|v| v.to_string())
+fn json_col<T: serde::Serialize + ?Sized>(v: Option<&T>) -> Option<String> {
+    // JSON values (string keys only) always serialize.
+    v.and_then(|v| serde_json::to_string(v).ok())
 }
 
 fn parse_col(s: Option<String>) -> rusqlite::Result<Option<serde_json::Value>> {
@@ -503,8 +504,8 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         dialect: r.get(5)?,
         input: parse_col(r.get(6)?)?.unwrap_or(serde_json::Value::Null),
         status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
-        output: parse_col(r.get(8)?)?.map(std::sync::Arc::new),
-        state: parse_col(r.get(9)?)?.map(std::sync::Arc::new),
+        output: parse_col(r.get(8)?)?.map(weft_core::value::Shared::new),
+        state: parse_col(r.get(9)?)?.map(weft_core::value::Shared::new),
         error: parse_col(r.get(10)?)?,
         waiting: parse_col(r.get(11)?)?,
         usage: serde_json::from_str::<Usage>(&usage).unwrap_or_default(),
@@ -568,8 +569,8 @@ pub(crate) fn write_run(
                 run.dialect,
                 run.input.to_string(),
                 run.status.as_str(),
-                json_col(run.output.as_deref()),
-                json_col(run.state.as_deref()),
+                json_col(run.output.as_ref()),
+                json_col(run.state.as_ref()),
                 json_col(run.error.as_ref()),
                 json_col(run.waiting.as_ref()),
                 serde_json::to_string(&run.usage).unwrap_or_default(),
@@ -964,7 +965,7 @@ mod tests {
     use serde_json::json;
     use weft_core::event::{Event, EventKind};
     use weft_core::ports::{EntryKind, Scopes};
-    use weft_core::value::Value;
+    use weft_core::value::Shared;
 
     /// Run `run`'s event `seq`, stamped `at_ms`.
     fn event_of(run: &str, seq: u64, at_ms: u64, kind: EventKind) -> Event {
@@ -1360,7 +1361,7 @@ mod tests {
             let kind = EventKind::StepStarted {
                 path: "root/a".into(),
                 kind: "code".into(),
-                input: Some(std::sync::Arc::new(json!({"x": 1}))),
+                input: Some(Shared::new(json!({"x": 1}))),
             };
             event_of("r", seq, 7, kind)
         };
@@ -1410,9 +1411,9 @@ mod tests {
     async fn a_large_value_passed_from_step_to_step_is_stored_once() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("v.db");
-        let big = std::sync::Arc::new(json!({"items": (0..10_000).collect::<Vec<_>>()}));
-        let small = std::sync::Arc::new(json!({"n": 1}));
-        let started = |seq, v: &std::sync::Arc<Value>| {
+        let big = Shared::new(json!({"items": (0..10_000).collect::<Vec<_>>()}));
+        let small = Shared::new(json!({"n": 1}));
+        let started = |seq, v: &Shared| {
             let kind = EventKind::StepStarted {
                 path: format!("root/s{seq}"),
                 kind: "transform".into(),
@@ -1420,7 +1421,7 @@ mod tests {
             };
             event_of("r", seq, 7, kind)
         };
-        let completed = |seq, v: &std::sync::Arc<Value>| {
+        let completed = |seq, v: &Shared| {
             let kind = EventKind::StepCompleted {
                 path: format!("root/s{seq}"),
                 kind: "transform".into(),
@@ -1444,7 +1445,7 @@ mod tests {
             }
             let bodies = stored_bodies(&path);
             let total: usize = bodies.iter().map(String::len).sum();
-            let once = serde_json::to_string(&*big).unwrap().len();
+            let once = serde_json::to_string(&big).unwrap().len();
             assert!(
                 total < once + 4096,
                 "{total} bytes stored for a value of {once}"
@@ -1465,7 +1466,7 @@ mod tests {
         }
         let read = s.events("r", Some(4), 100).await.unwrap();
         let (a, b) = (carried_of(&read[0]), carried_of(&read[3]));
-        assert!(std::sync::Arc::ptr_eq(a, b));
+        assert!(Shared::ptr_eq(a, b));
         // That process has not seen `big` written: it writes it again rather than
         // refer to what it did not write.
         s.append_events(&[started(12, &big), completed(13, &big)])
@@ -1494,7 +1495,7 @@ mod tests {
         assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
     }
 
-    fn carried_of(e: &Event) -> &std::sync::Arc<Value> {
+    fn carried_of(e: &Event) -> &Shared {
         match &e.kind {
             EventKind::StepStarted { input: Some(v), .. } => v,
             EventKind::StepCompleted {

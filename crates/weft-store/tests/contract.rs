@@ -8,6 +8,7 @@ use weft_core::ports::{
     Claim, Claimed, EntryKind, JournalEntry, RunRecord, RunStatus, ScopedChange, Scopes, StoreError,
 };
 use weft_core::usage::Usage;
+use weft_core::value::Shared;
 
 mod stores;
 
@@ -50,8 +51,8 @@ async fn a_run_reads_back_as_written_field_for_field() {
         // Key order is part of the value: `z` stays before `a`.
         r.input = json!({"z": [1, 2.5, null, "\u{0}nul"], "a": {"deep": {"x": true}}});
         r.status = RunStatus::Paused;
-        r.output = Some(std::sync::Arc::new(json!("out")));
-        r.state = Some(std::sync::Arc::new(json!({"k": [1, 2, 3]})));
+        r.output = Some(Shared::new(json!("out")));
+        r.state = Some(Shared::new(json!({"k": [1, 2, 3]})));
         r.error = Some(json!({"kind": "timeout"}));
         r.waiting = Some(json!([{"key": "approve"}]));
         r.usage = Usage {
@@ -288,7 +289,7 @@ async fn event_logs_read_from_any_point_and_ignore_repeats() {
 async fn an_event_carrying_values_reads_back_equal() {
     let dir = tempfile::tempdir().unwrap();
     for (name, store) in stores::all(&dir).await {
-        let big = Arc::new(json!({"items": (0..2000).collect::<Vec<_>>(), "b": "x"}));
+        let big = Shared::new(json!({"items": (0..2000).collect::<Vec<_>>(), "b": "x"}));
         let events = vec![
             Event {
                 run_id: Arc::from("r"),

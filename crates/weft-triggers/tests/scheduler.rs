@@ -116,7 +116,8 @@ async fn each_due_second_starts_one_run_with_the_schedule_s_input() {
         .await
         .unwrap();
     assert!(
-        runs.iter().all(|r| r.output.as_deref() == Some(&json!(7))),
+        runs.iter()
+            .all(|r| r.output.as_ref().is_some_and(|o| *o == 7)),
         "{runs:?}"
     );
 }

@@ -60,6 +60,14 @@ pub(crate) fn json(v: &Value) -> String {
     }
 }
 
+/// A shared value as [`json`] writes a plain one, without copying it first.
+pub(crate) fn shared_json(v: &weft_core::value::Shared) -> String {
+    match v.as_json() {
+        Some(plain) => json(plain),
+        None => serde_json::to_string_pretty(v).unwrap_or_default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -136,7 +136,7 @@ fn outcome(run: &RunDetail) -> Markup {
         @if let Some(out) = &run.output {
             section.outcome.ok aria-label="Output" {
                 h2 { "Output" }
-                pre #run-output { (format::json(out)) }
+                pre #run-output { (format::shared_json(out)) }
             }
         }
         @if let Some(err) = &run.error {

@@ -139,8 +139,8 @@ pub(crate) fn panel(run: &RunDetail, s: Option<&StepDetail>) -> Markup {
             h4 { "Tool call " code { (call.tool) } }
             pre { (format::json(&call.arguments)) }
         }
-        @if let Some(input) = &s.input { h4 { "Input" } pre { (format::json(input)) } }
-        @if let Some(output) = &s.output { h4 { "Output" } pre { (format::json(output)) } }
+        @if let Some(input) = &s.input { h4 { "Input" } pre { (format::shared_json(input)) } }
+        @if let Some(output) = &s.output { h4 { "Output" } pre { (format::shared_json(output)) } }
         @if s.input.is_none() && s.output.is_none() && s.error.is_none() {
             p.muted { "A " (s.kind) " block runs the blocks inside it; choose one of them to see its input and output." }
         }

@@ -122,6 +122,8 @@ impl TestHarness {
             .await
             .unwrap_or_else(|e| panic!("the run could not be driven: {e}"));
         TestRun {
+            output: result.output.as_ref().map(|o| o.to_value()),
+            state: result.state.to_value(),
             result,
             events: events.events(),
         }
@@ -173,6 +175,10 @@ pub struct TestRun {
     pub result: RunResult,
     /// Every event it emitted, in order.
     pub events: Vec<Event>,
+    /// The result's output as plain JSON, for assertions.
+    pub output: Option<Value>,
+    /// The result's state as plain JSON.
+    pub state: Value,
 }
 
 impl TestRun {
@@ -184,10 +190,7 @@ impl TestRun {
             "the run did not complete: {:?}",
             self.result.error
         );
-        self.result
-            .output
-            .as_ref()
-            .expect("a completed run has an output")
+        self.output.as_ref().expect("a completed run has an output")
     }
 
     /// The output as a `T`.

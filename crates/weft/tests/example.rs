@@ -16,7 +16,7 @@ async fn the_research_pipeline_searches_refines_synthesizes_and_rescues() {
         .run(&block, "How do durable workflows survive crashes?")
         .await
         .unwrap();
-    let out = run.output.expect("completed");
+    let out = run.output.expect("completed").into_value();
     assert!(
         out["summary"].as_str().unwrap().contains("journal"),
         "{out}"

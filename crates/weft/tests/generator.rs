@@ -109,7 +109,7 @@ async fn a_primary_generator_keeps_its_history_across_calls() {
         .run(twice, "first")
         .await;
     assert_eq!(run.output(), "two");
-    let history = run.result.state["chat_history"].as_array().unwrap();
+    let history = run.state["chat_history"].as_array().unwrap();
     let texts: Vec<&str> = history
         .iter()
         .map(|m| m["content"].as_str().unwrap())

@@ -212,8 +212,8 @@ async fn generator_builder_emits_block_tool_output_items_when_a_tool_executes() 
         _ => None,
     });
     assert_eq!(
-        output.as_deref(),
-        Some(&json!({"answer": "result for test"}))
+        output.map(|o| o.to_value()),
+        Some(json!({"answer": "result for test"}))
     );
 }
 

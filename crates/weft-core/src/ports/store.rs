@@ -100,9 +100,9 @@ pub struct RunRecord {
     /// The final output, once completed; shared, since a fan-out's results can be most
     /// of a run's memory and the output goes to the run's last event, the store and the
     /// caller at once.
-    pub output: Option<std::sync::Arc<Value>>,
+    pub output: Option<crate::value::Shared>,
     /// The final state, once finished or paused; shared as the output is.
-    pub state: Option<std::sync::Arc<Value>>,
+    pub state: Option<crate::value::Shared>,
     /// The error, once failed.
     pub error: Option<Value>,
     /// The approvals it waits for, when paused.

@@ -39,7 +39,7 @@ async fn start_outputs_its_initial_input_or_an_empty_string() {
     ))
     .await;
     assert_eq!(g.result.status, RunStatus::Completed);
-    assert_eq!(g.result.output, Some(json!("hello")));
+    assert_eq!(g.output, Some(json!("hello")));
     assert_eq!(g.state()["s"], "hello");
     // AgentFlow's engine keeps the last output as `previous_output`.
     assert_eq!(g.state()["previous_output"], "hello");
@@ -48,7 +48,7 @@ async fn start_outputs_its_initial_input_or_an_empty_string() {
         json!([edge("s", "e", None)]),
     ))
     .await;
-    assert_eq!(g.result.output, Some(json!("")));
+    assert_eq!(g.output, Some(json!("")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,7 +74,7 @@ async fn an_agent_reads_its_prompts_model_and_effort_and_replaces_previous_outpu
         json!([edge("s", "a", Some("output")), edge("a", "e", None)]),
     );
     let g = run_with(&text, None, Some(&server), None).await;
-    assert_eq!(g.result.output, Some(json!("Bonjour.")));
+    assert_eq!(g.output, Some(json!("Bonjour.")));
     assert_eq!(g.state()["a"], "Bonjour.");
     let sent = &server.received()[0].body;
     assert_eq!(sent["model"], "gpt-4o-mini");
@@ -261,9 +261,9 @@ async fn an_approval_pauses_and_resumes_down_the_decision_s_edge() {
     let summary = RunSummary {
         run_id: &g.result.run_id,
         status: g.result.status.as_str(),
-        state: &g.result.state,
+        state: &g.state,
         waiting: &g.result.waiting,
-        output: g.result.output.as_ref(),
+        output: g.output.as_ref(),
         error: &error,
     };
     let shaped = g
@@ -725,7 +725,7 @@ async fn the_run_input_replaces_the_initial_input() {
         None,
     )
     .await;
-    assert_eq!(g.result.output, Some(json!("given")));
+    assert_eq!(g.output, Some(json!("given")));
 }
 
 #[test]

@@ -38,6 +38,9 @@ pub struct Graph {
     /// The spec's log entries, as `--json` and `--events` carry them.
     pub logs: Vec<Value>,
     pub view: EventView,
+    /// The result's output and state as plain JSON, for assertions.
+    pub output: Option<Value>,
+    pub state: Value,
 }
 
 impl Graph {
@@ -56,7 +59,7 @@ impl Graph {
 
     /// The run state, as its result carries it.
     pub fn state(&self) -> &Value {
-        &self.result.state
+        &self.state
     }
 }
 
@@ -97,6 +100,8 @@ pub async fn run_with(
     let view = loaded.events;
     let logs = events.iter().flat_map(|e| view.translate(e)).collect();
     Graph {
+        output: result.output.as_ref().map(|o| o.to_value()),
+        state: result.state.to_value(),
         result,
         events,
         logs,

@@ -45,7 +45,7 @@ async fn linear_calls_its_soul_on_the_task_and_writes_results() {
     .await;
     assert_eq!(ran.output(), &json!("A haiku about rust."));
     assert_eq!(
-        ran.result.state,
+        ran.state,
         json!({"results": {"draft": "A haiku about rust."}, "shared_memory": {}, "metadata": {}})
     );
     let sent = &server.received()[0];
@@ -158,7 +158,7 @@ async fn a_gate_routes_on_pass_or_fail_with_its_reason() {
                 "{:?}",
                 ran.result.error
             );
-            let results = &ran.result.state["results"];
+            let results = &ran.state["results"];
             assert_eq!(results["check"], stored);
             assert!(
                 results.get(reached).is_some(),
@@ -186,7 +186,7 @@ async fn a_gate_s_extract_field_passes_a_field_of_the_last_item_on() {
         "blocks:\n  draft:\n    type: linear\n    soul_ref: writer\n  check:\n    type: gate\n    soul_ref: reviewer\n    eval_key: draft\n    extract_field: title\nworkflow:\n  name: w\n  entry: draft\n  transitions:\n    - {from: draft, to: check}\n",
     );
     let ran = run(&text, json!("Titles"), Some(&server)).await;
-    assert_eq!(ran.result.state["results"]["check"], "Final title");
+    assert_eq!(ran.state["results"]["check"], "Final title");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -234,7 +234,7 @@ workflow:
             "{:?}",
             ran.result.error
         );
-        let results = &ran.result.state["results"];
+        let results = &ran.state["results"];
         assert_eq!(
             results["classify"]["keys"],
             json!(["metadata", "results", "shared_memory"])
@@ -296,7 +296,7 @@ async fn a_loop_runs_rounds_until_its_break_exit_and_carries_context() {
         "{:?}",
         ran.result.error
     );
-    let state = &ran.result.state;
+    let state = &ran.state;
     // Round 1's review counts one draft (FAIL), round 2's two (PASS).
     assert_eq!(
         state["shared_memory"]["history"],
@@ -326,11 +326,7 @@ async fn a_loop_stops_at_max_rounds_or_when_its_retry_exit_does_not_come() {
             "version: \"1.0\"\nblocks:\n  tick:\n    type: code\n    code: |\n      def main(data):\n          n = len(data[\"shared_memory\"].get(\"seen\", [])) + 1\n          return {{\"n\": n, \"exit_handle\": \"again\" if n < 3 else \"stop\"}}\n  spin:\n    type: loop\n    inner_block_refs: [tick]\n{extra}    carry_context: {{mode: all, inject_as: seen}}\nworkflow: {{name: w, entry: spin}}\n"
         )
     };
-    let rounds = |ran: &super::Ran| {
-        ran.result.state["shared_memory"]["seen"]
-            .as_array()
-            .map(Vec::len)
-    };
+    let rounds = |ran: &super::Ran| ran.state["shared_memory"]["seen"].as_array().map(Vec::len);
     let ran = run(&text("    retry_on_exit: again\n"), json!("t"), None).await;
     assert_eq!(
         rounds(&ran),
@@ -350,9 +346,7 @@ async fn a_loop_break_condition_tests_the_last_inner_output() {
     let text = "version: \"1.0\"\nblocks:\n  tick:\n    type: code\n    code: |\n      def main(data):\n          return {\"status\": \"done\" if len(data[\"shared_memory\"].get(\"seen\", [])) >= 1 else \"working\"}\n  spin:\n    type: loop\n    inner_block_refs: [tick]\n    break_condition: {eval_key: status, operator: equals, value: done}\n    carry_context: {mode: all, inject_as: seen}\nworkflow: {name: w, entry: spin}\n";
     let ran = run(text, json!("t"), None).await;
     assert_eq!(
-        ran.result.state["shared_memory"]["seen"]
-            .as_array()
-            .map(Vec::len),
+        ran.state["shared_memory"]["seen"].as_array().map(Vec::len),
         Some(2)
     );
     assert_eq!(ran.output(), &json!({"status": "done"}));
@@ -406,7 +400,7 @@ async fn dispatch_runs_its_branches_at_once_and_stores_each_and_all() {
         "{:?}",
         ran.result.error
     );
-    let results = &ran.result.state["results"];
+    let results = &ran.state["results"];
     assert_eq!(results["analyze.sentiment"], "positive");
     assert_eq!(results["analyze.entities"], "Ada, London");
     assert_eq!(
@@ -602,7 +596,7 @@ workflow:
         .await;
         assert_eq!(ran.output(), &json!(reached), "{score} {tags}");
         assert_eq!(
-            ran.result.state["results"]["score"]["score"], score,
+            ran.state["results"]["score"]["score"], score,
             "the output is unchanged"
         );
     }
@@ -672,16 +666,13 @@ async fn a_workflow_block_runs_a_child_file_with_its_inputs_and_outputs() {
         "{:?}",
         ran.result.error
     );
+    assert_eq!(ran.state["results"]["sub"], json!({"summary": "RUST"}));
     assert_eq!(
-        ran.result.state["results"]["sub"],
-        json!({"summary": "RUST"})
-    );
-    assert_eq!(
-        ran.result.state["shared_memory"]["summary"],
+        ran.state["shared_memory"]["summary"],
         json!({"summary": "RUST"})
     );
     assert!(
-        ran.result.state["results"].get("summarize").is_none(),
+        ran.state["results"].get("summarize").is_none(),
         "the child's results stay its own"
     );
 
@@ -703,7 +694,7 @@ async fn a_workflow_block_runs_a_child_file_with_its_inputs_and_outputs() {
         ran.result.error
     );
     assert!(
-        ran.result.state["results"]["sub"]["error"]
+        ran.state["results"]["sub"]["error"]
             .as_str()
             .unwrap()
             .contains("cannot summarize")
@@ -863,7 +854,7 @@ async fn outputs_declare_the_fields_of_a_block_s_result() {
         ran.result.error
     );
     assert_eq!(
-        ran.result.state["results"]["rate"],
+        ran.state["results"]["rate"],
         json!({"title": "Rust", "stars": 5})
     );
     let schema = &server.received()[0].body["response_format"];
@@ -1126,7 +1117,7 @@ async fn depends_alone_chains_blocks_as_transitions() {
     let ran = run(&text, json!("go"), None).await;
     assert_eq!(ran.output(), &json!(20), "{:?}", ran.result.error);
     assert_eq!(
-        ran.result.state["results"],
+        ran.state["results"],
         json!({"a": 1, "b": 2, "c": 20}),
         "every block ran"
     );

@@ -218,7 +218,7 @@ async fn delegate_picks_the_block_s_exit() {
         "{:?}",
         ran.result.error
     );
-    let state = &ran.result.state;
+    let state = &ran.state;
     assert_eq!(state["results"]["triage"], "routed");
     let delegate = &server.received()[0].body["tools"][0]["function"];
     assert_eq!(
@@ -288,7 +288,7 @@ async fn a_project_provider_sends_its_souls_to_its_endpoint() {
         .await
         .unwrap();
     assert_eq!(
-        result.output,
+        result.output.map(|o| o.to_value()),
         Some(json!("from the project's provider")),
         "{:?}",
         result.error
@@ -323,7 +323,7 @@ async fn a_child_workflow_s_interface_maps_inputs_and_outputs() {
     std::fs::create_dir_all(&dir).unwrap();
     let ran = run_in(parent, json!("Summarize"), None, &dir).await;
     ran.output();
-    let state = &ran.result.state;
+    let state = &ran.state;
     assert_eq!(
         state["results"]["final_summary"],
         json!({"about": "tides", "limit": 500, "keys": ["max_words", "topic"]})
@@ -413,13 +413,13 @@ async fn the_starter_template_takes_its_pass_branch_when_the_gate_passes() {
     let ran = run_starter("PASS").await;
     assert_eq!(ran.output(), &json!("success"), "{:?}", ran.result.error);
     assert_eq!(
-        ran.result.state["shared_memory"]["__loop__review_loop"],
+        ran.state["shared_memory"]["__loop__review_loop"],
         json!({"rounds_completed": 1, "broke_early": true, "break_reason": "exit_handle 'pass' matched break_on_exit"})
     );
 
     let ran = run_starter("FAIL: vague").await;
     assert_eq!(ran.output(), &json!("error"));
-    let record = &ran.result.state["shared_memory"]["__loop__review_loop"];
+    let record = &ran.state["shared_memory"]["__loop__review_loop"];
     assert_eq!(record["rounds_completed"], 2);
     assert_eq!(record["break_reason"], "max_rounds reached");
 }

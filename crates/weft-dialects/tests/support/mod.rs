@@ -84,6 +84,20 @@ pub fn load_error(yaml: &str, dialect: &str) -> String {
 pub struct Ran {
     pub result: RunResult,
     pub events: Vec<Event>,
+    /// The result's output and state as plain JSON, for assertions.
+    pub output: Option<Value>,
+    pub state: Value,
+}
+
+impl Ran {
+    pub fn new(result: RunResult, events: Vec<Event>) -> Ran {
+        Ran {
+            output: result.output.as_ref().map(|o| o.to_value()),
+            state: result.state.to_value(),
+            result,
+            events,
+        }
+    }
 }
 
 impl Ran {
@@ -95,7 +109,7 @@ impl Ran {
             "{:?}",
             self.result.error
         );
-        self.result.output.as_ref().expect("an output")
+        self.output.as_ref().expect("an output")
     }
 
     pub fn kinds(&self) -> Vec<&EventKind> {
@@ -112,10 +126,7 @@ pub async fn run_in(text: &str, dialect: &str, input: Value, dir: &Path, env: En
         .start(load(text, dir, dialect), Some(input), RunOptions::default())
         .await
         .expect("the engine drives the run");
-    Ran {
-        result,
-        events: events.events(),
-    }
+    Ran::new(result, events.events())
 }
 
 /// The diagnostic whose message contains `message` among those of loading `text` as

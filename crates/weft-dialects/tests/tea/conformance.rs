@@ -694,7 +694,7 @@ async fn a_long_chain_without_cycles_never_meets_the_step_limit() {
         "{:?}",
         ran.result.error
     );
-    assert_eq!(ran.result.state["last"], json!(4999));
+    assert_eq!(ran.state["last"], json!(4999));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use weft_core::event::{EventKind, LoopExit};
 use weft_core::ir::{Block, BranchSpec, LoopSpec, MapSpec, OnError, ParallelSpec, step_segment};
 use weft_core::ports::EntryKind;
+use weft_core::value::{Shared, SharedMap};
 use weft_core::{BlockError, ErrorKind, Patch, State, Value};
 
 pub(crate) async fn sequence(cx: &Cx<'_>, steps: &[Block]) -> Exec {
@@ -45,7 +46,7 @@ const IN_FLIGHT: usize = 1024;
 /// Settles concurrently run children: results in declaration order, the first failure
 /// (in order) unless failures are collected, and every pending approval.
 struct Settled {
-    outputs: Vec<Value>,
+    outputs: Vec<Shared>,
     patch: Patch,
 }
 
@@ -140,16 +141,18 @@ async fn run_concurrently<'a>(
                 if !isolate {
                     settled.patch.extend(out.patch);
                 }
-                settled.outputs.push(Arc::unwrap_or_clone(out.output));
+                settled.outputs.push(out.output);
             }
             Err(Stop::Failed(e)) => {
                 failed += 1;
-                settled.outputs.push(serde_json::json!({"error": e}));
+                settled
+                    .outputs
+                    .push(Shared::new(serde_json::json!({"error": e})));
                 first_error.get_or_insert(e);
             }
             Err(Stop::Suspended(s)) => {
                 suspended.merge(if isolate { s.without_writes() } else { s });
-                settled.outputs.push(Value::Null);
+                settled.outputs.push(Shared::null());
             }
         }
     }
@@ -196,11 +199,10 @@ pub(crate) async fn parallel(cx: &Cx<'_>, p: &ParallelSpec) -> Exec {
         p.isolate,
     )
     .await?;
-    let output: serde_json::Map<String, Value> =
-        p.branches.keys().cloned().zip(settled.outputs).collect();
+    let output: SharedMap = p.branches.keys().cloned().zip(settled.outputs).collect();
     Ok(Outcome {
         patch: settled.patch,
-        ..Outcome::of(Arc::new(Value::Object(output)))
+        ..Outcome::of(Shared::object(output))
     })
 }
 
@@ -231,9 +233,9 @@ pub(crate) async fn map(cx: &Cx<'_>, m: &MapSpec) -> Exec {
             Some(t) => {
                 let mut s = scope.clone();
                 s.extend(&locals);
-                Arc::new(cx.value(&t.0, &s)?)
+                Shared::new(cx.value(&t.0, &s)?)
             }
-            None => item.clone(),
+            None => item.clone().into(),
         };
         let mut ccx = cx.child(&format!("[{i}]"), input, cx.state.clone());
         ccx.locals = locals;
@@ -251,7 +253,7 @@ pub(crate) async fn map(cx: &Cx<'_>, m: &MapSpec) -> Exec {
     .await?;
     Ok(Outcome {
         patch: settled.patch,
-        ..Outcome::of(Arc::new(Value::Array(settled.outputs)))
+        ..Outcome::of(Shared::array(settled.outputs))
     })
 }
 
@@ -374,7 +376,7 @@ pub(crate) async fn branch(cx: &Cx<'_>, b: &BranchSpec) -> Exec {
 pub(crate) async fn run_subflow(
     cx: &Cx<'_>,
     name: &str,
-    input: Arc<Value>,
+    input: Shared,
     share_state: bool,
     seg: &str,
 ) -> Exec {

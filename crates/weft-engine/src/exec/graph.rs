@@ -18,11 +18,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use weft_core::event::EventKind;
 use weft_core::ir::{END, Edge, GraphSpec, Routing};
+use weft_core::value::{Shared, SharedMap};
 use weft_core::{BlockError, ErrorKind, Patch, State, Value};
 
 struct Token<'g> {
     node: &'g str,
-    input: Arc<Value>,
+    input: Shared,
     state: State,
     /// State writes since this token's frame forked (or since the graph began).
     patch: Patch,
@@ -32,7 +33,7 @@ struct Token<'g> {
 }
 
 struct Arrival {
-    output: Arc<Value>,
+    output: Shared,
     state: State,
     patch: Patch,
 }
@@ -45,7 +46,7 @@ struct Frame<'g> {
     base_patch: Patch,
     open: usize,
     arrived: Vec<Option<Arrival>>,
-    ended: Vec<Option<(Arc<Value>, Patch)>>,
+    ended: Vec<Option<(Shared, Patch)>>,
     join: Option<&'g str>,
 }
 
@@ -224,10 +225,10 @@ impl<'g> Walk<'g> {
         };
         let target = self.node_name(target)?;
         self.route_event(token.node, target);
-        let input = serde_json::json!({"error": e, "input": *token.input});
+        let input = serde_json::json!({"error": e, "input": token.input});
         self.launch(Token {
             node: target,
-            input: Arc::new(input),
+            input: Shared::new(input),
             ..token
         })
     }
@@ -370,7 +371,7 @@ impl<'g> Walk<'g> {
     fn end(
         &mut self,
         token: Token<'g>,
-        output: Arc<Value>,
+        output: Shared,
         exit: Option<Arc<str>>,
     ) -> Result<(), Stop> {
         match token.frame {
@@ -406,7 +407,14 @@ impl<'g> Walk<'g> {
                 if !isolate {
                     merged.extend(a.patch);
                 }
-                arrivals.push(serde_json::json!({"output": *a.output, "state": a.state}));
+                // The join's input points at each branch's output and state.
+                let arrival: SharedMap = [
+                    ("output".to_owned(), a.output.clone()),
+                    ("state".to_owned(), a.state.to_shared()),
+                ]
+                .into_iter()
+                .collect();
+                arrivals.push(Shared::from(arrival));
                 last_output = Some(a.output);
             } else if let Some((output, patch)) = frame.ended[i].take() {
                 if !isolate {
@@ -421,7 +429,7 @@ impl<'g> Walk<'g> {
         patch.extend(merged);
         let token = Token {
             node: "",
-            input: Arc::new(Value::Null),
+            input: Shared::null(),
             state,
             patch,
             lineage: frame.lineage.clone(),
@@ -431,11 +439,11 @@ impl<'g> Walk<'g> {
         match frame.join {
             Some(join) => self.launch(Token {
                 node: join,
-                input: Arc::new(Value::Array(arrivals)),
+                input: Shared::from(arrivals),
                 ..token
             }),
             None => {
-                let output = last_output.unwrap_or_else(|| Arc::new(Value::Null));
+                let output = last_output.unwrap_or_default();
                 self.end(token, output, None)
             }
         }

@@ -84,7 +84,7 @@ fn outcome_unknown(cx: &Cx<'_>, started: &Value) -> BlockError {
 
 fn encode(out: &Outcome) -> Value {
     let mut m = serde_json::Map::new();
-    m.insert("output".into(), (*out.output).clone());
+    m.insert("output".into(), out.output.to_value());
     if let Some(x) = &out.exit {
         m.insert("exit".into(), Value::String(x.to_string()));
     }
@@ -106,7 +106,7 @@ fn decode(v: &Value) -> Result<Outcome, BlockError> {
         None => Patch::default(),
     };
     Ok(Outcome {
-        output: Arc::new(output),
+        output: output.into(),
         exit,
         patch,
         replayed: true,
@@ -197,7 +197,7 @@ pub(crate) async fn code(cx: &Cx<'_>, spec: &CodeSpec) -> Exec {
         Some(t) => cx.value(&t.0, &cx.scope())?,
         // Copies, not `json!`, which would serialize each value into a new one.
         None => Value::Object(serde_json::Map::from_iter([
-            ("input".to_owned(), (*cx.input).clone()),
+            ("input".to_owned(), cx.input.to_value()),
             ("state".to_owned(), cx.state.to_value()),
         ])),
     };
@@ -213,7 +213,7 @@ pub(crate) async fn code(cx: &Cx<'_>, spec: &CodeSpec) -> Exec {
         })
         .await
         .map_err(|e| at_file_line(e, spec.origin))?;
-    Ok(Outcome::of(Arc::new(output)))
+    Ok(Outcome::of(output))
 }
 
 /// Names the flow file's line in a code failure that carries its source line (the
@@ -255,7 +255,7 @@ fn native_call(cx: &Cx<'_>, config: Value) -> NativeCall {
         }))
     });
     NativeCall {
-        input: (*cx.input).clone(),
+        input: cx.input.to_value(),
         state: cx.state.clone(),
         config,
         path: cx.key.to_string(),

@@ -238,7 +238,7 @@ fn build_messages(cx: &Cx<'_>, s: &LlmSpec) -> Result<(Vec<Message>, Prompt), St
         messages.push(Message::new("system", cx.render(&sys.0, &scope)?));
     }
     let history: Vec<Message> = match s.history.as_deref().and_then(|k| cx.state.get(k)) {
-        Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+        Some(v) => serde_json::from_value(v.to_value()).map_err(|e| {
             BlockError::new(
                 ErrorKind::Input,
                 format!("the history in state is not a list of messages: {e}"),
@@ -399,15 +399,10 @@ impl Call {
             let content = match tool.zip(seg) {
                 None => format!("error: there is no tool named `{}`", call.name),
                 Some((tool, seg)) => {
-                    let work = run_subflow(
-                        cx,
-                        &tool.flow,
-                        Arc::new(call.arguments.clone()),
-                        false,
-                        &seg,
-                    );
+                    let work =
+                        run_subflow(cx, &tool.flow, call.arguments.clone().into(), false, &seg);
                     match stall::tool(&cx.stall, &tool.name, work).await? {
-                        Ok(out) => match &*out.output {
+                        Ok(out) => match &*out.output.json() {
                             Value::String(s) => s.clone(),
                             v => v.to_string(),
                         },
@@ -704,8 +699,9 @@ mod tests {
             new_from: 0,
         };
         let out = c.finish(&s, prompt, "hello", Value::from("hello"));
-        assert_eq!(out.output["usage"]["total_tokens"], 7);
-        assert_eq!(out.output["model"], "scripted/m");
+        let output = out.output.to_value();
+        assert_eq!(output["usage"]["total_tokens"], 7);
+        assert_eq!(output["model"], "scripted/m");
         let history = serde_json::to_value(&out.patch).unwrap().to_string();
         assert!(
             history.contains("hello") && history.contains("hi"),

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use weft_core::event::EventKind;
 use weft_core::ir::{Block, BlockKind, Retry, UnknownOutcome};
 use weft_core::ports::EntryKind;
-use weft_core::value::split_path;
+use weft_core::value::{Shared, split_path};
 use weft_core::{BlockError, ErrorKind, Value};
 
 pub(crate) use composite::run_subflow;
@@ -38,14 +38,15 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
     }
     cx.run.engine.event_room().await;
     if let Some(t) = &block.data.input {
-        let v = cx.value(&t.0, &cx.scope()).map_err(|e| e.at(&cx.key))?;
-        cx.input = Arc::new(v);
+        cx.input = cx
+            .value_shared(&t.0, &cx.scope())
+            .map_err(|e| e.at(&cx.key))?;
     }
     if !block.data.bind.is_empty() {
         let scope = cx.scope();
         for (name, t) in &block.data.bind {
-            let v = cx.value(&t.0, &scope).map_err(|e| e.at(&cx.key))?;
-            cx.locals.bind(name.as_str(), Arc::new(v));
+            let v = cx.value_shared(&t.0, &scope).map_err(|e| e.at(&cx.key))?;
+            cx.locals.bind(name.as_str(), v);
         }
     }
     if let Some(b) = &block.policy.budget {
@@ -73,7 +74,7 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
         cx.parent = Some(Arc::new(weft_core::ports::ParentBlock {
             name: id.to_owned(),
             kind: block.kind_name().to_owned(),
-            input: cx.input.clone(),
+            input: cx.input.clone().into_json(),
         }));
     }
     let started = Instant::now();
@@ -164,12 +165,15 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
 /// `merge_output` and `set`: the block's declared state writes.
 fn write_state(cx: &Cx<'_>, block: &Block, out: &mut Outcome) -> Result<(), BlockError> {
     if block.data.merge_output {
-        if !out.output.is_object() && !out.output.is_null() {
+        if let Some(v) = out.output.as_json()
+            && !v.is_object()
+            && !v.is_null()
+        {
             return Err(BlockError::new(
                 ErrorKind::Input,
                 format!(
                     "merge_output needs an object output, but the block returned {}",
-                    kind_of(&out.output)
+                    kind_of(v)
                 ),
             ));
         }
@@ -251,7 +255,7 @@ async fn run_with_policy(cx: &Cx<'_>, block: &Block) -> Exec {
                 error: error.clone(),
             });
             let err_value = Arc::new(serde_json::to_value(&error).unwrap_or(Value::Null));
-            let input = Arc::new(serde_json::json!({"error": *err_value, "input": *cx.input}));
+            let input = Shared::new(serde_json::json!({"error": *err_value, "input": cx.input}));
             let mut rc = cx.child(&format!("rescue{i}"), input, cx.state.clone());
             rc.locals.bind("error", err_value);
             return exec(rc, &rescue.then).await;

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use std::collections::HashSet;
 use weft_core::event::Event;
 use weft_core::ports::{RunRecord, RunStatus, Store, StoreError};
+use weft_core::value::Shared;
 use weft_dialects::EventView;
 use weft_dialects::view::RunSummary;
 
@@ -120,7 +121,9 @@ pub(super) fn shaped(
     workflow: Option<Value>,
 ) -> Value {
     let empty = json!({});
-    let state = rec.state.as_deref().unwrap_or(&empty);
+    let state = rec.state.as_ref().map(Shared::json);
+    let state = state.as_deref().unwrap_or(&empty);
+    let output = rec.output.as_ref().map(Shared::json);
     let waiting = match &rec.waiting {
         Some(Value::Array(w)) => w.clone(),
         _ => Vec::new(),
@@ -131,7 +134,7 @@ pub(super) fn shaped(
         status: status(rec.status),
         state,
         waiting: &waiting,
-        output: rec.output.as_deref(),
+        output: output.as_deref(),
         error: &error,
     };
     let mut out = match view.result(&summary, &logs) {

@@ -28,6 +28,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use weft_core::ports::{RunRecord, RunStatus, StoreError, ThreadStore};
+use weft_core::value::Shared;
 use weft_engine::EngineError;
 
 /// What the door's handlers share: the server's, and the runs queued behind their
@@ -213,11 +214,11 @@ pub(crate) fn values_of(run: &RunRecord) -> Value {
         Value::Object(m) => m.clone(),
         _ => serde_json::Map::new(),
     };
-    if let Some(Value::Object(state)) = run.state.as_deref() {
+    if let Some(Value::Object(state)) = run.state.as_ref().map(Shared::json).as_deref() {
         values.extend(state.clone());
     }
     if run.status == RunStatus::Completed {
-        match run.output.as_deref() {
+        match run.output.as_ref().map(Shared::json).as_deref() {
             Some(Value::Object(output)) => values.extend(output.clone()),
             Some(Value::Null) | None => {}
             Some(other) => {

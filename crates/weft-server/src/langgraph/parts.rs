@@ -12,6 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use weft_core::event::{EventKind, SharedEvent};
 use weft_core::ports::RunStatus;
+use weft_core::value::Shared;
 
 /// One part of a stream: its SSE event name and data, and whether it is live only
 /// (a token delta: no id, never replayed).
@@ -85,6 +86,7 @@ impl Translation {
             }
             EventKind::StepStarted { path, input, .. } => {
                 self.started.insert(path.clone());
+                let input = input.as_ref().map(Shared::json);
                 self.step_started(&mut parts, e, path, input.as_deref());
                 for delta in self.release(path) {
                     parts.extend(self.delta(&delta));
@@ -97,7 +99,7 @@ impl Translation {
                 replayed: false,
                 ..
             } => {
-                self.step_completed(&mut parts, e, path, kind, output);
+                self.step_completed(&mut parts, e, path, kind, &output.json());
             }
             EventKind::LlmDelta { path, .. } => {
                 if let Some(held) = self.held.as_mut().filter(|_| !self.started.contains(path)) {

@@ -14,8 +14,9 @@ const COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, i
 /// The columns a [`RunRecord`] is read from: the written ones and the lease's end.
 const READ: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id, wake_ms, lease_expires_ms";
 
-fn json_col(v: Option<&serde_json::Value>) -> Option<String> {
-    v.map(|v| v.to_string())
+fn json_col<T: serde::Serialize + ?Sized>(v: Option<&T>) -> Option<String> {
+    // JSON values (string keys only) always serialize.
+    v.and_then(|v| serde_json::to_string(v).ok())
 }
 
 /// A JSON column of run `id`, read back.
@@ -47,8 +48,8 @@ fn from_row(r: &Row) -> Result<RunRecord, StoreError> {
         dialect: r.get(5),
         input: parse_col(&id, "input", r.get(6))?.unwrap_or(serde_json::Value::Null),
         status: RunStatus::parse(status).unwrap_or(RunStatus::Failed),
-        output: parse_col(&id, "output", r.get(8))?.map(std::sync::Arc::new),
-        state: parse_col(&id, "state", r.get(9))?.map(std::sync::Arc::new),
+        output: parse_col(&id, "output", r.get(8))?.map(weft_core::value::Shared::new),
+        state: parse_col(&id, "state", r.get(9))?.map(weft_core::value::Shared::new),
         error: parse_col(&id, "error", r.get(10))?,
         waiting: parse_col(&id, "waiting", r.get(11))?,
         usage: serde_json::from_str::<Usage>(usage).unwrap_or_default(),
@@ -109,8 +110,8 @@ pub(super) async fn write(
                 &run.dialect,
                 &run.input.to_string(),
                 &run.status.as_str(),
-                &json_col(run.output.as_deref()),
-                &json_col(run.state.as_deref()),
+                &json_col(run.output.as_ref()),
+                &json_col(run.state.as_ref()),
                 &json_col(run.error.as_ref()),
                 &json_col(run.waiting.as_ref()),
                 &serde_json::to_string(&run.usage).unwrap_or_default(),

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use weft_core::event::{Event, EventKind};
 use weft_core::ports::StoreError;
-use weft_core::value::Value;
+use weft_core::value::Shared;
 
 /// Schema 8: the rows of `events` (schema 5 to 7) as chunks of one event each.
 pub(super) const MIGRATION: &str = "
@@ -146,7 +146,7 @@ fn restore_values(
     conn: &Connection,
     run_id: &str,
     chunk: &mut [StoredEvent],
-    resolved: &mut HashMap<u64, Arc<Value>>,
+    resolved: &mut HashMap<u64, Shared>,
 ) -> Result<(), StoreError> {
     for i in 0..chunk.len() {
         let Some(of) = chunk[i].value_of else {
@@ -181,7 +181,7 @@ fn restore_values(
 }
 
 /// The value event `seq` of the run holds inline, read from the chunk that has it.
-fn carried_at(conn: &Connection, run_id: &str, seq: u64) -> Result<Option<Arc<Value>>, StoreError> {
+fn carried_at(conn: &Connection, run_id: &str, seq: u64) -> Result<Option<Shared>, StoreError> {
     let chunk = conn
         .prepare_cached(
             "SELECT body FROM event_chunks WHERE run_id = ?1 AND first_seq <= ?2 ORDER BY first_seq DESC LIMIT 1",

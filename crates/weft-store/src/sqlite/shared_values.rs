@@ -15,7 +15,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use weft_core::event::EventKind;
-use weft_core::value::Value;
+use weft_core::value::Shared;
 
 /// Events at least this long (in JSON) are remembered for later events to refer to: a
 /// smaller value costs less inline than a reference costs to resolve.
@@ -27,7 +27,7 @@ const KEPT_PER_RUN: usize = 4;
 const RUNS_KEPT: usize = 4096;
 
 /// A run's last large values written inline, each with the `seq` of its event.
-type Written = VecDeque<(Arc<Value>, u64)>;
+type Written = VecDeque<(Shared, u64)>;
 
 /// The large values each run's log holds inline, by the `seq` of the event holding them.
 #[derive(Default)]
@@ -37,16 +37,16 @@ pub(super) struct SharedValues {
 
 impl SharedValues {
     /// The `seq` of the event of `run` that holds `value` inline, if any.
-    pub(super) fn seq_of(&self, run: &str, value: &Arc<Value>) -> Option<u64> {
+    pub(super) fn seq_of(&self, run: &str, value: &Shared) -> Option<u64> {
         let runs = self.by_run.lock().ok()?;
         runs.get(run)?
             .iter()
-            .find(|(v, _)| Arc::ptr_eq(v, value))
+            .find(|(v, _)| Shared::ptr_eq(v, value))
             .map(|(_, seq)| *seq)
     }
 
     /// Event `seq` of `run` holds `value` inline.
-    pub(super) fn remember(&self, run: &Arc<str>, value: &Arc<Value>, seq: u64) {
+    pub(super) fn remember(&self, run: &Arc<str>, value: &Shared, seq: u64) {
         let Ok(mut runs) = self.by_run.lock() else {
             return;
         };
@@ -77,7 +77,7 @@ impl SharedValues {
 }
 
 /// The value an event carries that may be large and shared with another event.
-pub(super) fn carried(kind: &EventKind) -> Option<&Arc<Value>> {
+pub(super) fn carried(kind: &EventKind) -> Option<&Shared> {
     match kind {
         EventKind::StepStarted { input, .. } => input.as_ref(),
         EventKind::StepCompleted { output, .. } => output.as_ref(),
@@ -95,7 +95,7 @@ pub(super) fn without_carried(kind: &EventKind) -> EventKind {
 }
 
 /// Puts `value` back into `kind`, which was stored without it.
-pub(super) fn restore_carried(kind: &mut EventKind, value: Arc<Value>) -> bool {
+pub(super) fn restore_carried(kind: &mut EventKind, value: Shared) -> bool {
     match carried_slot(kind) {
         Some(slot) => {
             *slot = Some(value);
@@ -105,7 +105,7 @@ pub(super) fn restore_carried(kind: &mut EventKind, value: Arc<Value>) -> bool {
     }
 }
 
-fn carried_slot(kind: &mut EventKind) -> Option<&mut Option<Arc<Value>>> {
+fn carried_slot(kind: &mut EventKind) -> Option<&mut Option<Shared>> {
     match kind {
         EventKind::StepStarted { input, .. } => Some(input),
         EventKind::StepCompleted { output, .. } => Some(output),
