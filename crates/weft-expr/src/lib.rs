@@ -9,7 +9,8 @@
 //! times against a [`Scope`] whose JSON values are exposed lazily, never converted whole.
 //! Evaluation is bounded by a fuel limit, so a hostile template cannot spin forever.
 //!
-//! Depends on no other Weft crate: it sees JSON values and names, nothing else.
+//! Depends on no other Weft crate but `weft-value` (the shared JSON value it reads): it
+//! sees JSON values and names, nothing else.
 
 mod functions;
 mod json_object;

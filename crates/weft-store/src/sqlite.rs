@@ -1408,6 +1408,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_commit_of_large_events_is_written_as_chunks_of_about_a_megabyte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db");
+        // Each a distinct 100 KB value (no reference to an earlier one): 30 of them.
+        let all: Vec<Event> = (0..30)
+            .map(|seq| {
+                let v = Shared::new(json!({"seq": seq, "pad": "x".repeat(100_000)}));
+                let kind = EventKind::StepCompleted {
+                    path: format!("root/s{seq}"),
+                    kind: "transform".into(),
+                    elapsed_us: 1,
+                    replayed: false,
+                    exit: None,
+                    output: Some(v),
+                };
+                event_of("r", seq, 7, kind)
+            })
+            .collect();
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        s.append_events(&all).await.unwrap();
+        let bodies = stored_bodies(&path);
+        assert!(bodies.len() >= 3, "{} chunks", bodies.len());
+        assert!(bodies.iter().all(|b| b.len() < 1_200_000));
+        assert_eq!(s.events("r", None, 100).await.unwrap(), all);
+        assert_eq!(s.events("r", Some(14), 100).await.unwrap(), all[15..]);
+    }
+
+    #[tokio::test]
     async fn a_large_value_passed_from_step_to_step_is_stored_once() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("v.db");

@@ -1,8 +1,9 @@
 //! The event log: each run's events, stored a chunk at a time.
 //!
-//! One group commit writes a run's events as one row of `event_chunks` — `(run_id,
-//! first_seq, last_seq, body)`, the body a JSON array of the events, each with its
-//! `seq` but without the run (the row's key). A row per event cost more than the rest
+//! One group commit writes a run's events as one row of `event_chunks` (or several, a
+//! megabyte of JSON each, when its events are large) — `(run_id, first_seq, last_seq,
+//! body)`, the body a JSON array of the events, each with its `seq` but without the run
+//! (the row's key). A row per event cost more than the rest
 //! of a short step (a B-tree insert keyed by the 32-character run id, its page writes):
 //! a 20,000-iteration loop of transforms spent 45% of its CPU in SQLite.
 //!
@@ -100,8 +101,13 @@ pub(super) fn serialize(
         .collect()
 }
 
+/// A chunk is closed once its JSON passes this many bytes: a commit of many large events
+/// (a fan-out's results, each holding its branch's state) is written as several chunks
+/// rather than one body the size of all of them.
+const CHUNK_BYTES: usize = 1 << 20;
+
 /// Writes the events of one commit (several batches, perhaps of the same runs) as one
-/// chunk a run, after dropping repeats.
+/// chunk a run (several when they pass [`CHUNK_BYTES`]), after dropping repeats.
 pub(super) fn write<'a>(
     conn: &Connection,
     events: impl Iterator<Item = &'a Serialized>,
@@ -114,29 +120,54 @@ pub(super) fn write<'a>(
         .map_err(|e| err("events", e))?;
     for (run_id, events) in runs {
         let mut after = last_seq(conn, run_id)?;
-        let mut body = String::from("[");
-        let mut first = None;
+        let mut chunk = Chunk::default();
         for (seq, event) in events {
             if after.is_some_and(|a| seq <= a) {
                 continue;
             }
-            if first.is_some() {
-                body.push(',');
-            }
-            first.get_or_insert(seq);
-            body.push_str(event);
+            chunk.push(seq, event);
             after = Some(seq);
+            if chunk.body.len() >= CHUNK_BYTES {
+                std::mem::take(&mut chunk).insert(&mut insert, run_id)?;
+            }
         }
-        let (Some(first), Some(last)) = (first, after) else {
-            continue;
-        };
-        body.push(']');
-        let body = lz4_flex::block::compress_prepend_size(body.as_bytes());
-        insert
-            .execute(params![run_id, first as i64, last as i64, body])
-            .map_err(|e| err("events", e))?;
+        chunk.insert(&mut insert, run_id)?;
     }
     Ok(())
+}
+
+/// Events of one run on their way into one row of `event_chunks`.
+#[derive(Default)]
+struct Chunk {
+    body: String,
+    first: Option<u64>,
+    last: u64,
+}
+
+impl Chunk {
+    fn push(&mut self, seq: u64, event: &str) {
+        self.body.push(if self.first.is_some() { ',' } else { '[' });
+        self.body.push_str(event);
+        self.first.get_or_insert(seq);
+        self.last = seq;
+    }
+
+    /// Writes the chunk (nothing when it holds no event).
+    fn insert(
+        mut self,
+        insert: &mut rusqlite::CachedStatement<'_>,
+        run_id: &str,
+    ) -> Result<(), StoreError> {
+        let Some(first) = self.first else {
+            return Ok(());
+        };
+        self.body.push(']');
+        let body = lz4_flex::block::compress_prepend_size(self.body.as_bytes());
+        insert
+            .execute(params![run_id, first as i64, self.last as i64, body])
+            .map_err(|e| err("events", e))?;
+        Ok(())
+    }
 }
 
 /// Puts back the values `chunk`'s events refer to (`value_of`), from earlier events of
