@@ -48,7 +48,7 @@ fn benches(c: &mut Criterion) {
                         language,
                         source,
                         entry: None,
-                        args: args.clone(),
+                        args: args.clone().into(),
                         imports: None,
                         builtins: None,
                         limits,

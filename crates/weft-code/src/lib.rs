@@ -200,7 +200,7 @@ impl Sandboxes {
                 let (source, entry, args, limits) = (
                     req.source.to_owned(),
                     req.entry.map(str::to_owned),
-                    Arc::new(req.args),
+                    req.args.into_json(),
                     req.limits.clone(),
                 );
                 let inline = limits.time_ms <= INLINE_MAX_MS;

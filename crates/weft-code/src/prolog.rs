@@ -46,7 +46,8 @@ fn block_program(req: &Request) -> BlockProgram {
         ":- use_module(library(lists)).\n:- use_module(library(between)).\n:- use_module(library(iso_ext)).\n:- dynamic('$weft_return'/2).\n",
     );
     let mut defined = Vec::new();
-    if let Value::Object(args) = &req.args {
+    let args = req.args.json();
+    if let Value::Object(args) = &*args {
         for (name, value) in args.iter().filter(|(n, _)| is_plain_atom(n)) {
             let arity = if value.is_object() { 2 } else { 1 };
             defined.push(format!("{name}/{arity}"));

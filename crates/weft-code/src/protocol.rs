@@ -18,8 +18,9 @@ pub struct Request {
     /// A function to call with `args` as keyword arguments; or none to run the source as
     /// a script with `args`' keys as variables.
     pub entry: Option<String>,
-    /// Arguments (an object).
-    pub args: Value,
+    /// Arguments (an object); serialized from the caller's shared value as it is, read
+    /// back as plain JSON.
+    pub args: weft_core::value::Shared,
     /// Modules the code may import; `None` allows every module the sandbox has.
     #[serde(default)]
     pub imports: Option<Vec<String>>,

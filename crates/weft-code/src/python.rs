@@ -161,7 +161,7 @@ fn program(req: &Request) -> (String, u32) {
 }
 
 fn input_names(req: &Request) -> Vec<String> {
-    match (&req.entry, &req.args) {
+    match (&req.entry, &*req.args.json()) {
         (Some(_), _) => vec![ARGS.to_owned()],
         (None, Value::Object(m)) => m.keys().cloned().collect(),
         (None, _) => Vec::new(),
@@ -169,7 +169,7 @@ fn input_names(req: &Request) -> Vec<String> {
 }
 
 fn inputs(req: &Request) -> Vec<MontyObject> {
-    match (&req.entry, &req.args) {
+    match (&req.entry, &*req.args.json()) {
         (Some(_), args) => vec![to_monty(args)],
         (None, Value::Object(m)) => m.values().map(to_monty).collect(),
         (None, _) => Vec::new(),

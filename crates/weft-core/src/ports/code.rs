@@ -14,8 +14,9 @@ pub struct CodeRequest<'a> {
     pub source: &'a str,
     /// A function to call, or none to run the source as a script.
     pub entry: Option<&'a str>,
-    /// Variables in scope (script) or keyword arguments (`entry`).
-    pub args: Value,
+    /// Variables in scope (script) or keyword arguments (`entry`); shared, so that a
+    /// large value (a fan-in's results) reaches the sandbox's wire without a copy.
+    pub args: crate::value::Shared,
     /// Modules the code may import; `None` allows every module the sandbox has.
     pub imports: Option<&'a [String]>,
     /// Builtin functions the code may call; `None` allows all of them.

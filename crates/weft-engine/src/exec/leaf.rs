@@ -7,6 +7,7 @@ use std::sync::Arc;
 use weft_core::event::EventKind;
 use weft_core::ir::{ActionSpec, ApprovalSpec, CodeSpec, HandlerSpec, SourceLines, TransformSpec};
 use weft_core::ports::{CodeRequest, EntryKind, MessageSink, NativeCall, NativeOutput};
+use weft_core::value::Shared;
 use weft_core::{BlockError, ErrorKind, Patch, Value};
 
 /// What a journaled step's work can reach, which decides when its entry is committed.
@@ -194,11 +195,10 @@ pub(crate) async fn code(cx: &Cx<'_>, spec: &CodeSpec) -> Exec {
             )
         })?;
     let args = match &spec.args {
-        Some(t) => cx.value(&t.0, &cx.scope())?,
-        // Copies, not `json!`, which would serialize each value into a new one.
-        None => Value::Object(serde_json::Map::from_iter([
-            ("input".to_owned(), cx.input.to_value()),
-            ("state".to_owned(), cx.state.to_value()),
+        Some(t) => cx.value_shared(&t.0, &cx.scope())?,
+        None => Shared::from(weft_core::value::SharedMap::from_iter([
+            ("input".to_owned(), cx.input.clone()),
+            ("state".to_owned(), cx.state.to_shared()),
         ])),
     };
     let output = runner
