@@ -314,6 +314,33 @@ async fn while_loops_end_on_their_condition_like_the_tea_counter_example() {
 }
 
 #[tokio::test]
+async fn results_pointing_at_the_state_read_as_json_and_a_list_of_them_is_not_merged() {
+    let h = harness(memory(), vec![]);
+    // Each result points at the state (`{{ state }}`); the map's output is a list of
+    // them, built of shared parts.
+    let results = "map:\n    items: '{{ [1, 2] }}'\n    body: {transform: {output: {seen: '{{ state }}', n: '{{ item }}'}}}";
+    let refused = flow(&format!(
+        "weft: 1\nname: m\nstate: {{items: [7, 8]}}\nroot:\n  {results}\n  merge_output: true\n"
+    ));
+    let r = h.run(refused).await;
+    let e = r.error.expect("a list cannot be merged into the state");
+    assert!(e.message.contains("returned a list"), "{}", e.message);
+    let kept = flow(&format!(
+        "weft: 1\nname: m\nstate: {{items: [7, 8]}}\nroot:\n  {results}\n  set: {{all: '{{{{ output }}}}', last: '{{{{ output[1].seen.items }}}}'}}\n"
+    ));
+    let r = h.run(kept).await;
+    assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
+    assert_eq!(
+        r.state,
+        json!({
+            "items": [7, 8],
+            "all": [{"seen": {"items": [7, 8]}, "n": 1}, {"seen": {"items": [7, 8]}, "n": 2}],
+            "last": [7, 8],
+        })
+    );
+}
+
+#[tokio::test]
 async fn loops_stop_at_their_bound() {
     let h = harness(memory(), vec![]);
     let f = flow(

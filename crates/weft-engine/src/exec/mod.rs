@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use weft_core::event::EventKind;
 use weft_core::ir::{Block, BlockKind, Retry, UnknownOutcome};
 use weft_core::ports::EntryKind;
-use weft_core::value::{Shared, split_path};
+use weft_core::value::{Kind, Shared, split_path};
 use weft_core::{BlockError, ErrorKind, Value};
 
 pub(crate) use composite::run_subflow;
@@ -165,16 +165,15 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
 /// `merge_output` and `set`: the block's declared state writes.
 fn write_state(cx: &Cx<'_>, block: &Block, out: &mut Outcome) -> Result<(), BlockError> {
     if block.data.merge_output {
-        if let Some(v) = out.output.as_json()
-            && !v.is_object()
-            && !v.is_null()
-        {
+        let returned = match out.output.node().kind() {
+            Kind::Object(_) | Kind::Scalar(Value::Null) => None,
+            Kind::Array(_) => Some("a list"),
+            Kind::Scalar(v) => Some(kind_of(v)),
+        };
+        if let Some(returned) = returned {
             return Err(BlockError::new(
                 ErrorKind::Input,
-                format!(
-                    "merge_output needs an object output, but the block returned {}",
-                    kind_of(v)
-                ),
+                format!("merge_output needs an object output, but the block returned {returned}"),
             ));
         }
         out.patch.merge_object(&out.output);
