@@ -107,10 +107,7 @@ impl Shared {
     /// A list of `items`: one plain JSON list when every item is plain and held only
     /// here (moved, not copied), else a list of the shared items.
     pub fn array(items: Vec<Shared>) -> Shared {
-        if items
-            .iter()
-            .all(|i| matches!(i, Shared::Json(v) if Arc::strong_count(v) == 1))
-        {
+        if items.iter().all(Shared::is_plain_and_unshared) {
             return Shared::new(Value::Array(
                 items.into_iter().map(Shared::into_value).collect(),
             ));
@@ -120,10 +117,7 @@ impl Shared {
 
     /// An object of `entries`, plain or shared as [`Shared::array`] decides for a list.
     pub fn object(entries: SharedMap) -> Shared {
-        if entries
-            .values()
-            .all(|i| matches!(i, Shared::Json(v) if Arc::strong_count(v) == 1))
-        {
+        if entries.values().all(Shared::is_plain_and_unshared) {
             return Shared::new(Value::Object(
                 entries
                     .into_iter()
@@ -132,6 +126,12 @@ impl Shared {
             ));
         }
         Shared::Object(Arc::new(entries))
+    }
+
+    /// Plain JSON that no one else holds: moving it into a plain container copies
+    /// nothing another holder could share.
+    fn is_plain_and_unshared(&self) -> bool {
+        matches!(self, Shared::Json(v) if Arc::strong_count(v) == 1)
     }
 
     /// Whether `a` and `b` are the same allocation (and so the same value).
