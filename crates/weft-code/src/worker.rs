@@ -43,6 +43,20 @@ fn hard_limit() -> libc::rlim_t {
     current.rlim_max
 }
 
+/// Lifts the cap [`limit_memory`] set for the last request (up to the hard limit), so
+/// that reading and parsing the next request, whose size no cap was set for, is not
+/// held to the last one's: a fan-in's results after a thousand small branch requests
+/// could not even be read.
+fn lift_memory_limit() {
+    let new = libc::rlimit {
+        rlim_cur: *HARD_LIMIT.get_or_init(hard_limit),
+        rlim_max: *HARD_LIMIT.get_or_init(hard_limit),
+    };
+    // SAFETY: `new` is a valid rlimit; raising the soft limit up to the hard limit is
+    // always permitted.
+    unsafe { libc::setrlimit(libc::RLIMIT_AS, &new) };
+}
+
 /// Caps the address space at the current size plus `extra` bytes (soft limit only, so
 /// the next request may raise it again).
 fn limit_memory(extra: u64) {
@@ -226,8 +240,10 @@ pub fn worker_main(kind: WorkerKind) -> i32 {
                 retiring: false,
             },
         };
-        // Raise the limit again so that writing the answer cannot fail on memory.
-        limit_memory(1 << 30);
+        // No code runs until the next request's own cap: writing this answer and
+        // reading the next request (a fan-in's results can be 100 MB of JSON) must not
+        // fail on this one's.
+        lift_memory_limit();
         let Ok(text) = serde_json::to_string(&response) else {
             return 1;
         };

@@ -1593,3 +1593,44 @@ async fn lua_views_do_not_outlive_their_call() {
     .unwrap_err();
     assert!(e.message.contains("memory"), "{e:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_request_after_small_ones_is_read_under_no_earlier_limit() {
+    // One worker, so the large request reaches a process that has answered small ones:
+    // the cap set for those must not hold while it reads the next request.
+    let s = Sandboxes::new(
+        WorkerCommand {
+            program: PathBuf::from(env!("CARGO_BIN_EXE_weft-sandbox-worker")),
+            args: vec![],
+        },
+        1,
+    );
+    for x in 0..3 {
+        let v = run(&s, "python", "x + 1", None, json!({"x": x})).await;
+        assert_eq!(v.unwrap(), json!(x + 1));
+    }
+    // 20 million empty objects: 60 MB of JSON, well over a gigabyte once parsed. The
+    // code does not compile, so the worker answers as soon as it has read the request
+    // (no interpreter objects are made of the arguments).
+    let big = json!({"items": vec![json!({}); 20_000_000]});
+    let patient = CodeLimits {
+        time_ms: 120_000,
+        ..limits()
+    };
+    let e = s
+        .run(CodeRequest {
+            language: "python",
+            source: "y = (\n",
+            entry: None,
+            args: big.into(),
+            imports: None,
+            builtins: None,
+            limits: &patient,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Code);
+    assert!(!e.message.contains("memory"), "{}", e.message);
+    let v = run(&s, "python", "x * 2", None, json!({"x": 21})).await;
+    assert_eq!(v.unwrap(), json!(42));
+}
