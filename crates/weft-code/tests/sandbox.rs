@@ -49,6 +49,30 @@ async fn run(
     .await
 }
 
+/// [`run`] with two minutes to spare: for work a debug build is slow at (loading a
+/// Prolog library, reading a very large request).
+async fn run_patiently(
+    s: &dyn CodeRunner,
+    language: &str,
+    source: &str,
+    args: Value,
+) -> Result<Value, BlockError> {
+    let limits = CodeLimits {
+        time_ms: 120_000,
+        ..limits()
+    };
+    s.run(CodeRequest {
+        language,
+        source,
+        entry: None,
+        args: args.into(),
+        imports: None,
+        builtins: None,
+        limits: &limits,
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_scripts_return_their_last_expression() {
     let s = sandboxes();
@@ -1063,20 +1087,7 @@ X + Y + Z #= 15, X #< Y, Y #< Z, X #= 1, Y #> 3,
 label([X, Y, Z]),
 return(solution, _{x: X, y: Y, z: Z, tags: [_{name: 'a: b'}]})."#;
     // Loading clpz takes seconds in a debug build (once per worker).
-    let limits = CodeLimits {
-        time_ms: 120_000,
-        ..limits()
-    };
-    let v = s
-        .run(CodeRequest {
-            language: "prolog",
-            source: program,
-            entry: None,
-            args: json!({"state": {"max": 10}}).into(),
-            imports: None,
-            builtins: None,
-            limits: &limits,
-        })
+    let v = run_patiently(&s, "prolog", program, json!({"state": {"max": 10}}))
         .await
         .unwrap();
     assert_eq!(
@@ -1613,20 +1624,7 @@ async fn a_large_request_after_small_ones_is_read_under_no_earlier_limit() {
     // code does not compile, so the worker answers as soon as it has read the request
     // (no interpreter objects are made of the arguments).
     let big = json!({"items": vec![json!({}); 20_000_000]});
-    let patient = CodeLimits {
-        time_ms: 120_000,
-        ..limits()
-    };
-    let e = s
-        .run(CodeRequest {
-            language: "python",
-            source: "y = (\n",
-            entry: None,
-            args: big.into(),
-            imports: None,
-            builtins: None,
-            limits: &patient,
-        })
+    let e = run_patiently(&s, "python", "y = (\n", big)
         .await
         .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Code);

@@ -1407,6 +1407,19 @@ mod tests {
             .collect()
     }
 
+    /// Run `r`'s transform `root/s{seq}` completed with output `v`.
+    fn completed(seq: u64, v: &Shared) -> Event {
+        let kind = EventKind::StepCompleted {
+            path: format!("root/s{seq}"),
+            kind: "transform".into(),
+            elapsed_us: 1,
+            replayed: false,
+            exit: None,
+            output: Some(v.clone()),
+        };
+        event_of("r", seq, 7, kind)
+    }
+
     #[tokio::test]
     async fn a_commit_of_large_events_is_written_as_chunks_of_about_a_megabyte() {
         let dir = tempfile::tempdir().unwrap();
@@ -1414,16 +1427,10 @@ mod tests {
         // Each a distinct 100 KB value (no reference to an earlier one): 30 of them.
         let all: Vec<Event> = (0..30)
             .map(|seq| {
-                let v = Shared::new(json!({"seq": seq, "pad": "x".repeat(100_000)}));
-                let kind = EventKind::StepCompleted {
-                    path: format!("root/s{seq}"),
-                    kind: "transform".into(),
-                    elapsed_us: 1,
-                    replayed: false,
-                    exit: None,
-                    output: Some(v),
-                };
-                event_of("r", seq, 7, kind)
+                completed(
+                    seq,
+                    &Shared::new(json!({"seq": seq, "pad": "x".repeat(100_000)})),
+                )
             })
             .collect();
         let s = SqliteStore::open(&path, Durability::Process).unwrap();
@@ -1446,17 +1453,6 @@ mod tests {
                 path: format!("root/s{seq}"),
                 kind: "transform".into(),
                 input: Some(v.clone()),
-            };
-            event_of("r", seq, 7, kind)
-        };
-        let completed = |seq, v: &Shared| {
-            let kind = EventKind::StepCompleted {
-                path: format!("root/s{seq}"),
-                kind: "transform".into(),
-                elapsed_us: 1,
-                replayed: false,
-                exit: None,
-                output: Some(v.clone()),
             };
             event_of("r", seq, 7, kind)
         };
