@@ -48,13 +48,7 @@ fn hard_limit() -> libc::rlim_t {
 /// held to the last one's: a fan-in's results after a thousand small branch requests
 /// could not even be read.
 fn lift_memory_limit() {
-    let new = libc::rlimit {
-        rlim_cur: *HARD_LIMIT.get_or_init(hard_limit),
-        rlim_max: *HARD_LIMIT.get_or_init(hard_limit),
-    };
-    // SAFETY: `new` is a valid rlimit; raising the soft limit up to the hard limit is
-    // always permitted.
-    unsafe { libc::setrlimit(libc::RLIMIT_AS, &new) };
+    set_soft_memory_limit(libc::RLIM_INFINITY);
 }
 
 /// Caps the address space at the current size plus `extra` bytes (soft limit only, so
@@ -68,15 +62,14 @@ fn limit_memory(extra: u64) {
         .unwrap_or(0);
     // SAFETY: sysconf has no preconditions.
     let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    set_soft_memory_limit((pages * page).saturating_add(extra));
+}
+
+/// Sets the soft address-space limit to `wanted`, or to the hard limit if that is lower.
+fn set_soft_memory_limit(wanted: libc::rlim_t) {
     let hard = *HARD_LIMIT.get_or_init(hard_limit);
-    let wanted = (pages * page).saturating_add(extra);
-    let soft = if hard == libc::RLIM_INFINITY {
-        wanted
-    } else {
-        wanted.min(hard)
-    };
     let new = libc::rlimit {
-        rlim_cur: soft,
+        rlim_cur: wanted.min(hard),
         rlim_max: hard,
     };
     // SAFETY: `new` is a valid rlimit; lowering or raising the soft limit up to the hard
