@@ -155,7 +155,7 @@ impl Object for ScopeObject {
     fn get_value(self: &Arc<Self>, key: &MjValue) -> Option<MjValue> {
         let key = key.as_str()?;
         if key == NATIVES {
-            let natives = self.0.natives.clone()?;
+            let natives = self.0.natives_bound()?.clone();
             return Some(MjValue::from_object(NativesObject(natives)));
         }
         self.0.bound(key).map(shared_to_mj)
@@ -163,8 +163,8 @@ impl Object for ScopeObject {
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
         let mut names: Vec<&str> = Vec::new();
-        for (n, _) in &self.0.bindings {
-            if !names.contains(&&**n) {
+        for n in self.0.names() {
+            if !names.contains(&n) {
                 names.push(n);
             }
         }

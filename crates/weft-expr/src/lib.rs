@@ -19,8 +19,8 @@ mod path;
 mod text_checks;
 
 use minijinja::{Environment, Expression, UndefinedBehavior, Value as MjValue};
+use rustc_hash::FxHashMap;
 use serde_json::Value;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use json_object::{shared_to_mj, to_mj};
@@ -74,9 +74,17 @@ pub trait Natives: Send + Sync + std::fmt::Debug {
 pub use weft_value::{Shared, SharedMap};
 
 /// The names visible to one evaluation: `input`, `state`, `initial`, `vars`, and locals.
+///
+/// Cloning is one reference count: an evaluation hands the template engine the scope
+/// itself, and a scope is cloned for each one.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
-    bindings: Vec<(Arc<str>, Shared)>,
+    inner: Arc<Bindings>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Bindings {
+    names: Vec<(Arc<str>, Shared)>,
     natives: Option<Arc<dyn Natives>>,
 }
 
@@ -89,20 +97,29 @@ impl Scope {
     /// An empty scope with room for `n` bindings.
     pub fn with_capacity(n: usize) -> Scope {
         Scope {
-            bindings: Vec::with_capacity(n),
-            natives: None,
+            inner: Arc::new(Bindings {
+                names: Vec::with_capacity(n),
+                natives: None,
+            }),
         }
+    }
+
+    /// The bindings, for a change (copied first when another scope shares them).
+    fn bindings_mut(&mut self) -> &mut Bindings {
+        Arc::make_mut(&mut self.inner)
     }
 
     /// Binds `name` (a later binding of the same name shadows an earlier one).
     pub fn bind(&mut self, name: impl Into<Arc<str>>, value: impl Into<Shared>) -> &mut Scope {
-        self.bindings.push((name.into(), value.into()));
+        self.bindings_mut().names.push((name.into(), value.into()));
         self
     }
 
     /// Binds `name` to an object whose values are shared, as [`Scope::bind`] does.
     pub fn bind_map(&mut self, name: impl Into<Arc<str>>, map: Arc<SharedMap>) -> &mut Scope {
-        self.bindings.push((name.into(), Shared::Object(map)));
+        self.bindings_mut()
+            .names
+            .push((name.into(), Shared::Object(map)));
         self
     }
 
@@ -115,27 +132,31 @@ impl Scope {
     /// Adds every binding of `other` after this scope's own (and its natives, if it has
     /// them).
     pub fn extend(&mut self, other: &Scope) -> &mut Scope {
-        self.bindings.extend(other.bindings.iter().cloned());
-        if other.natives.is_some() {
-            self.natives = other.natives.clone();
+        if other.is_empty() && other.inner.natives.is_none() {
+            return self;
+        }
+        let mine = self.bindings_mut();
+        mine.names.extend(other.inner.names.iter().cloned());
+        if other.inner.natives.is_some() {
+            mine.natives = other.inner.natives.clone();
         }
         self
     }
 
     /// Makes `natives` callable as `native(name, args...)`.
     pub fn natives(&mut self, natives: Arc<dyn Natives>) -> &mut Scope {
-        self.natives = Some(natives);
+        self.bindings_mut().natives = Some(natives);
         self
     }
 
     /// How many names are bound (a shadowed name counts each time).
     pub fn len(&self) -> usize {
-        self.bindings.len()
+        self.inner.names.len()
     }
 
     /// True when no name is bound.
     pub fn is_empty(&self) -> bool {
-        self.bindings.is_empty()
+        self.inner.names.is_empty()
     }
 
     /// The value bound to `name` (a copy of a shared map's values).
@@ -145,11 +166,21 @@ impl Scope {
 
     /// The value bound to `name`, shared.
     pub fn bound(&self, name: &str) -> Option<&Shared> {
-        self.bindings
+        self.inner
+            .names
             .iter()
             .rev()
             .find(|(n, _)| &**n == name)
             .map(|(_, v)| v)
+    }
+
+    /// Every binding, earliest first (a shadowed name appears each time).
+    fn names(&self) -> impl Iterator<Item = &str> {
+        self.inner.names.iter().map(|(n, _)| &**n)
+    }
+
+    fn natives_bound(&self) -> Option<&Arc<dyn Natives>> {
+        self.inner.natives.as_ref()
     }
 
     fn to_mj(&self) -> MjValue {
@@ -168,8 +199,10 @@ enum Compiled {
 /// The compiled templates and expressions of one flow.
 pub struct Exprs {
     env: &'static Environment<'static>,
-    templates: HashMap<Box<str>, Compiled>,
-    exprs: HashMap<Box<str>, Expression<'static, 'static>>,
+    // Looked up by source on every evaluation: hashed with Fx, not SipHash (the sources
+    // are the flow's own text, not an attacker's keys to collide).
+    templates: FxHashMap<Box<str>, Compiled>,
+    exprs: FxHashMap<Box<str>, Expression<'static, 'static>>,
     texts: Environment<'static>,
 }
 
@@ -207,8 +240,8 @@ impl Exprs {
     pub fn new() -> Exprs {
         Exprs {
             env: shared_env(),
-            templates: HashMap::new(),
-            exprs: HashMap::new(),
+            templates: FxHashMap::default(),
+            exprs: FxHashMap::default(),
             texts: configured_env(),
         }
     }
@@ -292,12 +325,21 @@ impl Exprs {
                 if let Some(found) = path.as_ref().and_then(|p| p.lookup(scope)) {
                     return Ok(found.into_owned());
                 }
-                let v = e
-                    .eval(scope.to_mj())
-                    .map_err(|e| ExprError::from_mj(source, e))?;
-                to_json(&v).map_err(|e| ExprError::from_mj(source, e))
+                self.eval_single(source, e, scope)
             }
         }
+    }
+
+    fn eval_single(
+        &self,
+        source: &str,
+        e: &Expression<'static, 'static>,
+        scope: &Scope,
+    ) -> Result<Value, ExprError> {
+        let v = e
+            .eval(scope.to_mj())
+            .map_err(|e| ExprError::from_mj(source, e))?;
+        to_json(&v).map_err(|e| ExprError::from_mj(source, e))
     }
 
     /// Evaluates an expression for its value.
@@ -314,7 +356,7 @@ impl Exprs {
     /// Evaluates every string inside `template` (a JSON value) with [`Exprs::value`].
     pub fn value_template(&self, template: &Value, scope: &Scope) -> Result<Value, ExprError> {
         Ok(match template {
-            Value::String(s) if s.contains("{{") || s.contains("{%") => self.value(s, scope)?,
+            Value::String(s) if is_template(s) => self.value(s, scope)?,
             Value::Array(a) => Value::Array(
                 a.iter()
                     .map(|x| self.value_template(x, scope))
@@ -338,52 +380,63 @@ impl Exprs {
         template: &Value,
         scope: &Scope,
     ) -> Result<Shared, ExprError> {
-        self.shared_part(template, scope).map(|(v, _)| v)
+        Ok(match self.part(template, scope)? {
+            Part::Made(v) => Shared::new(v),
+            Part::Bound(s, _) => s,
+        })
     }
 
-    /// The value of `template`, and whether it points at a container bound in `scope`
-    /// (so that whatever holds it should hold the pointer, not a copy).
-    fn shared_part(&self, template: &Value, scope: &Scope) -> Result<(Shared, bool), ExprError> {
+    /// The value of `template`: made by this evaluation, or a value bound in `scope`.
+    fn part(&self, template: &Value, scope: &Scope) -> Result<Part, ExprError> {
         match template {
-            Value::String(source) => {
-                if let Some(Compiled::Single(_, Some(path))) = self.templates.get(source.as_str())
-                    && let Some(found) = path.lookup_shared(scope)
-                {
-                    return Ok(found);
+            Value::String(source) if is_template(source) => match self.template(source)? {
+                Compiled::Single(e, path) => {
+                    if let Some((found, container)) =
+                        path.as_ref().and_then(|p| p.lookup_shared(scope))
+                    {
+                        return Ok(Part::Bound(found, container));
+                    }
+                    self.eval_single(source, e, scope).map(Part::Made)
                 }
-                Ok((Shared::new(self.value_template(template, scope)?), false))
-            }
+                Compiled::Text => self.render(source, scope).map(|t| Part::Made(t.into())),
+            },
             Value::Array(a) => {
                 let parts = a
                     .iter()
-                    .map(|x| self.shared_part(x, scope))
+                    .map(|x| self.part(x, scope))
                     .collect::<Result<Vec<_>, _>>()?;
-                let shares = parts.iter().any(|(_, s)| *s);
-                let items = parts.into_iter().map(|(v, _)| v);
-                Ok(if shares {
-                    (Shared::from(items.collect::<Vec<_>>()), true)
-                } else {
-                    (
-                        Shared::new(Value::Array(items.map(Shared::into_value).collect())),
-                        false,
+                Ok(if parts.iter().any(Part::points) {
+                    Part::Bound(
+                        Shared::from(parts.into_iter().map(Part::into_shared).collect::<Vec<_>>()),
+                        true,
                     )
+                } else {
+                    Part::Made(Value::Array(
+                        parts.into_iter().map(Part::into_value).collect(),
+                    ))
                 })
             }
             Value::Object(m) => {
                 let parts = m
                     .iter()
-                    .map(|(k, x)| Ok((k.clone(), self.shared_part(x, scope)?)))
+                    .map(|(k, x)| Ok((k.clone(), self.part(x, scope)?)))
                     .collect::<Result<Vec<_>, ExprError>>()?;
-                let shares = parts.iter().any(|(_, (_, s))| *s);
-                let entries = parts.into_iter().map(|(k, (v, _))| (k, v));
-                Ok(if shares {
-                    (Shared::from(entries.collect::<SharedMap>()), true)
+                Ok(if parts.iter().any(|(_, p)| p.points()) {
+                    let map: SharedMap = parts
+                        .into_iter()
+                        .map(|(k, p)| (k, p.into_shared()))
+                        .collect();
+                    Part::Bound(Shared::from(map), true)
                 } else {
-                    let map = entries.map(|(k, v)| (k, v.into_value())).collect();
-                    (Shared::new(Value::Object(map)), false)
+                    Part::Made(Value::Object(
+                        parts
+                            .into_iter()
+                            .map(|(k, p)| (k, p.into_value()))
+                            .collect(),
+                    ))
                 })
             }
-            other => Ok((Shared::new(other.clone()), false)),
+            other => Ok(Part::Made(other.clone())),
         }
     }
 
@@ -407,6 +460,40 @@ impl Exprs {
     /// True when nothing is compiled.
     pub fn is_empty(&self) -> bool {
         self.templates.is_empty() && self.exprs.is_empty()
+    }
+}
+
+/// Whether a string of a value template is a template (else it stands for itself).
+fn is_template(s: &str) -> bool {
+    s.contains("{{") || s.contains("{%")
+}
+
+/// Part of a value template's value.
+enum Part {
+    /// Made by this evaluation: held by nothing else.
+    Made(Value),
+    /// A value bound in the scope, or built around one; `true` when it is a container
+    /// whatever holds it should point at rather than copy.
+    Bound(Shared, bool),
+}
+
+impl Part {
+    fn points(&self) -> bool {
+        matches!(self, Part::Bound(_, true))
+    }
+
+    fn into_shared(self) -> Shared {
+        match self {
+            Part::Made(v) => Shared::new(v),
+            Part::Bound(s, _) => s,
+        }
+    }
+
+    fn into_value(self) -> Value {
+        match self {
+            Part::Made(v) => v,
+            Part::Bound(s, _) => s.into_value(),
+        }
     }
 }
 
