@@ -65,7 +65,7 @@ impl EventSink for Progress {
                 "weft: run {} resumed ({journaled} journaled steps)",
                 event.run_id
             )),
-            EventKind::StepStarted { path, kind, .. } if WORK.contains(&kind.as_str()) => {
+            EventKind::StepStarted { path, kind, .. } if WORK.contains(&&**kind) => {
                 if let Some(s) = &self.spinner {
                     s.set_message(format!("{kind} {path}"));
                 }
@@ -76,7 +76,7 @@ impl EventSink for Progress {
                 elapsed_us,
                 replayed,
                 ..
-            } if WORK.contains(&kind.as_str()) => {
+            } if WORK.contains(&&**kind) => {
                 let how = if *replayed {
                     "replayed".to_owned()
                 } else {
@@ -93,7 +93,7 @@ impl EventSink for Progress {
                 "  ↻ {path} attempt {attempt} failed ({}); retrying in {delay_ms} ms",
                 error.message
             )),
-            EventKind::StepFailed { path, error } if error.path == *path => {
+            EventKind::StepFailed { path, error } if *error.path == **path => {
                 self.line(format!("  ✗ {path}: {}", error.message))
             }
             EventKind::BudgetWarning {

@@ -5,6 +5,7 @@ use crate::error::BlockError;
 use crate::usage::Usage;
 use crate::value::{Shared, Value};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Now, in Unix milliseconds, as events are stamped (0 on a clock before 1970).
@@ -128,9 +129,9 @@ pub enum EventKind {
     /// A block began.
     StepStarted {
         /// Block path (with indexes).
-        path: String,
-        /// Block kind.
-        kind: String,
+        path: Arc<str>,
+        /// Block kind (the engine's names are static: no allocation per event).
+        kind: Cow<'static, str>,
         /// The block's input, for a leaf block (a composite's input is its first
         /// child's); shared with the running step, not copied.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -139,9 +140,9 @@ pub enum EventKind {
     /// A block finished.
     StepCompleted {
         /// Block path.
-        path: String,
-        /// Block kind.
-        kind: String,
+        path: Arc<str>,
+        /// Block kind (the engine's names are static: no allocation per event).
+        kind: Cow<'static, str>,
         /// Microseconds it took.
         elapsed_us: u64,
         /// The result came from the journal instead of running again.
@@ -157,14 +158,14 @@ pub enum EventKind {
     /// A block failed (after its retries).
     StepFailed {
         /// Block path.
-        path: String,
+        path: Arc<str>,
         /// The error.
         error: BlockError,
     },
     /// A block failed and will be retried.
     StepRetrying {
         /// Block path.
-        path: String,
+        path: Arc<str>,
         /// The attempt that failed (1-based).
         attempt: u32,
         /// Delay before the next attempt.
@@ -176,7 +177,7 @@ pub enum EventKind {
     /// limit, and the run went on.
     BudgetWarning {
         /// The block that asked for the call (or ran past its wall time).
-        path: String,
+        path: Arc<str>,
         /// The block that owns the budget (empty: the run's own budget).
         owner: String,
         /// `tokens`, `cost_usd` or `wall_ms`.
@@ -191,21 +192,21 @@ pub enum EventKind {
     /// A rescue block took over a failure.
     StepRescued {
         /// Block path.
-        path: String,
+        path: Arc<str>,
         /// The error it rescued.
         error: BlockError,
     },
     /// A loop began.
     LoopStarted {
         /// Loop path.
-        path: String,
+        path: Arc<str>,
         /// Its bound.
         max_iterations: u32,
     },
     /// A loop iteration began.
     LoopIteration {
         /// Loop path.
-        path: String,
+        path: Arc<str>,
         /// 0-based iteration.
         iteration: u32,
         /// The `while` condition's value, if there is one.
@@ -215,7 +216,7 @@ pub enum EventKind {
     /// A loop ended.
     LoopEnded {
         /// Loop path.
-        path: String,
+        path: Arc<str>,
         /// Iterations completed.
         iterations: u32,
         /// Why it ended.
@@ -224,7 +225,7 @@ pub enum EventKind {
     /// A concurrent composite (parallel, map, graph fan-out) began.
     FanOutStarted {
         /// Composite path.
-        path: String,
+        path: Arc<str>,
         /// Number of branches.
         branches: usize,
         /// Concurrency bound, if any.
@@ -234,7 +235,7 @@ pub enum EventKind {
     /// One branch of a concurrent composite began.
     BranchStarted {
         /// Composite path.
-        path: String,
+        path: Arc<str>,
         /// Branch name or index.
         branch: String,
         /// For map items: the item.
@@ -244,7 +245,7 @@ pub enum EventKind {
     /// One branch ended.
     BranchEnded {
         /// Composite path.
-        path: String,
+        path: Arc<str>,
         /// Branch name or index.
         branch: String,
         /// It succeeded.
@@ -256,7 +257,7 @@ pub enum EventKind {
     /// A concurrent composite ended.
     FanOutEnded {
         /// Composite path.
-        path: String,
+        path: Arc<str>,
         /// Branches run.
         total: usize,
         /// Branches that succeeded.
@@ -267,7 +268,7 @@ pub enum EventKind {
     /// A branch or graph chose where to go.
     RouteTaken {
         /// The deciding block's path.
-        path: String,
+        path: Arc<str>,
         /// Where from (a graph node), if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         from: Option<String>,
@@ -305,14 +306,14 @@ pub enum EventKind {
     /// Streamed model text.
     LlmDelta {
         /// The LLM block's path.
-        path: String,
+        path: Arc<str>,
         /// New text.
         text: String,
     },
     /// A model call finished (or failed: then `error` says how).
     LlmCall {
         /// The LLM block's path.
-        path: String,
+        path: Arc<str>,
         /// The model id.
         model: String,
         /// What it cost.
@@ -324,7 +325,7 @@ pub enum EventKind {
     /// The model called a tool.
     ToolCalled {
         /// The LLM block's path.
-        path: String,
+        path: Arc<str>,
         /// Tool name.
         tool: String,
         /// Arguments.
@@ -337,7 +338,7 @@ pub enum EventKind {
     /// stopped at its bound with its condition unmet, ...).
     Warning {
         /// Block path.
-        path: String,
+        path: Arc<str>,
         /// A stable name for the kind of warning (`loop_bound_reached`).
         code: String,
         /// What happened, for a person.
@@ -346,7 +347,7 @@ pub enum EventKind {
     /// A free-form message from a block.
     Message {
         /// Block path.
-        path: String,
+        path: Arc<str>,
         /// The message.
         message: Value,
     },

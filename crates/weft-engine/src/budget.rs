@@ -55,7 +55,7 @@ impl Frame {
             return;
         }
         warn(EventKind::BudgetWarning {
-            path: path.to_owned(),
+            path: path.into(),
             owner: self.owner.clone(),
             budget: if which == TOKENS {
                 "tokens"

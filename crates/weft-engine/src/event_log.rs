@@ -177,12 +177,16 @@ impl EventLog {
 
 impl EventSink for EventLog {
     fn emit(&self, event: &Event) {
+        self.emit_owned(event.clone());
+    }
+
+    fn emit_owned(&self, event: Event) {
         if event.kind.is_live_only() {
-            self.live.publish(event.clone());
+            self.live.publish(event);
         } else {
             // Counted before it is sent, so the writer never counts it out first.
             self.backlog.queued.fetch_add(1, Ordering::Relaxed);
-            if self.writer().send(Message::Event(event.clone())).is_err() {
+            if self.writer().send(Message::Event(event)).is_err() {
                 self.backlog.queued.fetch_sub(1, Ordering::Relaxed);
             }
         }

@@ -49,9 +49,13 @@ impl Emitter {
             at_ms: now_ms(),
             kind,
         };
-        for s in &self.sinks {
+        let Some((last, others)) = self.sinks.split_last() else {
+            return;
+        };
+        for s in others {
             s.emit(&event);
         }
+        last.emit_owned(event);
     }
 }
 

@@ -256,7 +256,7 @@ impl Steps {
             } => {
                 let restarted = self
                     .by_path
-                    .get(path)
+                    .get(&**path)
                     .and_then(|i| self.restarted.remove(i));
                 let Some(s) = self.step(path) else { return };
                 // A resume replays journaled steps: the first execution's record stays,

@@ -459,7 +459,9 @@ async fn a_loop_through_a_graph_follows_conditions_and_counts_visits() {
         .kinds()
         .into_iter()
         .filter_map(|k| match k {
-            EventKind::StepCompleted { path, kind, .. } if kind == "transform" => Some(path),
+            EventKind::StepCompleted { path, kind, .. } if kind == "transform" => {
+                Some(path.to_string())
+            }
             _ => None,
         })
         .collect();
@@ -537,7 +539,7 @@ async fn approvals_pause_durably_and_resume_in_a_new_engine_without_rerunning_st
         "the step before the approval ran again"
     );
     assert_eq!(after.load(Ordering::SeqCst), 1);
-    assert!(h.kinds().iter().any(|k| matches!(k, EventKind::StepCompleted { path, replayed: true, .. } if path == "root/prepare")));
+    assert!(h.kinds().iter().any(|k| matches!(k, EventKind::StepCompleted { path, replayed: true, .. } if &**path == "root/prepare")));
 }
 
 #[tokio::test]
@@ -943,7 +945,7 @@ root:
                 budget,
                 exceeded,
                 ..
-            } => Some((path, budget, exceeded)),
+            } => Some((path.to_string(), budget, exceeded)),
             _ => None,
         })
         .collect();
@@ -1143,7 +1145,7 @@ root:
         .events()
         .into_iter()
         .filter_map(|e| match e.kind {
-            EventKind::Warning { path, message, .. } => Some((path, message)),
+            EventKind::Warning { path, message, .. } => Some((path.to_string(), message)),
             _ => None,
         })
         .collect();

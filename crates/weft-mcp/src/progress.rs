@@ -91,7 +91,7 @@ impl Follower {
                 self.done += 1;
                 let mut param =
                     ProgressNotificationParam::new(self.progress.token.clone(), self.done as f64)
-                        .with_message(path.clone());
+                        .with_message(path.to_string());
                 if let Some(total) = self.total {
                     param = param.with_total(total as f64);
                 }

@@ -273,7 +273,7 @@ impl RunTrace {
                 exit,
                 ..
             } => {
-                let Some(mut o) = self.open.remove(path) else {
+                let Some(mut o) = self.open.remove(&**path) else {
                     return Vec::new();
                 };
                 o.start = o.start.min(before(now, *elapsed_us));
@@ -285,7 +285,7 @@ impl RunTrace {
                 vec![o.finish(self.trace_id, now, scope)]
             }
             EventKind::StepFailed { path, error } => {
-                let Some(mut o) = self.open.remove(path) else {
+                let Some(mut o) = self.open.remove(&**path) else {
                     return Vec::new();
                 };
                 o.failed(error);
@@ -428,7 +428,7 @@ impl RunTrace {
                 delay_ms,
                 error,
             } => (
-                path.as_str(),
+                &**path,
                 "weft.step.retrying",
                 vec![
                     KeyValue::new("weft.attempt", i64::from(*attempt)),
@@ -438,7 +438,7 @@ impl RunTrace {
                 ],
             ),
             EventKind::StepRescued { path, error } => (
-                path.as_str(),
+                &**path,
                 "weft.step.rescued",
                 vec![KeyValue::new(conv::ERROR_TYPE, error.kind.to_string())],
             ),
@@ -447,7 +447,7 @@ impl RunTrace {
                 code,
                 message,
             } => (
-                path.as_str(),
+                &**path,
                 "weft.warning",
                 vec![
                     KeyValue::new("weft.warning.code", code.clone()),
@@ -455,7 +455,7 @@ impl RunTrace {
                 ],
             ),
             EventKind::BudgetWarning { path, budget, .. } => (
-                path.as_str(),
+                &**path,
                 "weft.budget_warning",
                 vec![KeyValue::new("weft.budget", budget.clone())],
             ),

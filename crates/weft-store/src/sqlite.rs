@@ -1410,7 +1410,7 @@ mod tests {
     /// Run `r`'s transform `root/s{seq}` completed with output `v`.
     fn completed(seq: u64, v: &Shared) -> Event {
         let kind = EventKind::StepCompleted {
-            path: format!("root/s{seq}"),
+            path: format!("root/s{seq}").into(),
             kind: "transform".into(),
             elapsed_us: 1,
             replayed: false,
@@ -1450,7 +1450,7 @@ mod tests {
         let small = Shared::new(json!({"n": 1}));
         let started = |seq, v: &Shared| {
             let kind = EventKind::StepStarted {
-                path: format!("root/s{seq}"),
+                path: format!("root/s{seq}").into(),
                 kind: "transform".into(),
                 input: Some(v.clone()),
             };

@@ -253,7 +253,7 @@ impl TestRun {
                     path,
                     code,
                     message,
-                } => Some((path.as_str(), code.as_str(), message.as_str())),
+                } => Some((&**path, code.as_str(), message.as_str())),
                 _ => None,
             })
             .collect()

@@ -32,7 +32,7 @@ async fn one_handler_at_two_places_text_errors_and_an_unbounded_loop() {
         .events
         .iter()
         .filter_map(|e| match &e.kind {
-            weft_core::event::EventKind::StepCompleted { path, .. } => Some(path.as_str()),
+            weft_core::event::EventKind::StepCompleted { path, .. } => Some(&**path),
             _ => None,
         })
         .collect();

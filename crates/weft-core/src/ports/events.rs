@@ -6,4 +6,10 @@ use crate::event::Event;
 pub trait EventSink: Send + Sync {
     /// Takes one event.
     fn emit(&self, event: &Event);
+
+    /// Takes one event that nothing else will read: a sink that keeps events takes it
+    /// without a copy. The engine hands its last sink each event this way.
+    fn emit_owned(&self, event: Event) {
+        self.emit(&event);
+    }
 }

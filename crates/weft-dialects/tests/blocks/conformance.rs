@@ -265,10 +265,10 @@ root:
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::StepStarted { path, kind, .. } if kind == "llm" => {
-                Some((true, path.clone()))
+                Some((true, path.to_string()))
             }
             EventKind::StepCompleted { path, kind, .. } if kind == "llm" => {
-                Some((false, path.clone()))
+                Some((false, path.to_string()))
             }
             _ => None,
         })

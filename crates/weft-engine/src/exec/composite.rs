@@ -61,7 +61,7 @@ async fn run_concurrently<'a>(
     let n = children.len();
     let limit = max_concurrency.map_or(n.clamp(1, IN_FLIGHT), |m| m as usize);
     let emitter = &cx.run.emitter;
-    let path = cx.key.to_string();
+    let path = cx.key.clone();
     emitter.emit(|| EventKind::FanOutStarted {
         path: path.clone(),
         branches: n,
@@ -260,7 +260,7 @@ pub(crate) async fn map(cx: &Cx<'_>, m: &MapSpec) -> Exec {
 pub(crate) async fn run_loop(cx: &Cx<'_>, l: &LoopSpec, label: Option<&str>) -> Exec {
     let emitter = &cx.run.emitter;
     emitter.emit(|| EventKind::LoopStarted {
-        path: cx.key.to_string(),
+        path: cx.key.clone(),
         max_iterations: l.max_iterations,
     });
     let mut input = cx.input.clone();
@@ -283,7 +283,7 @@ pub(crate) async fn run_loop(cx: &Cx<'_>, l: &LoopSpec, label: Option<&str>) -> 
             None => None,
         };
         emitter.emit(|| EventKind::LoopIteration {
-            path: cx.key.to_string(),
+            path: cx.key.clone(),
             iteration: i,
             condition,
         });
@@ -328,7 +328,7 @@ pub(crate) async fn run_loop(cx: &Cx<'_>, l: &LoopSpec, label: Option<&str>) -> 
         }
     }
     emitter.emit(|| EventKind::LoopEnded {
-        path: cx.key.to_string(),
+        path: cx.key.clone(),
         iterations: done,
         reason,
     });
@@ -348,7 +348,7 @@ pub(crate) async fn branch(cx: &Cx<'_>, b: &BranchSpec) -> Exec {
         if cx.truthy(&case.when.0, &scope)? {
             let name = case.name.clone().unwrap_or_else(|| format!("case{i}"));
             cx.run.emitter.emit(|| EventKind::RouteTaken {
-                path: cx.key.to_string(),
+                path: cx.key.clone(),
                 from: None,
                 to: name.clone(),
             });
@@ -362,7 +362,7 @@ pub(crate) async fn branch(cx: &Cx<'_>, b: &BranchSpec) -> Exec {
     match &b.otherwise {
         Some(o) => {
             cx.run.emitter.emit(|| EventKind::RouteTaken {
-                path: cx.key.to_string(),
+                path: cx.key.clone(),
                 from: None,
                 to: "otherwise".into(),
             });
@@ -419,7 +419,7 @@ pub(crate) async fn run_subflow(
 /// under the block's key, and a replay runs only that branch (answered from its journal).
 async fn race(cx: &Cx<'_>, p: &ParallelSpec) -> Exec {
     let emitter = &cx.run.emitter;
-    let path = cx.key.to_string();
+    let path = cx.key.clone();
     let replayed_winner = match cx.run.recorded(&cx.key) {
         Some(Recorded::Result(v)) => v.get("winner").and_then(Value::as_str),
         _ => None,
@@ -524,7 +524,7 @@ fn at_bound(cx: &Cx<'_>, l: &LoopSpec, label: Option<&str>) -> Result<(), Stop> 
         ));
     }
     cx.run.emitter.emit(|| EventKind::Warning {
-        path: cx.key.to_string(),
+        path: cx.key.clone(),
         code: "loop_bound_reached".to_owned(),
         message,
     });

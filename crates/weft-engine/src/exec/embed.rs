@@ -119,7 +119,7 @@ fn call_event(
 ) -> EventKind {
     let ok = result.as_ref().ok();
     EventKind::LlmCall {
-        path: cx.key.to_string(),
+        path: cx.key.clone(),
         model: id.to_owned(),
         usage: ok.map(|r| r.usage).unwrap_or_default(),
         call: Box::new(CallDetail {

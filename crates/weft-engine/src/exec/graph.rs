@@ -235,7 +235,7 @@ impl<'g> Walk<'g> {
 
     fn route_event(&self, from: &str, to: &str) {
         self.cx.run.emitter.emit(|| EventKind::RouteTaken {
-            path: self.cx.key.to_string(),
+            path: self.cx.key.clone(),
             from: Some(from.to_owned()),
             to: to.to_owned(),
         });

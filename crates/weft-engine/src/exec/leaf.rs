@@ -246,7 +246,7 @@ fn at_file_line(mut e: BlockError, origin: Option<SourceLines>) -> BlockError {
 fn native_call(cx: &Cx<'_>, config: Value) -> NativeCall {
     let messages = cx.run.emitter.active().then(|| {
         let emitter = cx.run.emitter.clone();
-        let path = cx.key.to_string();
+        let path = cx.key.clone();
         MessageSink(Arc::new(move |message| {
             emitter.emit(|| EventKind::Message {
                 path: path.clone(),

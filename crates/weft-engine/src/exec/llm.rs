@@ -126,7 +126,7 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
     let mut call = Call {
         req: request(s, model_name, messages),
         id,
-        path: cx.key.to_string(),
+        path: cx.key.clone(),
         total: Usage::default(),
         tool_rounds: 0,
         trace: ToolTrace::default(),
@@ -147,7 +147,7 @@ pub(crate) async fn run(cx: &Cx<'_>, s: &LlmSpec) -> Exec {
         };
         if call.repaired_locally {
             cx.run.emitter.emit(|| EventKind::Warning {
-                path: cx.key.to_string(),
+                path: cx.key.clone(),
                 code: "structured_answer_repaired".into(),
                 message: "the model's answer was not valid JSON as written; it was repaired locally (a trailing comma, quotes or prose around it) and then matched the output schema".into(),
             });
@@ -215,7 +215,7 @@ fn warn_fallback(cx: &Cx<'_>, id: &str, advice: &str) {
         format!("no model: using {id}; {advice}")
     };
     cx.run.emitter.emit(|| EventKind::Warning {
-        path: cx.key.to_string(),
+        path: cx.key.clone(),
         code: "no_model".to_owned(),
         message,
     });
@@ -295,7 +295,7 @@ struct Call {
     /// The model's id, as events and outputs name it.
     id: String,
     /// The block's step key.
-    path: String,
+    path: std::sync::Arc<str>,
     /// Usage over every turn.
     total: Usage,
     /// Tool rounds so far.

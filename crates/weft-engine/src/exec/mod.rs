@@ -87,13 +87,13 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
         None => None,
     };
     emitter.emit(|| EventKind::StepStarted {
-        path: cx.key.to_string(),
-        kind: block.kind_name().to_owned(),
+        path: cx.key.clone(),
+        kind: block.kind_name().into(),
         input: leaf.then(|| cx.input.clone()),
     });
     if let Some(message) = announced {
         emitter.emit(|| EventKind::Message {
-            path: cx.key.to_string(),
+            path: cx.key.clone(),
             message,
         });
     }
@@ -110,7 +110,7 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
             let took = started.elapsed().as_millis() as u64;
             if took > ms {
                 emitter.emit(|| EventKind::BudgetWarning {
-                    path: cx.key.to_string(),
+                    path: cx.key.clone(),
                     owner: block
                         .label()
                         .map_or_else(|| cx.key.to_string(), str::to_owned),
@@ -141,8 +141,8 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
         Ok(mut out) => {
             write_state(&cx, block, &mut out).map_err(|e| e.at(&cx.key))?;
             emitter.emit(|| EventKind::StepCompleted {
-                path: cx.key.to_string(),
-                kind: block.kind_name().to_owned(),
+                path: cx.key.clone(),
+                kind: block.kind_name().into(),
                 elapsed_us: started.elapsed().as_micros() as u64,
                 replayed: out.replayed,
                 exit: out.exit.as_deref().map(str::to_owned),
@@ -153,7 +153,7 @@ async fn exec_block<'a>(mut cx: Cx<'a>, block: &'a Block) -> Exec {
         Err(Stop::Failed(e)) => {
             let e = e.at(&cx.key);
             emitter.emit(|| EventKind::StepFailed {
-                path: cx.key.to_string(),
+                path: cx.key.clone(),
                 error: e.clone(),
             });
             Err(Stop::Failed(e))
@@ -191,7 +191,7 @@ fn write_state(cx: &Cx<'_>, block: &Block, out: &mut Outcome) -> Result<(), Bloc
         if let Some(t) = &block.data.emit {
             let message = cx.value(&t.0, &scope)?;
             cx.run.emitter.emit(|| EventKind::Message {
-                path: cx.key.to_string(),
+                path: cx.key.clone(),
                 message,
             });
         }
@@ -250,7 +250,7 @@ async fn run_with_policy(cx: &Cx<'_>, block: &Block) -> Exec {
     for (i, rescue) in block.policy.rescue.iter().enumerate() {
         if rescue.when.is_empty() || rescue.when.contains(&error.kind) {
             cx.run.emitter.emit(|| EventKind::StepRescued {
-                path: cx.key.to_string(),
+                path: cx.key.clone(),
                 error: error.clone(),
             });
             let err_value = Arc::new(serde_json::to_value(&error).unwrap_or(Value::Null));
@@ -278,7 +278,7 @@ async fn attempt_with_retries(cx: &Cx<'_>, block: &Block) -> Exec {
             Err(Stop::Failed(e)) if attempt < retry.attempts && should_retry(retry, &e) => {
                 let delay = backoff(retry, attempt, &e);
                 cx.run.emitter.emit(|| EventKind::StepRetrying {
-                    path: cx.key.to_string(),
+                    path: cx.key.clone(),
                     attempt,
                     delay_ms: delay.as_millis() as u64,
                     error: e.clone(),
@@ -340,7 +340,7 @@ async fn attempt_once(cx: &Cx<'_>, block: &Block) -> Exec {
                     return Err(Stop::Failed(BlockError::new(ErrorKind::Assertion, msg)));
                 }
                 cx.run.emitter.emit(|| EventKind::Warning {
-                    path: cx.key.to_string(),
+                    path: cx.key.clone(),
                     code: "assertion_failed".into(),
                     message: msg,
                 });

@@ -85,7 +85,7 @@ impl Translation {
                 }
             }
             EventKind::StepStarted { path, input, .. } => {
-                self.started.insert(path.clone());
+                self.started.insert(path.to_string());
                 let input = input.as_ref().map(Shared::json);
                 self.step_started(&mut parts, e, path, input.as_deref());
                 for delta in self.release(path) {
@@ -102,7 +102,11 @@ impl Translation {
                 self.step_completed(&mut parts, e, path, kind, &output.json());
             }
             EventKind::LlmDelta { path, .. } => {
-                if let Some(held) = self.held.as_mut().filter(|_| !self.started.contains(path)) {
+                if let Some(held) = self
+                    .held
+                    .as_mut()
+                    .filter(|_| !self.started.contains(&**path))
+                {
                     held.push(e.clone());
                 } else {
                     parts.extend(self.delta(e));
@@ -127,7 +131,7 @@ impl Translation {
         };
         let (mine, others): (Vec<_>, Vec<_>) = held
             .drain(..)
-            .partition(|d| matches!(&d.kind, EventKind::LlmDelta { path: p, .. } if p == path));
+            .partition(|d| matches!(&d.kind, EventKind::LlmDelta { path: p, .. } if **p == *path));
         *held = others;
         mine
     }
@@ -157,8 +161,8 @@ impl Translation {
         let EventKind::LlmDelta { path, text } = &e.kind else {
             return Vec::new();
         };
-        let first = !self.streamed.contains_key(path);
-        let so_far = self.streamed.entry(path.clone()).or_default();
+        let first = !self.streamed.contains_key(&**path);
+        let so_far = self.streamed.entry(path.to_string()).or_default();
         so_far.push_str(text);
         let so_far = so_far.clone();
         let chunk = || messages::made("AIMessageChunk", self.message_id(path), text);
