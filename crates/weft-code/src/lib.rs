@@ -39,11 +39,12 @@ use async_trait::async_trait;
 use protocol::{Failure, FailureKind, Request};
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::Duration;
 use weft_core::ports::{CodeRequest, CodeRunner};
 use weft_core::{BlockError, ErrorKind};
 
 pub use files::FileAccess;
-pub use lua::LuaPool;
+pub use lua::{LuaCall, LuaPool, SuspendedLuaCall};
 pub use pool::{Pool, WorkerCommand};
 #[cfg(feature = "prolog")]
 pub use prolog::Prolog as PrologInterpreter;
@@ -80,6 +81,11 @@ pub(crate) fn check_output(v: Value, limit: u64) -> Result<Value, Failure> {
 /// Lua blocks whose time limit is at most this run on the calling thread, without a
 /// hand-off (1.7 µs instead of about 28 µs a call).
 pub const INLINE_MAX_MS: u64 = 20;
+
+/// How long any other Lua call runs on the calling (async) thread before it is suspended
+/// and finished where blocking is allowed: long enough for nearly every step, short
+/// enough that a busy script does not stall the runtime's other tasks.
+pub const INLINE_SLICE: Duration = Duration::from_millis(2);
 
 fn worker_request(req: &CodeRequest<'_>) -> Request {
     Request {
@@ -196,36 +202,36 @@ impl Sandboxes {
     ) -> Result<Value, BlockError> {
         match req.language {
             "lua" => {
-                let lua = self.lua.clone();
-                let (source, entry, args, limits) = (
-                    req.source.to_owned(),
-                    req.entry.map(str::to_owned),
-                    req.args.into_json(),
-                    req.limits.clone(),
-                );
-                let inline = limits.time_ms <= INLINE_MAX_MS;
-                let work = move || {
-                    lua.run(&source, entry.as_deref(), &args, &limits)
-                        .and_then(|v| check_output(v, limits.output_bytes))
+                let (args, limits) = (req.args.into_json(), req.limits);
+                // A block that declares a short time limit runs right here to its end (the
+                // limit bounds how long this thread is held). Any other runs here for its
+                // first slice, which is all most calls need; one still running then is
+                // suspended and finished where blocking is allowed: on this thread when
+                // the runtime can hand its other tasks to another one meanwhile
+                // (`block_in_place`), else on a blocking thread.
+                let slice = (limits.time_ms > INLINE_MAX_MS).then_some(INLINE_SLICE);
+                let started = self.lua.start(req.source, req.entry, &args, limits, slice);
+                let result = match started {
+                    LuaCall::Done(result) => result,
+                    LuaCall::Unfinished(call) => {
+                        let lua = self.lua.clone();
+                        let finish = move || lua.finish(call);
+                        let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| {
+                            h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+                        });
+                        if multi_thread {
+                            tokio::task::block_in_place(finish)
+                        } else {
+                            tokio::task::spawn_blocking(finish).await.map_err(|e| {
+                                BlockError::new(
+                                    ErrorKind::Code,
+                                    format!("the Lua sandbox failed: {e}"),
+                                )
+                            })?
+                        }
+                    }
                 };
-                // A busy script must not stall the runtime's other tasks. A block that
-                // declares a short time limit runs right here (the limit bounds how long
-                // this thread is held). Any other runs on this thread too when the runtime
-                // can hand its other tasks to another thread meanwhile (`block_in_place`,
-                // which costs no thread wake-up on this path); else it moves to a blocking
-                // thread.
-                let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| {
-                    h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-                });
-                let result = if inline {
-                    work()
-                } else if multi_thread {
-                    tokio::task::block_in_place(work)
-                } else {
-                    tokio::task::spawn_blocking(work).await.map_err(|e| {
-                        BlockError::new(ErrorKind::Code, format!("the Lua sandbox failed: {e}"))
-                    })?
-                };
+                let result = result.and_then(|v| check_output(v, limits.output_bytes));
                 result.map_err(BlockError::from)
             }
             "python" => self

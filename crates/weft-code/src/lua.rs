@@ -9,7 +9,8 @@
 
 use crate::lua_view::{Views, to_json};
 use crate::protocol::{Failure, FailureKind};
-use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, VmState};
+use mlua::thread::ThreadStatus;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Thread, VmState};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -42,12 +43,25 @@ struct State {
     limits: Arc<HookLimits>,
     /// Large arguments are read through views ([`crate::lua_view`]).
     views: Views,
+    /// The coroutine sliced calls run in, reused (a new one each call was garbage for
+    /// Lua's collector to trace).
+    coroutine: Option<Thread>,
 }
 
 #[derive(Default)]
 struct HookLimits {
     /// Deadline as nanoseconds since `epoch`.
     deadline_ns: AtomicU64,
+    /// When the call's first slice ends (nanoseconds since `epoch`): the hook then
+    /// suspends the call's coroutine, so that the caller can finish it where blocking is
+    /// allowed ([`LuaCall::Unfinished`]).
+    slice_end_ns: AtomicU64,
+    /// The call's own coroutine (as [`Thread::to_pointer`]): only it is suspended, never
+    /// a coroutine the code made itself (its `resume` would see a yield it did not make).
+    call_thread: AtomicUsize,
+    /// The hook asked the call's coroutine to yield (Lua ignores it where a C function
+    /// is on the stack; the hook then asks again).
+    yield_asked: std::sync::atomic::AtomicBool,
     max_depth: AtomicUsize,
     epoch: OnceLock<Instant>,
 }
@@ -118,6 +132,13 @@ fn new_state() -> mlua::Result<State> {
             if now > seen.deadline_ns.load(Ordering::Relaxed) {
                 return Err(mlua::Error::runtime("time limit exceeded"));
             }
+            if now > seen.slice_end_ns.load(Ordering::Relaxed)
+                && lua.current_thread().to_pointer() as usize
+                    == seen.call_thread.load(Ordering::Relaxed)
+            {
+                seen.yield_asked.store(true, Ordering::Relaxed);
+                return Ok(VmState::Yield);
+            }
             // Each call costs at least one instruction, so a runaway recursion is caught
             // within CHECK_EVERY levels of the limit.
             let max_depth = seen.max_depth.load(Ordering::Relaxed);
@@ -135,6 +156,7 @@ fn new_state() -> mlua::Result<State> {
         compiled: HashMap::new(),
         limits,
         views,
+        coroutine: None,
     })
 }
 
@@ -170,6 +192,20 @@ fn failure(e: &mlua::Error) -> Failure {
     }
 }
 
+/// How a call that may stop after its first slice went.
+pub enum LuaCall {
+    /// It ended, with its result or its failure.
+    Done(Result<Value, Failure>),
+    /// It ran past its first slice and waits, suspended, for [`LuaPool::finish`].
+    Unfinished(SuspendedLuaCall),
+}
+
+/// A call suspended after its first slice: its Lua state and its coroutine.
+pub struct SuspendedLuaCall {
+    state: State,
+    thread: Thread,
+}
+
 impl LuaPool {
     /// Runs `source` with `args`: as a chunk with `args`' keys as globals (its `return`
     /// value is the result), or, with `entry`, calls that function with `args`.
@@ -180,15 +216,88 @@ impl LuaPool {
         args: &Arc<Value>,
         limits: &CodeLimits,
     ) -> Result<Value, Failure> {
-        let mut state = self.take()?;
-        let result = call(&mut state, source, entry, args, limits);
+        match self.start(source, entry, args, limits, None) {
+            LuaCall::Done(result) => result,
+            LuaCall::Unfinished(call) => self.finish(call),
+        }
+    }
+
+    /// Starts a call as [`LuaPool::run`] does. With a `slice`, a call still running once
+    /// the slice is over is suspended and returned unfinished, so that a short call
+    /// costs no hand-off to another thread and a long one does not hold this one.
+    pub fn start(
+        &self,
+        source: &str,
+        entry: Option<&str>,
+        args: &Arc<Value>,
+        limits: &CodeLimits,
+        slice: Option<Duration>,
+    ) -> LuaCall {
+        let mut state = match self.take() {
+            Ok(s) => s,
+            Err(e) => return LuaCall::Done(Err(e)),
+        };
+        let resumed = begin(&mut state, source, entry, args, limits, slice);
+        self.settle(state, resumed)
+    }
+
+    /// Runs a suspended call to its end.
+    pub fn finish(&self, call: SuspendedLuaCall) -> Result<Value, Failure> {
+        let SuspendedLuaCall { state, thread } = call;
+        state.limits.slice_end_ns.store(u64::MAX, Ordering::Relaxed);
+        state.limits.yield_asked.store(false, Ordering::Relaxed);
+        let resumed = thread
+            .resume::<mlua::Value>(())
+            .map(|out| (Some(thread), out))
+            .map_err(|e| failure(&e));
+        match self.settle(state, resumed) {
+            LuaCall::Done(result) => result,
+            // The slice is over, so the hook asks nothing more: only the code's own
+            // `coroutine.yield` could stop it, and that is a failure (see `settle`).
+            LuaCall::Unfinished(_) => Err(Failure::new(
+                FailureKind::Code,
+                "the Lua call stopped again after its first slice",
+            )),
+        }
+    }
+
+    /// What the call's coroutine came back with: its result (the state goes back to
+    /// the pool), or the suspended call.
+    fn settle(
+        &self,
+        mut state: State,
+        resumed: Result<(Option<Thread>, mlua::Value), Failure>,
+    ) -> LuaCall {
+        let result = match resumed {
+            Ok((Some(thread), _)) if thread.status() == ThreadStatus::Resumable => {
+                if state.limits.yield_asked.load(Ordering::Relaxed) {
+                    return LuaCall::Unfinished(SuspendedLuaCall { state, thread });
+                }
+                // The code's own `coroutine.yield` outside any coroutine it made, as a
+                // plain call of the chunk reported it.
+                Err(Failure::new(
+                    FailureKind::Code,
+                    "attempt to yield from outside a coroutine",
+                ))
+            }
+            Ok((thread, out)) => {
+                state.coroutine = thread;
+                to_json(&state.lua, &state.views, out).map_err(|e| {
+                    Failure::new(
+                        FailureKind::Code,
+                        format!("the result cannot be converted to JSON: {e}"),
+                    )
+                })
+            }
+            Err(e) => Err(e),
+        };
         state.views.end_call();
         // A state whose call failed may hold a half-built environment; it is cheap to replace.
         if result.is_ok() {
             let _ = state.lua.set_memory_limit(0);
             self.give_back(state);
         }
-        result
+        LuaCall::Done(result)
     }
 
     /// Compiles `source` without running it, on an idle state of the pool: building a
@@ -222,19 +331,26 @@ impl LuaPool {
     }
 }
 
-fn call(
+/// Sets the call up and runs it: with a `slice`, in a coroutine resumed for the first
+/// time (the coroutine and what it returned or yielded); without, as a plain call.
+fn begin(
     state: &mut State,
     source: &str,
     entry: Option<&str>,
     args: &Arc<Value>,
     limits: &CodeLimits,
-) -> Result<Value, Failure> {
+    slice: Option<Duration>,
+) -> Result<(Option<Thread>, mlua::Value), Failure> {
     let fail = |e: mlua::Error| failure(&e);
     let lua = &state.lua;
     let hook = &state.limits;
-    let deadline = hook.epoch().elapsed() + Duration::from_millis(limits.time_ms);
+    let now = hook.epoch().elapsed();
+    let deadline = now + Duration::from_millis(limits.time_ms);
     hook.deadline_ns
         .store(deadline.as_nanos() as u64, Ordering::Relaxed);
+    let slice_end = slice.map_or(u64::MAX, |s| (now + s).as_nanos() as u64);
+    hook.slice_end_ns.store(slice_end, Ordering::Relaxed);
+    hook.yield_asked.store(false, Ordering::Relaxed);
     hook.max_depth
         .store(limits.max_depth as usize, Ordering::Relaxed);
     lua.set_memory_limit(lua.used_memory() + limits.memory_bytes as usize)
@@ -264,9 +380,10 @@ fn call(
         }
     };
     lua.globals().raw_set(ENVIRONMENT, &env).map_err(fail)?;
-    let out: mlua::Value = match entry {
-        None => chunk.call(()).map_err(fail)?,
+    let (body, arg) = match entry {
+        None => (chunk, mlua::MultiValue::new()),
         Some(name) => {
+            // Defining the functions is not sliced: a plain call cannot be suspended.
             chunk.call::<()>(()).map_err(fail)?;
             let f: mlua::Function = env.get(name).map_err(|_| {
                 Failure::new(
@@ -274,15 +391,22 @@ fn call(
                     format!("the code defines no function `{name}`"),
                 )
             })?;
-            f.call(state.views.expose_arg(lua, args, None).map_err(fail)?)
-                .map_err(fail)?
+            let arg = state.views.expose_arg(lua, args, None).map_err(fail)?;
+            (f, mlua::MultiValue::from_iter([arg]))
         }
     };
-    let value: Value = to_json(lua, &state.views, out).map_err(|e| {
-        Failure::new(
-            FailureKind::Code,
-            format!("the result cannot be converted to JSON: {e}"),
-        )
-    })?;
-    Ok(value)
+    if slice.is_none() {
+        return body
+            .call::<mlua::Value>(arg)
+            .map(|out| (None, out))
+            .map_err(fail);
+    }
+    let thread = match state.coroutine.take() {
+        Some(t) if t.reset(body.clone()).is_ok() => t,
+        _ => lua.create_thread(body).map_err(fail)?,
+    };
+    hook.call_thread
+        .store(thread.to_pointer() as usize, Ordering::Relaxed);
+    let out = thread.resume::<mlua::Value>(arg).map_err(fail)?;
+    Ok((Some(thread), out))
 }

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weft_code::{FileAccess, Sandboxes, WorkerCommand};
+use weft_code::{FileAccess, LuaCall, LuaPool, Sandboxes, WorkerCommand};
 use weft_core::ir::CodeLimits;
 use weft_core::ports::{CodeRequest, CodeRunner};
 use weft_core::{BlockError, ErrorKind};
@@ -214,6 +214,60 @@ async fn lua_the_tea_counter_body() {
     .await
     .unwrap();
     assert_eq!(v, json!(42));
+}
+
+#[test]
+fn lua_a_call_past_its_first_slice_is_suspended_then_finished() {
+    let pool = LuaPool::default();
+    let none = Arc::new(json!({}));
+    let start = |source: &str| pool.start(source, None, &none, &limits(), Some(Duration::ZERO));
+    // A call longer than its slice stops at the hook's first check, and finishes with
+    // its own result.
+    let long = "local n = 0 for i = 1, 100000 do n = n + i end return n";
+    let LuaCall::Unfinished(call) = start(long) else {
+        panic!("a call past its slice is suspended");
+    };
+    assert_eq!(pool.finish(call).unwrap(), json!(5000050000u64));
+    // One that ends within the hook's first thousand instructions is done at once.
+    assert!(matches!(start("return 1"), LuaCall::Done(Ok(v)) if v == json!(1)));
+    // The code's own coroutines are never the ones suspended: their `resume` sees only
+    // their own yields.
+    let own = "local co = coroutine.wrap(function()
+        for i = 1, 3 do local s = 0 for j = 1, 20000 do s = s + j end coroutine.yield(s + i) end
+      end)
+      return {co(), co(), co()}";
+    let value = match start(own) {
+        LuaCall::Done(r) => r.unwrap(),
+        LuaCall::Unfinished(call) => pool.finish(call).unwrap(),
+    };
+    assert_eq!(value, json!([200010001u64, 200010002u64, 200010003u64]));
+    // A yield outside any coroutine the code made fails, as a plain call of the chunk
+    // failed, sliced or not.
+    for slice in [None, Some(Duration::ZERO)] {
+        let e = match pool.start("coroutine.yield(1) return 2", None, &none, &limits(), slice) {
+            LuaCall::Done(r) => r.unwrap_err(),
+            LuaCall::Unfinished(call) => pool.finish(call).unwrap_err(),
+        };
+        assert!(e.message.contains("outside a coroutine"), "{}", e.message);
+    }
+    // The time limit holds across the slices.
+    let short = CodeLimits {
+        time_ms: 50,
+        ..limits()
+    };
+    let started = Instant::now();
+    let e = match pool.start(
+        "while true do end",
+        None,
+        &none,
+        &short,
+        Some(Duration::ZERO),
+    ) {
+        LuaCall::Done(r) => r.unwrap_err(),
+        LuaCall::Unfinished(call) => pool.finish(call).unwrap_err(),
+    };
+    assert!(e.message.contains("time limit"), "{}", e.message);
+    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
