@@ -52,7 +52,7 @@ type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 /// One journal append waiting for its commit.
 struct Append {
     run_id: String,
-    entry: JournalEntry,
+    entry: journal::SerializedEntry,
     durable: Reply<()>,
     /// The caller waits for the commit (`append`), rather than queueing the entry.
     awaited: bool,
@@ -60,7 +60,7 @@ struct Append {
 
 /// Events waiting for their commit, serialized.
 struct EventBatch {
-    events: Vec<events::Serialized>,
+    events: events::Serialized,
     durable: Reply<()>,
 }
 
@@ -455,10 +455,13 @@ fn append_batch(conn: &mut Connection, batch: &[Write]) -> Result<(), StoreError
         Write::Events(_) => None,
     });
     journal::write(&tx, entries)?;
-    let pending = batch.iter().flat_map(|w| match w {
-        Write::Events(b) => b.events.as_slice(),
-        Write::Entry(_) => &[],
-    });
+    let pending = batch
+        .iter()
+        .filter_map(|w| match w {
+            Write::Events(b) => Some(b.events.iter()),
+            Write::Entry(_) => None,
+        })
+        .flatten();
     events::write(&tx, pending)?;
     tx.commit().map_err(|e| err("journal commit", e))
 }
@@ -869,6 +872,7 @@ impl Store for SqliteStore {
         self.ask(|r| Request::Journal(run_id.to_owned(), r)).await
     }
     async fn append(&self, run_id: &str, entry: JournalEntry) -> Result<(), StoreError> {
+        let entry = journal::SerializedEntry::new(&entry)?;
         self.ask(|durable| {
             Request::Write(Box::new(Write::Entry(Append {
                 run_id: run_id.to_owned(),
@@ -884,6 +888,7 @@ impl Store for SqliteStore {
         run_id: &str,
         entry: JournalEntry,
     ) -> Result<Durable, StoreError> {
+        let entry = journal::SerializedEntry::new(&entry)?;
         let answer = self
             .queue(|durable| {
                 Request::Write(Box::new(Write::Entry(Append {

@@ -23,6 +23,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 use weft_core::event::{Event, EventKind};
 use weft_core::ports::StoreError;
@@ -62,43 +63,60 @@ struct StoredEvent {
     kind: EventKind,
 }
 
-/// One event ready to store: its run, its `seq` and its body.
-pub(super) type Serialized = (Arc<str>, u64, String);
+/// Events ready to store, in the order they came: their JSON bodies in one text (one
+/// allocation a batch, made and freed on the appending task's side of the store), and
+/// each event's run, `seq` and place in it.
+pub(super) struct Serialized {
+    text: Vec<u8>,
+    events: Vec<(Arc<str>, u64, Range<usize>)>,
+}
+
+impl Serialized {
+    /// Each event's run, `seq` and body (JSON).
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&str, u64, &[u8])> {
+        self.events
+            .iter()
+            .map(|(run, seq, at)| (&**run, *seq, &self.text[at.clone()]))
+    }
+}
 
 /// `events` serialized, in the order they came; a large value already written for the
 /// run is referred to, not written again.
-pub(super) fn serialize(
-    events: &[Event],
-    shared: &SharedValues,
-) -> Result<Vec<Serialized>, StoreError> {
-    events
-        .iter()
-        .map(|e| {
-            let carried = carried(&e.kind);
-            let value_of = carried.and_then(|v| shared.seq_of(&e.run_id, v));
-            let kind = match value_of {
-                Some(_) => Cow::Owned(without_carried(&e.kind)),
-                None => Cow::Borrowed(&e.kind),
-            };
-            let body = serde_json::to_string(&EventBody {
-                seq: e.seq,
-                at_ms: e.at_ms,
-                value_of,
-                kind,
-            })
-            .map_err(|x| err("events", x))?;
-            // A run that ended or paused (perhaps for days) holds none of its values
-            // here; after a resume it stores its next large value again.
-            if e.kind.is_final() || matches!(e.kind, EventKind::RunPaused { .. }) {
-                shared.forget(&e.run_id);
-            } else if let (None, Some(v)) = (value_of, carried)
-                && body.len() >= LARGE
-            {
-                shared.remember(&e.run_id, v, e.seq);
-            }
-            Ok((e.run_id.clone(), e.seq, body))
-        })
-        .collect()
+pub(super) fn serialize(events: &[Event], shared: &SharedValues) -> Result<Serialized, StoreError> {
+    let mut out = Serialized {
+        // About what a step's event takes: most batches never grow their text.
+        text: Vec::with_capacity(events.len() * 192),
+        events: Vec::with_capacity(events.len()),
+    };
+    for e in events {
+        let carried = carried(&e.kind);
+        let value_of = carried.and_then(|v| shared.seq_of(&e.run_id, v));
+        let kind = match value_of {
+            Some(_) => Cow::Owned(without_carried(&e.kind)),
+            None => Cow::Borrowed(&e.kind),
+        };
+        let start = out.text.len();
+        let body = EventBody {
+            seq: e.seq,
+            at_ms: e.at_ms,
+            value_of,
+            kind,
+        };
+        serde_json::to_writer(&mut out.text, &body).map_err(|x| err("events", x))?;
+        let len = out.text.len() - start;
+        // A run that ended or paused (perhaps for days) holds none of its values
+        // here; after a resume it stores its next large value again.
+        if e.kind.is_final() || matches!(e.kind, EventKind::RunPaused { .. }) {
+            shared.forget(&e.run_id);
+        } else if let (None, Some(v)) = (value_of, carried)
+            && len >= LARGE
+        {
+            shared.remember(&e.run_id, v, e.seq);
+        }
+        out.events
+            .push((e.run_id.clone(), e.seq, start..out.text.len()));
+    }
+    Ok(out)
 }
 
 /// A chunk is closed once its JSON passes this many bytes: a commit of many large events
@@ -110,9 +128,9 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// chunk a run (several when they pass [`CHUNK_BYTES`]), after dropping repeats.
 pub(super) fn write<'a>(
     conn: &Connection,
-    events: impl Iterator<Item = &'a Serialized>,
+    events: impl Iterator<Item = (&'a str, u64, &'a [u8])>,
 ) -> Result<(), StoreError> {
-    let runs = by_run(events.map(|(run_id, seq, body)| (&**run_id, (*seq, body.as_str()))));
+    let runs = by_run(events.map(|(run_id, seq, body)| (run_id, (seq, body))));
     let mut insert = conn
         .prepare_cached(
             "INSERT OR IGNORE INTO event_chunks (run_id, first_seq, last_seq, body) VALUES (?1, ?2, ?3, ?4)",
@@ -139,15 +157,16 @@ pub(super) fn write<'a>(
 /// Events of one run on their way into one row of `event_chunks`.
 #[derive(Default)]
 struct Chunk {
-    body: String,
+    body: Vec<u8>,
     first: Option<u64>,
     last: u64,
 }
 
 impl Chunk {
-    fn push(&mut self, seq: u64, event: &str) {
-        self.body.push(if self.first.is_some() { ',' } else { '[' });
-        self.body.push_str(event);
+    fn push(&mut self, seq: u64, event: &[u8]) {
+        self.body
+            .push(if self.first.is_some() { b',' } else { b'[' });
+        self.body.extend_from_slice(event);
         self.first.get_or_insert(seq);
         self.last = seq;
     }
@@ -161,8 +180,8 @@ impl Chunk {
         let Some(first) = self.first else {
             return Ok(());
         };
-        self.body.push(']');
-        let body = lz4_flex::block::compress_prepend_size(self.body.as_bytes());
+        self.body.push(b']');
+        let body = lz4_flex::block::compress_prepend_size(&self.body);
         insert
             .execute(params![run_id, first as i64, self.last as i64, body])
             .map_err(|e| err("events", e))?;

@@ -28,13 +28,31 @@ pub(super) const MIGRATION: &str = "
         FROM journal ORDER BY seq;
     DROP TABLE journal;";
 
+/// One entry as JSON, serialized by the appending task rather than the writer thread:
+/// the entry's value is made and dropped on the task's own thread (a tree of allocations
+/// freed on another thread made glibc's allocator lock its arenas against each other), and
+/// the writer only joins texts.
+pub(super) struct SerializedEntry {
+    json: String,
+    result: bool,
+}
+
+impl SerializedEntry {
+    pub(super) fn new(entry: &JournalEntry) -> Result<SerializedEntry, StoreError> {
+        Ok(SerializedEntry {
+            json: serde_json::to_string(entry).map_err(|e| err("journal", e))?,
+            result: entry.kind == EntryKind::Result,
+        })
+    }
+}
+
 /// Writes `entries` (of one commit, perhaps of several runs) as one chunk a run.
 pub(super) fn write<'a>(
     conn: &Connection,
-    entries: impl Iterator<Item = (&'a str, &'a JournalEntry)>,
+    entries: impl Iterator<Item = (&'a str, &'a SerializedEntry)>,
 ) -> Result<(), StoreError> {
     for (run_id, entries) in by_run(entries) {
-        insert(conn, run_id, &entries)?;
+        insert_serialized(conn, run_id, &entries)?;
     }
     Ok(())
 }
@@ -45,18 +63,33 @@ pub(super) fn insert(
     run_id: &str,
     entries: &[&JournalEntry],
 ) -> Result<(), StoreError> {
-    let body = serde_json::to_string(entries).map_err(|e| err("journal", e))?;
-    conn.prepare_cached("INSERT INTO journal_chunks (run_id, results, entries) VALUES (?1, ?2, ?3)")
-        .and_then(|mut s| s.execute(params![run_id, results(entries), body]))
-        .map(drop)
-        .map_err(|e| err("journal", e))
+    let serialized = entries
+        .iter()
+        .map(|e| SerializedEntry::new(e))
+        .collect::<Result<Vec<_>, _>>()?;
+    insert_serialized(conn, run_id, &serialized.iter().collect::<Vec<_>>())
 }
 
-fn results(entries: &[&JournalEntry]) -> i64 {
-    entries
-        .iter()
-        .filter(|e| e.kind == EntryKind::Result)
-        .count() as i64
+fn insert_serialized(
+    conn: &Connection,
+    run_id: &str,
+    entries: &[&SerializedEntry],
+) -> Result<(), StoreError> {
+    let mut body =
+        String::with_capacity(2 + entries.iter().map(|e| e.json.len() + 1).sum::<usize>());
+    body.push('[');
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(&e.json);
+    }
+    body.push(']');
+    let results = entries.iter().filter(|e| e.result).count() as i64;
+    conn.prepare_cached("INSERT INTO journal_chunks (run_id, results, entries) VALUES (?1, ?2, ?3)")
+        .and_then(|mut s| s.execute(params![run_id, results, body]))
+        .map(drop)
+        .map_err(|e| err("journal", e))
 }
 
 /// The run's chunks, in order: each row's id and its entries.
@@ -108,6 +141,13 @@ pub(super) fn forget(conn: &Connection, run_id: &str, keys: &[String]) -> Result
         changed.map_err(|e| err("journal", e))?;
     }
     Ok(())
+}
+
+fn results(entries: &[&JournalEntry]) -> i64 {
+    entries
+        .iter()
+        .filter(|e| e.kind == EntryKind::Result)
+        .count() as i64
 }
 
 /// How many step results every run's journal holds.
