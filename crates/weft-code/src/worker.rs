@@ -179,6 +179,10 @@ fn protocol_channel() -> std::io::Result<(std::fs::File, std::fs::File)> {
 ///
 /// The worker fails closed: if it cannot confine itself it serves nothing, and the
 /// engine reports why (the message goes to stderr, which the pool reads).
+///
+/// The binary must use the system allocator: the memory limit caps the address space at
+/// its size plus the limit, and an allocator that reserves an arena up front (mimalloc,
+/// jemalloc) would let code allocate inside the reservation past the limit.
 pub fn worker_main(kind: WorkerKind) -> i32 {
     let (input, mut stdout) = match protocol_channel() {
         Ok(c) => c,
