@@ -82,7 +82,7 @@ fn benches(c: &mut Criterion) {
         b.iter_custom(|n| per_call("python", "x + 1", &limits, n))
     });
     let lua = weft_code::LuaPool::default();
-    let args = std::sync::Arc::new(json!({"x": 41}));
+    let args = weft_core::value::Shared::from(json!({"x": 41}));
     g.bench_function("lua_pool_without_runtime", |b| {
         b.iter(|| {
             assert_eq!(

@@ -202,7 +202,7 @@ impl Sandboxes {
     ) -> Result<Value, BlockError> {
         match req.language {
             "lua" => {
-                let (args, limits) = (req.args.into_json(), req.limits);
+                let (args, limits) = (&req.args, req.limits);
                 // A block that declares a short time limit runs right here to its end (the
                 // limit bounds how long this thread is held). Any other runs here for its
                 // first slice, which is all most calls need; one still running then is
@@ -210,7 +210,7 @@ impl Sandboxes {
                 // the runtime can hand its other tasks to another one meanwhile
                 // (`block_in_place`), else on a blocking thread.
                 let slice = (limits.time_ms > INLINE_MAX_MS).then_some(INLINE_SLICE);
-                let started = self.lua.start(req.source, req.entry, &args, limits, slice);
+                let started = self.lua.start(req.source, req.entry, args, limits, slice);
                 let result = match started {
                     LuaCall::Done(result) => result,
                     LuaCall::Unfinished(call) => {

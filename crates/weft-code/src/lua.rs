@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use weft_core::ir::CodeLimits;
+use weft_core::value::Shared;
 
 /// Instructions between two checks of the deadline.
 const CHECK_EVERY: u32 = 1000;
@@ -213,7 +214,7 @@ impl LuaPool {
         &self,
         source: &str,
         entry: Option<&str>,
-        args: &Arc<Value>,
+        args: &Shared,
         limits: &CodeLimits,
     ) -> Result<Value, Failure> {
         match self.start(source, entry, args, limits, None) {
@@ -229,7 +230,7 @@ impl LuaPool {
         &self,
         source: &str,
         entry: Option<&str>,
-        args: &Arc<Value>,
+        args: &Shared,
         limits: &CodeLimits,
         slice: Option<Duration>,
     ) -> LuaCall {
@@ -337,7 +338,7 @@ fn begin(
     state: &mut State,
     source: &str,
     entry: Option<&str>,
-    args: &Arc<Value>,
+    args: &Shared,
     limits: &CodeLimits,
     slice: Option<Duration>,
 ) -> Result<(Option<Thread>, mlua::Value), Failure> {
@@ -358,10 +359,10 @@ fn begin(
 
     let env = lua.create_table().map_err(fail)?;
     env.set_metatable(Some(state.meta.clone())).map_err(fail)?;
-    if let (None, Value::Object(m)) = (entry, &**args) {
-        for k in m.keys() {
+    if entry.is_none() {
+        for k in args.node().keys() {
             let v = state.views.expose_arg(lua, args, Some(k)).map_err(fail)?;
-            env.set(k.as_str(), v).map_err(fail)?;
+            env.set(k, v).map_err(fail)?;
         }
     }
     let chunk = match state.compiled.get(source) {

@@ -11,13 +11,15 @@
 //! every write reaches `__newindex`: a view never disagrees with its backing value. A
 //! result that holds views is made plain before it is converted back to JSON.
 //!
-//! Each view keeps its backing value alive through an `Arc` of the call's arguments and
-//! a path into them; the call destroys its views when it ends.
+//! Each view keeps its backing value alive through the call's arguments (a shared value,
+//! read where it lies: a state of 10,000 items is not copied for a step that reads one)
+//! and a path into them; the call destroys its views when it ends.
 
 use mlua::{AnyUserData, Function, Lua, LuaSerdeExt, Table, Value as LuaValue};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use weft_core::value::{Kind, Node, Shared};
 
 /// Containers with fewer entries, none of them a container, are converted whole: a view
 /// costs more than a small table, and most values code reads are small.
@@ -25,13 +27,17 @@ const LAZY_FROM: usize = 64;
 
 /// Whether `v` reaches Lua as a view: a container that is long or holds containers
 /// (a state of a few keys may hold a list of thousands).
-fn is_large(v: &Value) -> bool {
-    let container = |x: &Value| x.is_array() || x.is_object();
-    match v {
-        Value::Array(a) => a.len() >= LAZY_FROM || a.iter().any(container),
-        Value::Object(m) => m.len() >= LAZY_FROM || m.values().any(container),
-        _ => false,
+fn is_large(v: Node<'_>) -> bool {
+    let container = |x: Option<Node<'_>>| x.is_some_and(|x| !is_scalar(x));
+    match v.kind() {
+        Kind::Array(n) => n >= LAZY_FROM || (0..n).any(|i| container(v.at(i))),
+        Kind::Object(n) => n >= LAZY_FROM || v.keys().into_iter().any(|k| container(v.get(k))),
+        Kind::Scalar(_) => false,
     }
+}
+
+fn is_scalar(v: Node<'_>) -> bool {
+    matches!(v.kind(), Kind::Scalar(_))
 }
 
 /// One step from a value to one of its entries.
@@ -41,45 +47,48 @@ enum Step {
     Index(usize),
 }
 
-/// Entry `i` of `a`, and the step to it.
-fn at_index(a: &[Value], i: usize) -> Option<(Step, &Value)> {
-    Some((Step::Index(i), a.get(i)?))
-}
+static NULL: Value = Value::Null;
 
 /// What a view stands for: the entry of the call's arguments at `path`.
 struct View {
-    root: Arc<Value>,
+    root: Shared,
     path: Vec<Step>,
     /// Entries read so far that are containers, so that a second read is the same table.
     children: HashMap<Step, LuaValue>,
 }
 
 impl View {
-    fn value(&self) -> &Value {
-        self.path.iter().fold(&*self.root, |v, step| match step {
-            Step::Key(k) => &v[k.as_str()],
-            Step::Index(i) => &v[*i],
+    fn value(&self) -> Node<'_> {
+        self.path.iter().fold(self.root.node(), |v, step| {
+            match step {
+                Step::Key(k) => v.get(k),
+                Step::Index(i) => v.at(*i),
+            }
+            .unwrap_or(Node::Json(&NULL))
         })
     }
 
     /// The entry a Lua key names in this view's value, and the step to it.
-    fn entry(&self, key: &LuaValue) -> Option<(Step, &Value)> {
-        match (self.value(), key) {
-            (Value::Array(a), LuaValue::Integer(i)) => {
-                at_index(a, usize::try_from(*i).ok()?.checked_sub(1)?)
+    fn entry(&self, key: &LuaValue) -> Option<(Step, Node<'_>)> {
+        let value = self.value();
+        let index = |i: usize| Some((Step::Index(i), value.at(i)?));
+        match (value.kind(), key) {
+            (Kind::Array(_), LuaValue::Integer(i)) => {
+                index(usize::try_from(*i).ok()?.checked_sub(1)?)
             }
-            (Value::Array(a), LuaValue::Number(n)) if n.fract() == 0.0 && *n >= 1.0 => {
-                at_index(a, *n as usize - 1)
+            (Kind::Array(_), LuaValue::Number(n)) if n.fract() == 0.0 && *n >= 1.0 => {
+                index(*n as usize - 1)
             }
-            (Value::Object(m), LuaValue::String(s)) => {
-                let (k, v) = m.get_key_value(&*s.to_str().ok()?)?;
-                Some((Step::Key(k.clone()), v))
+            (Kind::Object(_), LuaValue::String(s)) => {
+                let k = s.to_str().ok()?;
+                let entry = value.get(&k)?;
+                Some((Step::Key(k.to_owned()), entry))
             }
             _ => None,
         }
     }
 
-    fn child(&self, step: Step) -> (Arc<Value>, Vec<Step>) {
+    fn child(&self, step: Step) -> (Shared, Vec<Step>) {
         let mut path = self.path.clone();
         path.push(step);
         (self.root.clone(), path)
@@ -121,7 +130,10 @@ impl Views {
         let v = views.clone();
         let len = lua.create_function(move |_, t: Table| {
             Ok(match v.view_of(&t)? {
-                Some(ud) => ud.borrow::<View>()?.value().as_array().map_or(0, Vec::len),
+                Some(ud) => match ud.borrow::<View>()?.value().kind() {
+                    Kind::Array(n) => n,
+                    _ => 0,
+                },
                 None => t.raw_len(),
             })
         })?;
@@ -146,14 +158,14 @@ impl Views {
     }
 
     /// The value at `path` in `args`, for Lua: a view when it is a large container.
-    fn expose(&self, lua: &Lua, args: &Arc<Value>, path: Vec<Step>) -> mlua::Result<LuaValue> {
+    fn expose(&self, lua: &Lua, args: &Shared, path: Vec<Step>) -> mlua::Result<LuaValue> {
         let view = View {
             root: args.clone(),
             path,
             children: HashMap::new(),
         };
         if !is_large(view.value()) {
-            return lua.to_value(view.value());
+            return lua.to_value(&view.value());
         }
         let table = lua.create_table()?;
         table.set_metatable(Some(self.meta.clone()))?;
@@ -167,7 +179,7 @@ impl Views {
     pub(crate) fn expose_arg(
         &self,
         lua: &Lua,
-        args: &Arc<Value>,
+        args: &Shared,
         key: Option<&str>,
     ) -> mlua::Result<LuaValue> {
         let path = key
@@ -197,8 +209,8 @@ impl Views {
             if let Some(c) = view.children.get(&step) {
                 return Ok(c.clone());
             }
-            if !entry.is_array() && !entry.is_object() {
-                return lua.to_value(entry);
+            if is_scalar(entry) {
+                return lua.to_value(&entry);
             }
             let (root, path) = view.child(step.clone());
             (step, root, path)
@@ -217,34 +229,41 @@ impl Views {
         };
         self.by_table.raw_remove(t)?;
         let view = ud.borrow::<View>()?;
-        let array = view.value().is_array();
+        let array = matches!(view.value().kind(), Kind::Array(_));
         t.set_metatable(if array {
             Some(lua.array_metatable())
         } else {
             None
         })?;
         // Each entry as `index` would give it: a table already read stays that table.
-        let put = |step: Step, entry: &Value| {
+        let put = |step: Step, entry: Node<'_>| {
             let x = match view.children.get(&step) {
                 Some(c) => c.clone(),
-                None if entry.is_array() || entry.is_object() => {
+                None if !is_scalar(entry) => {
                     let (root, path) = view.child(step.clone());
                     self.expose(lua, &root, path)?
                 }
-                None => lua.to_value(entry)?,
+                None => lua.to_value(&entry)?,
             };
             match step {
                 Step::Index(i) => t.raw_set(i + 1, x),
                 Step::Key(k) => t.raw_set(k, x),
             }
         };
-        match view.value() {
-            Value::Array(a) => a
-                .iter()
-                .enumerate()
-                .try_for_each(|(i, e)| put(Step::Index(i), e)),
-            Value::Object(m) => m.iter().try_for_each(|(k, e)| put(Step::Key(k.clone()), e)),
-            _ => Ok(()),
+        let value = view.value();
+        match value.kind() {
+            Kind::Array(n) => (0..n).try_for_each(|i| match value.at(i) {
+                Some(e) => put(Step::Index(i), e),
+                None => Ok(()),
+            }),
+            Kind::Object(_) => value
+                .keys()
+                .into_iter()
+                .try_for_each(|k| match value.get(k) {
+                    Some(e) => put(Step::Key(k.to_owned()), e),
+                    None => Ok(()),
+                }),
+            Kind::Scalar(_) => Ok(()),
         }
     }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use weft_code::{FileAccess, LuaCall, LuaPool, Sandboxes, WorkerCommand};
 use weft_core::ir::CodeLimits;
 use weft_core::ports::{CodeRequest, CodeRunner};
+use weft_core::value::{Shared, SharedMap};
 use weft_core::{BlockError, ErrorKind};
 
 fn sandboxes() -> Sandboxes {
@@ -219,7 +220,7 @@ async fn lua_the_tea_counter_body() {
 #[test]
 fn lua_a_call_past_its_first_slice_is_suspended_then_finished() {
     let pool = LuaPool::default();
-    let none = Arc::new(json!({}));
+    let none = Shared::from(json!({}));
     let start = |source: &str| pool.start(source, None, &none, &limits(), Some(Duration::ZERO));
     // A call longer than its slice stops at the hook's first check, and finishes with
     // its own result.
@@ -1503,10 +1504,40 @@ fn large_state() -> Value {
                      "count": 1, "name": "n", "small": [1, 2]}})
 }
 
+/// `v` as the engine hands it to code: every object and list a shared value built of
+/// shared parts, not one plain JSON value.
+fn in_parts(v: &Value) -> Shared {
+    match v {
+        Value::Object(m) => Shared::from(
+            m.iter()
+                .map(|(k, x)| (k.clone(), in_parts(x)))
+                .collect::<SharedMap>(),
+        ),
+        Value::Array(a) => Shared::from(a.iter().map(in_parts).collect::<Vec<_>>()),
+        scalar => Shared::new(scalar.clone()),
+    }
+}
+
+/// What Lua code `source` returns over [`large_state`], which it must read the same
+/// whether it is plain JSON or built of shared parts (read where it lies, not copied).
 async fn lua_on_large_state(source: &str) -> Value {
-    run(&sandboxes(), "lua", source, None, large_state())
+    let s = sandboxes();
+    let plain = run(&s, "lua", source, None, large_state()).await.unwrap();
+    let limits = limits();
+    let parts = s
+        .run(CodeRequest {
+            language: "lua",
+            source,
+            entry: None,
+            args: in_parts(&large_state()),
+            imports: None,
+            builtins: None,
+            limits: &limits,
+        })
         .await
-        .unwrap()
+        .unwrap();
+    assert_eq!(plain, parts, "{source}");
+    plain
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
