@@ -64,8 +64,8 @@ struct StoredEvent {
 }
 
 /// Events ready to store, in the order they came: their JSON bodies in one text (one
-/// allocation a batch, made and freed on the appending task's side of the store), and
-/// each event's run, `seq` and place in it.
+/// allocation a batch, which the writer thread frees as one block rather than a string
+/// an event), and each event's run, `seq` and place in it.
 pub(super) struct Serialized {
     text: Vec<u8>,
     events: Vec<(Arc<str>, u64, Range<usize>)>,
