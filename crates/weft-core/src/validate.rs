@@ -12,8 +12,17 @@ use std::collections::{HashMap, HashSet};
 
 /// Joins a pointer and a key, escaping as JSON Pointer does.
 pub fn child_pointer(base: &str, key: &str) -> String {
-    let escaped = key.replace('~', "~0").replace('/', "~1");
-    format!("{base}/{escaped}")
+    // One allocation: a document's loading makes a pointer for every value it holds, and
+    // nearly no key needs escaping.
+    let mut pointer = String::with_capacity(base.len() + 1 + key.len());
+    pointer.push_str(base);
+    pointer.push('/');
+    if key.contains(['~', '/']) {
+        pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+    } else {
+        pointer.push_str(key);
+    }
+    pointer
 }
 
 /// Calls `f` for every block of `flow` and its sub-flows, with the block's pointer.
@@ -962,6 +971,13 @@ mod tests {
 
     fn flow(root: serde_json::Value) -> Flow {
         serde_json::from_value(json!({"name": "t", "root": root})).unwrap()
+    }
+
+    #[test]
+    fn a_child_pointer_escapes_as_json_pointer_does() {
+        assert_eq!(child_pointer("/root", "sequence"), "/root/sequence");
+        assert_eq!(child_pointer("", "a/b~c"), "/a~1b~0c");
+        assert_eq!(child_pointer("/x", "~1"), "/x/~01");
     }
 
     #[test]
