@@ -82,6 +82,23 @@ pub(crate) fn check_output(v: Value, limit: u64) -> Result<Value, Failure> {
 /// hand-off (1.7 µs instead of about 28 µs a call).
 pub const INLINE_MAX_MS: u64 = 20;
 
+/// Runs `work` (the rest of a Lua call) where blocking is allowed: on this thread when
+/// the runtime can hand its other tasks to another one meanwhile (`block_in_place`),
+/// else on a blocking thread.
+async fn where_blocking_is_allowed(
+    work: impl FnOnce() -> Result<Value, protocol::Failure> + Send + 'static,
+) -> Result<Result<Value, protocol::Failure>, BlockError> {
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi_thread {
+        Ok(tokio::task::block_in_place(work))
+    } else {
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| BlockError::new(ErrorKind::Code, format!("the Lua sandbox failed: {e}")))
+    }
+}
+
 /// How long any other Lua call runs on the calling (async) thread before it is suspended
 /// and finished where blocking is allowed: long enough for nearly every step, short
 /// enough that a busy script does not stall the runtime's other tasks.
@@ -206,28 +223,29 @@ impl Sandboxes {
                 // A block that declares a short time limit runs right here to its end (the
                 // limit bounds how long this thread is held). Any other runs here for its
                 // first slice, which is all most calls need; one still running then is
-                // suspended and finished where blocking is allowed: on this thread when
-                // the runtime can hand its other tasks to another one meanwhile
-                // (`block_in_place`), else on a blocking thread.
-                let slice = (limits.time_ms > INLINE_MAX_MS).then_some(INLINE_SLICE);
-                let started = self.lua.start(req.source, req.entry, args, limits, slice);
-                let result = match started {
-                    LuaCall::Done(result) => result,
-                    LuaCall::Unfinished(call) => {
-                        let lua = self.lua.clone();
-                        let finish = move || lua.finish(call);
-                        let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| {
-                            h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-                        });
-                        if multi_thread {
-                            tokio::task::block_in_place(finish)
-                        } else {
-                            tokio::task::spawn_blocking(finish).await.map_err(|e| {
-                                BlockError::new(
-                                    ErrorKind::Code,
-                                    format!("the Lua sandbox failed: {e}"),
-                                )
-                            })?
+                // suspended and finished where blocking is allowed. The hook can suspend
+                // only the call's own coroutine, so code that makes coroutines of its own
+                // (work inside one would run on to its end here) is handed off at once.
+                let short = limits.time_ms <= INLINE_MAX_MS;
+                let result = if !short && req.source.contains("coroutine") {
+                    let (lua, source, entry, args, limits) = (
+                        self.lua.clone(),
+                        req.source.to_owned(),
+                        req.entry.map(str::to_owned),
+                        args.clone(),
+                        limits.clone(),
+                    );
+                    where_blocking_is_allowed(move || {
+                        lua.run(&source, entry.as_deref(), &args, &limits)
+                    })
+                    .await?
+                } else {
+                    let slice = (!short).then_some(INLINE_SLICE);
+                    match self.lua.start(req.source, req.entry, args, limits, slice) {
+                        LuaCall::Done(result) => result,
+                        LuaCall::Unfinished(call) => {
+                            let lua = self.lua.clone();
+                            where_blocking_is_allowed(move || lua.finish(call)).await?
                         }
                     }
                 };

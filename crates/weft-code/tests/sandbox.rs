@@ -219,43 +219,53 @@ async fn lua_the_tea_counter_body() {
 
 /// A busy Lua block holds the async thread it started on for its first slice only: with
 /// a single runtime worker, another task keeps running while the block spins (it would
-/// not run at all if the block held the worker to its end).
+/// not run at all if the block held the worker to its end), also when the block spins
+/// inside a coroutine of its own (which the hook cannot suspend: such code is handed
+/// off at once).
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_busy_lua_block_lets_the_runtime_run_other_tasks() {
-    let ticks = Arc::new(std::sync::atomic::AtomicU32::new(0));
-    let ticker = {
-        let ticks = ticks.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-        })
-    };
-    tokio::task::yield_now().await;
-    // On the runtime's one worker, beside the ticker (the test's body runs elsewhere).
-    let block = tokio::spawn(async move {
-        let spin = CodeLimits {
-            time_ms: 400,
-            ..limits()
-        };
-        sandboxes()
-            .run(CodeRequest {
-                language: "lua",
-                source: "while true do end",
-                entry: None,
-                args: json!({}).into(),
-                imports: None,
-                builtins: None,
-                limits: &spin,
+    for source in [
+        "while true do end",
+        "return coroutine.wrap(function() while true do end end)()",
+    ] {
+        let ticks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let ticker = {
+            let ticks = ticks.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
             })
-            .await
-    });
-    let e = block.await.unwrap().unwrap_err();
-    let seen = ticks.load(std::sync::atomic::Ordering::Relaxed);
-    ticker.abort();
-    assert_eq!(e.kind, ErrorKind::Timeout, "{}", e.message);
-    assert!(seen >= 5, "the other task ran {seen} times in 400 ms");
+        };
+        tokio::task::yield_now().await;
+        // On the runtime's one worker, beside the ticker (the test's body runs elsewhere).
+        let block = tokio::spawn(async move {
+            let spin = CodeLimits {
+                time_ms: 400,
+                ..limits()
+            };
+            sandboxes()
+                .run(CodeRequest {
+                    language: "lua",
+                    source,
+                    entry: None,
+                    args: json!({}).into(),
+                    imports: None,
+                    builtins: None,
+                    limits: &spin,
+                })
+                .await
+        });
+        let e = block.await.unwrap().unwrap_err();
+        let seen = ticks.load(std::sync::atomic::Ordering::Relaxed);
+        ticker.abort();
+        assert_eq!(e.kind, ErrorKind::Timeout, "{source}: {}", e.message);
+        assert!(
+            seen >= 5,
+            "{source}: the other task ran {seen} times in 400 ms"
+        );
+    }
 }
 
 #[test]
