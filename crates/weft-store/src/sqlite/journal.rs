@@ -52,7 +52,7 @@ pub(super) fn write<'a>(
     entries: impl Iterator<Item = (&'a str, &'a SerializedEntry)>,
 ) -> Result<(), StoreError> {
     for (run_id, entries) in by_run(entries) {
-        insert_serialized(conn, run_id, &entries)?;
+        insert_serialized(conn, run_id, entries)?;
     }
     Ok(())
 }
@@ -63,33 +63,38 @@ pub(super) fn insert(
     run_id: &str,
     entries: &[&JournalEntry],
 ) -> Result<(), StoreError> {
-    let serialized = entries
-        .iter()
-        .map(|e| SerializedEntry::new(e))
-        .collect::<Result<Vec<_>, _>>()?;
-    insert_serialized(conn, run_id, &serialized.iter().collect::<Vec<_>>())
+    insert_serialized(conn, run_id, &serialize_all(entries)?)
 }
 
-fn insert_serialized(
+fn serialize_all(entries: &[&JournalEntry]) -> Result<Vec<SerializedEntry>, StoreError> {
+    entries.iter().map(|e| SerializedEntry::new(e)).collect()
+}
+
+fn insert_serialized<'a>(
     conn: &Connection,
     run_id: &str,
-    entries: &[&SerializedEntry],
+    entries: impl IntoIterator<Item = &'a SerializedEntry>,
 ) -> Result<(), StoreError> {
-    let mut body =
-        String::with_capacity(2 + entries.iter().map(|e| e.json.len() + 1).sum::<usize>());
-    body.push('[');
-    for (i, e) in entries.iter().enumerate() {
-        if i > 0 {
-            body.push(',');
-        }
-        body.push_str(&e.json);
-    }
-    body.push(']');
-    let results = entries.iter().filter(|e| e.result).count() as i64;
+    let (body, results) = chunk(entries);
     conn.prepare_cached("INSERT INTO journal_chunks (run_id, results, entries) VALUES (?1, ?2, ?3)")
         .and_then(|mut s| s.execute(params![run_id, results, body]))
         .map(drop)
         .map_err(|e| err("journal", e))
+}
+
+/// A chunk's text (the entries as one JSON array) and how many of them are step results.
+fn chunk<'a>(entries: impl IntoIterator<Item = &'a SerializedEntry>) -> (String, i64) {
+    let mut body = String::from("[");
+    let mut results = 0;
+    for e in entries {
+        if body.len() > 1 {
+            body.push(',');
+        }
+        body.push_str(&e.json);
+        results += i64::from(e.result);
+    }
+    body.push(']');
+    (body, results)
 }
 
 /// The run's chunks, in order: each row's id and its entries.
@@ -132,22 +137,15 @@ pub(super) fn forget(conn: &Connection, run_id: &str, keys: &[String]) -> Result
             conn.prepare_cached("DELETE FROM journal_chunks WHERE id = ?1")
                 .and_then(|mut s| s.execute(params![id]))
         } else {
-            let body = serde_json::to_string(&kept).map_err(|e| err("journal", e))?;
+            let (body, results) = chunk(&serialize_all(&kept)?);
             conn.prepare_cached(
                 "UPDATE journal_chunks SET entries = ?2, results = ?3 WHERE id = ?1",
             )
-            .and_then(|mut s| s.execute(params![id, body, results(&kept)]))
+            .and_then(|mut s| s.execute(params![id, body, results]))
         };
         changed.map_err(|e| err("journal", e))?;
     }
     Ok(())
-}
-
-fn results(entries: &[&JournalEntry]) -> i64 {
-    entries
-        .iter()
-        .filter(|e| e.kind == EntryKind::Result)
-        .count() as i64
 }
 
 /// How many step results every run's journal holds.
