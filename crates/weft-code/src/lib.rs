@@ -219,34 +219,20 @@ impl Sandboxes {
     ) -> Result<Value, BlockError> {
         match req.language {
             "lua" => {
-                let (args, limits) = (&req.args, req.limits);
+                let limits = req.limits;
                 // A block that declares a short time limit runs right here to its end (the
                 // limit bounds how long this thread is held). Any other runs here for its
-                // first slice, which is all most calls need; one still running then is
-                // suspended and finished where blocking is allowed. The hook can suspend
-                // only the call's own coroutine, so code that makes coroutines of its own
-                // (work inside one would run on to its end here) is handed off at once.
-                let short = limits.time_ms <= INLINE_MAX_MS;
-                let result = if !short && req.source.contains("coroutine") {
-                    let (lua, source, entry, args, limits) = (
-                        self.lua.clone(),
-                        req.source.to_owned(),
-                        req.entry.map(str::to_owned),
-                        args.clone(),
-                        limits.clone(),
-                    );
-                    where_blocking_is_allowed(move || {
-                        lua.run(&source, entry.as_deref(), &args, &limits)
-                    })
-                    .await?
-                } else {
-                    let slice = (!short).then_some(INLINE_SLICE);
-                    match self.lua.start(req.source, req.entry, args, limits, slice) {
-                        LuaCall::Done(result) => result,
-                        LuaCall::Unfinished(call) => {
-                            let lua = self.lua.clone();
-                            where_blocking_is_allowed(move || lua.finish(call)).await?
-                        }
+                // first slice, which is all most calls need; one still running then (or
+                // one the pool will not slice) is finished where blocking is allowed.
+                let slice = (limits.time_ms > INLINE_MAX_MS).then_some(INLINE_SLICE);
+                let result = match self
+                    .lua
+                    .start(req.source, req.entry, &req.args, limits, slice)
+                {
+                    LuaCall::Done(result) => result,
+                    LuaCall::Unfinished(call) => {
+                        let lua = self.lua.clone();
+                        where_blocking_is_allowed(move || lua.finish(call)).await?
                     }
                 };
                 let result = result.and_then(|v| check_output(v, limits.output_bytes));

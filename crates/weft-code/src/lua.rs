@@ -201,10 +201,21 @@ pub enum LuaCall {
     Unfinished(SuspendedLuaCall),
 }
 
-/// A call suspended after its first slice: its Lua state and its coroutine.
-pub struct SuspendedLuaCall {
-    state: State,
-    thread: Thread,
+/// A call that waits for [`LuaPool::finish`].
+pub struct SuspendedLuaCall(Suspended);
+
+enum Suspended {
+    /// Stopped after its first slice: its Lua state and its coroutine.
+    Running { state: State, thread: Thread },
+    /// Not started: the code makes coroutines of its own, and work inside one of them
+    /// cannot be suspended (the hook suspends only the call's own coroutine), so the
+    /// whole call runs where blocking is allowed.
+    NotStarted {
+        source: String,
+        entry: Option<String>,
+        args: Shared,
+        limits: CodeLimits,
+    },
 }
 
 impl LuaPool {
@@ -225,7 +236,9 @@ impl LuaPool {
 
     /// Starts a call as [`LuaPool::run`] does. With a `slice`, a call still running once
     /// the slice is over is suspended and returned unfinished, so that a short call
-    /// costs no hand-off to another thread and a long one does not hold this one.
+    /// costs no hand-off to another thread and a long one does not hold this one; code
+    /// that makes coroutines of its own (its source mentions `coroutine`) is returned
+    /// unfinished before it starts.
     pub fn start(
         &self,
         source: &str,
@@ -234,6 +247,14 @@ impl LuaPool {
         limits: &CodeLimits,
         slice: Option<Duration>,
     ) -> LuaCall {
+        if slice.is_some() && source.contains("coroutine") {
+            return LuaCall::Unfinished(SuspendedLuaCall(Suspended::NotStarted {
+                source: source.to_owned(),
+                entry: entry.map(str::to_owned),
+                args: args.clone(),
+                limits: limits.clone(),
+            }));
+        }
         let mut state = match self.take() {
             Ok(s) => s,
             Err(e) => return LuaCall::Done(Err(e)),
@@ -244,7 +265,15 @@ impl LuaPool {
 
     /// Runs a suspended call to its end.
     pub fn finish(&self, call: SuspendedLuaCall) -> Result<Value, Failure> {
-        let SuspendedLuaCall { state, thread } = call;
+        let (state, thread) = match call.0 {
+            Suspended::Running { state, thread } => (state, thread),
+            Suspended::NotStarted {
+                source,
+                entry,
+                args,
+                limits,
+            } => return self.run(&source, entry.as_deref(), &args, &limits),
+        };
         state.limits.slice_end_ns.store(u64::MAX, Ordering::Relaxed);
         state.limits.yield_asked.store(false, Ordering::Relaxed);
         let resumed = thread
@@ -272,7 +301,10 @@ impl LuaPool {
         let result = match resumed {
             Ok((Some(thread), _)) if thread.status() == ThreadStatus::Resumable => {
                 if state.limits.yield_asked.load(Ordering::Relaxed) {
-                    return LuaCall::Unfinished(SuspendedLuaCall { state, thread });
+                    return LuaCall::Unfinished(SuspendedLuaCall(Suspended::Running {
+                        state,
+                        thread,
+                    }));
                 }
                 // The code's own `coroutine.yield` outside any coroutine it made, as a
                 // plain call of the chunk reported it.

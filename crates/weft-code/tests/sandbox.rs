@@ -282,10 +282,18 @@ fn lua_a_call_past_its_first_slice_is_suspended_then_finished() {
     assert_eq!(pool.finish(call).unwrap(), json!(5000050000u64));
     // One that ends within the hook's first thousand instructions is done at once.
     assert!(matches!(start("return 1"), LuaCall::Done(Ok(v)) if v == json!(1)));
-    // The code's own coroutines are never the ones suspended: their `resume` sees only
-    // their own yields.
-    let own = "local co = coroutine.wrap(function()
-        for i = 1, 3 do local s = 0 for j = 1, 20000 do s = s + j end coroutine.yield(s + i) end
+    // Code that names the coroutine library is not started under a slice: it runs whole
+    // where it is finished (as a plain call, where nothing is yieldable).
+    let named = start("return coroutine.isyieldable()");
+    let LuaCall::Unfinished(call) = named else {
+        panic!("code making coroutines of its own is handed off before it starts");
+    };
+    assert_eq!(pool.finish(call).unwrap(), json!(false));
+    // Code reaching the library under another name is sliced, and its own coroutines are
+    // never the ones suspended: their `resume` sees only their own yields.
+    let own = "local c = _ENV['co' .. 'routine']
+      local co = c.wrap(function()
+        for i = 1, 3 do local s = 0 for j = 1, 20000 do s = s + j end c.yield(s + i) end
       end)
       return {co(), co(), co()}";
     let value = match start(own) {
@@ -295,12 +303,23 @@ fn lua_a_call_past_its_first_slice_is_suspended_then_finished() {
     assert_eq!(value, json!([200010001u64, 200010002u64, 200010003u64]));
     // A yield outside any coroutine the code made fails, as a plain call of the chunk
     // failed, sliced or not.
-    for slice in [None, Some(Duration::ZERO)] {
-        let e = match pool.start("coroutine.yield(1) return 2", None, &none, &limits(), slice) {
+    let yields = [
+        "coroutine.yield(1) return 2",
+        "_ENV['co' .. 'routine'].yield(1) return 2",
+    ];
+    for (source, slice) in yields
+        .into_iter()
+        .flat_map(|s| [(s, None), (s, Some(Duration::ZERO))])
+    {
+        let e = match pool.start(source, None, &none, &limits(), slice) {
             LuaCall::Done(r) => r.unwrap_err(),
             LuaCall::Unfinished(call) => pool.finish(call).unwrap_err(),
         };
-        assert!(e.message.contains("outside a coroutine"), "{}", e.message);
+        assert!(
+            e.message.contains("outside a coroutine"),
+            "{source}: {}",
+            e.message
+        );
     }
     // The time limit holds across the slices.
     let short = CodeLimits {
