@@ -204,12 +204,12 @@ fn recorded(entries: Vec<JournalEntry>) -> HashMap<String, Recorded> {
         .map(|e| {
             let r = match e.kind {
                 EntryKind::Result => Recorded::Result(e.value),
-                EntryKind::Answer => Recorded::Answer(e.value),
-                EntryKind::Started => Recorded::Started(e.value),
+                EntryKind::Answer => Recorded::Answer(e.value.into_value()),
+                EntryKind::Started => Recorded::Started(e.value.into_value()),
                 EntryKind::Failure => {
-                    Recorded::Failure(serde_json::from_value(e.value).unwrap_or_else(|_| {
-                        BlockError::new(ErrorKind::Store, "unreadable failure entry")
-                    }))
+                    Recorded::Failure(serde_json::from_value(e.value.into_value()).unwrap_or_else(
+                        |_| BlockError::new(ErrorKind::Store, "unreadable failure entry"),
+                    ))
                 }
             };
             (e.key, r)
@@ -617,7 +617,13 @@ impl Engine {
             .iter()
             .rev()
             .find(|e| e.kind == EntryKind::Answer)
-            .and_then(|e| e.value.get("decision")?.as_str().map(str::to_owned))
+            .and_then(|e| {
+                e.value
+                    .get("decision")?
+                    .as_json()?
+                    .as_str()
+                    .map(str::to_owned)
+            })
     }
 
     /// Answers a paused run's approval and continues the run.
@@ -730,7 +736,7 @@ impl Engine {
         let entry = JournalEntry {
             key: key.clone(),
             kind: EntryKind::Answer,
-            value: answer.clone(),
+            value: answer.clone().into(),
         };
         self.take(&rec, vec![RunStatus::Paused], None, Some(entry))
             .await?;

@@ -17,7 +17,8 @@ use weft_expr::{Scope, Shared};
 /// A journaled fact, ready for replay.
 #[derive(Debug, Clone)]
 pub(crate) enum Recorded {
-    Result(Value),
+    /// A step's result, sharing its output with the journal entry it was read from.
+    Result(Shared),
     Answer(Value),
     Failure(BlockError),
     /// A step that must not run twice started in an earlier drive and recorded nothing
@@ -105,11 +106,11 @@ impl RunCtx {
     /// that depends on this step starts before its result would survive a crash. A store
     /// failure is remembered and fails the run at its end, because a step whose result
     /// cannot be recorded must not be reported as durable.
-    pub(crate) async fn record(&self, key: &str, kind: EntryKind, value: Value) {
+    pub(crate) async fn record(&self, key: &str, kind: EntryKind, value: impl Into<Shared>) {
         let entry = JournalEntry {
             key: key.to_owned(),
             kind,
-            value,
+            value: value.into(),
         };
         if let Err(e) = self.engine.store.append(&self.id, entry).await {
             self.journal_failed(e);
@@ -119,7 +120,7 @@ impl RunCtx {
     /// Appends to the journal without waiting for the commit: for steps that a crash
     /// runs again from the same inputs, whose result nothing outside the run has seen.
     /// [`RunCtx::sync`] makes them durable before anything reaches outside the run.
-    pub(crate) async fn record_queued(&self, key: &str, kind: EntryKind, value: Value) {
+    pub(crate) async fn record_queued(&self, key: &str, kind: EntryKind, value: Shared) {
         let entry = JournalEntry {
             key: key.to_owned(),
             kind,

@@ -40,7 +40,7 @@ impl Engine {
         let elapsed = |key: &str| JournalEntry {
             key: key.to_owned(),
             kind: EntryKind::Answer,
-            value: serde_json::json!({ "decision": WAIT_ELAPSED }),
+            value: serde_json::json!({ "decision": WAIT_ELAPSED }).into(),
         };
         match self
             .take(&rec, vec![RunStatus::Paused], None, Some(elapsed(first)))

@@ -23,7 +23,7 @@ async fn measure(name: &str, store: Arc<dyn Store>, run: &str) {
         let entry = JournalEntry {
             key: format!("root/step{i}"),
             kind: EntryKind::Result,
-            value: value.clone(),
+            value: value.clone().into(),
         };
         let t = Instant::now();
         store.append(run, entry).await.unwrap();

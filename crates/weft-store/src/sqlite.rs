@@ -1004,7 +1004,7 @@ mod tests {
         JournalEntry {
             key,
             kind: EntryKind::Result,
-            value: json!({"output": 1}),
+            value: json!({"output": 1}).into(),
         }
     }
 
@@ -1153,7 +1153,7 @@ mod tests {
                 let e = JournalEntry {
                     key: format!("k{i}"),
                     kind: EntryKind::Result,
-                    value: json!(i),
+                    value: json!(i).into(),
                 };
                 s.append("r1", e).await.unwrap();
             }

@@ -26,7 +26,7 @@ fn entry(key: &str, kind: EntryKind, value: serde_json::Value) -> JournalEntry {
     JournalEntry {
         key: key.into(),
         kind,
-        value,
+        value: value.into(),
     }
 }
 

@@ -186,7 +186,7 @@ async fn a_store_whose_connections_are_killed_reconnects() {
             weft_core::ports::JournalEntry {
                 key: "k".into(),
                 kind: weft_core::ports::EntryKind::Result,
-                value: serde_json::json!(1),
+                value: serde_json::json!(1).into(),
             },
         )
         .await
@@ -204,7 +204,7 @@ fn entry(key: &str) -> weft_core::ports::JournalEntry {
     weft_core::ports::JournalEntry {
         key: key.into(),
         kind: weft_core::ports::EntryKind::Result,
-        value: serde_json::json!(key),
+        value: serde_json::json!(key).into(),
     }
 }
 

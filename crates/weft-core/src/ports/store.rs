@@ -4,7 +4,7 @@ use crate::error::BlockError;
 use crate::event::Event;
 use crate::ports::listing::{Cursor, FlowSource, FlowVersion, RunQuery};
 use crate::usage::Usage;
-use crate::value::Value;
+use crate::value::{Shared, Value};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
@@ -354,8 +354,10 @@ pub struct JournalEntry {
     pub key: String,
     /// What it records.
     pub kind: EntryKind,
-    /// The recorded value.
-    pub value: Value,
+    /// The recorded value: a step's result shares its output with the running step
+    /// (and with the events that carry it), so journaling it copies nothing and a store
+    /// can tell by pointer that it already holds it.
+    pub value: Shared,
 }
 
 /// A process's request to take a run and drive it: granted only if the run is still in

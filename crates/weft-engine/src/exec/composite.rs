@@ -421,7 +421,7 @@ async fn race(cx: &Cx<'_>, p: &ParallelSpec) -> Exec {
     let emitter = &cx.run.emitter;
     let path = cx.key.clone();
     let replayed_winner = match cx.run.recorded(&cx.key) {
-        Some(Recorded::Result(v)) => v.get("winner").and_then(Value::as_str),
+        Some(Recorded::Result(v)) => v.get("winner").and_then(|w| w.as_json()?.as_str()),
         _ => None,
     };
     let entrants: Vec<(&String, &Block)> = p

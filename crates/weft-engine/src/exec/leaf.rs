@@ -83,31 +83,40 @@ fn outcome_unknown(cx: &Cx<'_>, started: &Value) -> BlockError {
     .with_detail(started.clone())
 }
 
-fn encode(out: &Outcome) -> Value {
-    let mut m = serde_json::Map::new();
-    m.insert("output".into(), out.output.to_value());
+/// The journal entry of a step's result. It shares the output and the patch's values
+/// with the outcome instead of copying them, so a store can tell by pointer that the
+/// step's events carry the same output (and store it once).
+fn encode(out: &Outcome) -> Shared {
+    let mut m = weft_core::value::SharedMap::new();
+    m.insert("output".into(), out.output.clone());
     if let Some(x) = &out.exit {
-        m.insert("exit".into(), Value::String(x.to_string()));
+        m.insert("exit".into(), Shared::new(Value::String(x.to_string())));
     }
     if !out.patch.is_empty() {
-        m.insert(
-            "patch".into(),
-            serde_json::to_value(&out.patch).unwrap_or(Value::Null),
-        );
+        let ops = out.patch.0.iter().map(|op| {
+            let mut o = weft_core::value::SharedMap::new();
+            o.insert("path".into(), Shared::new(op.path.clone().into()));
+            o.insert("value".into(), op.value.clone());
+            Shared::object(o)
+        });
+        m.insert("patch".into(), Shared::array(ops.collect()));
     }
-    Value::Object(m)
+    Shared::object(m)
 }
 
-fn decode(v: &Value) -> Result<Outcome, BlockError> {
+fn decode(v: &Shared) -> Result<Outcome, BlockError> {
     let corrupt = || BlockError::new(ErrorKind::Store, "a journal entry has an unexpected shape");
-    let output = v.get("output").cloned().ok_or_else(corrupt)?;
-    let exit = v.get("exit").and_then(Value::as_str).map(Arc::from);
+    let v = v.node();
+    let output = v.get("output").ok_or_else(corrupt)?.to_shared();
+    let exit = v
+        .get("exit")
+        .and_then(|x| x.as_json()?.as_str().map(Arc::from));
     let patch: Patch = match v.get("patch") {
-        Some(p) => serde_json::from_value(p.clone()).map_err(|_| corrupt())?,
+        Some(p) => serde_json::from_value(p.to_value()).map_err(|_| corrupt())?,
         None => Patch::default(),
     };
     Ok(Outcome {
-        output: output.into(),
+        output,
         exit,
         patch,
         replayed: true,
