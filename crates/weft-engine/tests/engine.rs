@@ -1366,3 +1366,95 @@ root:
         "the step never started"
     );
 }
+
+/// An engine over `db` that runs Lua in-process, its events collected in `events`.
+fn lua_engine(
+    db: &std::path::Path,
+    events: Arc<weft_engine::CollectingSink>,
+) -> weft_engine::Engine {
+    let store =
+        Arc::new(weft_store::SqliteStore::open(db, weft_store::Durability::Process).unwrap());
+    weft_engine::Engine::builder(store)
+        .models(Arc::new(weft_llm::Router::new()))
+        .sink(events)
+        .code_runner(Arc::new(weft_code::Sandboxes::new(
+            weft_code::WorkerCommand {
+                program: "/nonexistent".into(),
+                args: vec![],
+            },
+            1,
+        )))
+        .build()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_step_s_large_output_is_stored_once_and_replayed_from_there() {
+    // Each step's output is in its journal entry, its `step_completed` and the next
+    // step's `step_started`: the file holds it once, and a second process answering the
+    // approval after them replays the steps from it.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let steps: String = (0..5)
+        .map(|i| {
+            format!(
+                "    - {{id: c{i}, code: {{language: lua, source: 'return {{ items = input.items, count = input.count + 1 }}'}}}}\n"
+            )
+        })
+        .collect();
+    let items: Vec<u32> = (0..20_000).collect();
+    let yaml = format!(
+        "weft: 1\nname: big-chain\ninput: {{count: 0, items: {items:?}}}\nroot:\n  sequence:\n{steps}    - {{id: ask, approval: {{prompt: go?}}}}\n    - {{id: last, transform: {{output: '{{{{ input.decision }}}}'}}}}\n"
+    );
+    let r = lua_engine(&db, Arc::new(weft_engine::CollectingSink::new()))
+        .start(flow(&yaml), None, RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Paused, "{:?}", r.error);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let stored: i64 = conn
+        .query_row("SELECT count(*) FROM run_values", [], |r| r.get(0))
+        .unwrap();
+    // The run's input and each step's output.
+    assert_eq!(stored, 6);
+    let journal: String = conn
+        .query_row(
+            "SELECT group_concat(entries) FROM journal_chunks",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(journal.matches("\"output_id\"").count(), 5, "{journal}");
+    assert!(!journal.contains("19999"));
+    // Another process replays the five steps from the stored values (Lua is not run
+    // again: a replayed step says so) and goes on.
+    let events = Arc::new(weft_engine::CollectingSink::new());
+    let r = lua_engine(&db, events.clone())
+        .answer(&r.run_id, None, json!({"decision": "approve"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
+    let entries = weft_core::ports::Store::journal(
+        &weft_store::SqliteStore::open(&db, weft_store::Durability::Process).unwrap(),
+        &r.run_id,
+    )
+    .await
+    .unwrap();
+    let last_code = entries.iter().find(|e| e.key == "root/c4").unwrap();
+    let output = last_code.value.node().get("output").unwrap().to_value();
+    assert_eq!(output["count"], 5);
+    assert_eq!(output["items"].as_array().unwrap().len(), 20_000);
+    let replayed: Vec<_> = events
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::StepCompleted {
+                path,
+                replayed: true,
+                output: Some(o),
+                ..
+            } if path.starts_with("root/c") => Some(o.to_value()["count"].clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(replayed, [json!(1), json!(2), json!(3), json!(4), json!(5)]);
+}

@@ -40,8 +40,10 @@ pub enum Durability {
 /// 2 added runs.scopes and the scoped table; 3 added runs.view; 4 added runs.settings
 /// and runs.retries; 5 the events table; 6 runs.flow_id; 8 moved the events into
 /// event_chunks; 9 the journal into journal_chunks; 10 compressed event chunks (which
-/// a version reading up to 9 could not read); 11 runs' timers and the trigger tables. Older files are upgraded on open.
-const SCHEMA_VERSION: i64 = 11;
+/// a version reading up to 9 could not read); 11 runs' timers and the trigger tables; 12
+/// large values stored once in `run_values` for the journal and the event log to refer
+/// to (which a version reading up to 11 could not read). Older files are upgraded on open.
+const SCHEMA_VERSION: i64 = 12;
 /// Appends committed together at most.
 const MAX_BATCH: usize = 4096;
 /// Requests waiting for the writer before senders wait too.
@@ -121,6 +123,22 @@ pub struct SqliteStore {
 
 fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::backend(context, e)
+}
+
+/// An LZ4 body as event chunks and stored values hold it (the JSON's length first).
+fn decompress(body: &[u8]) -> Result<Vec<u8>, String> {
+    // LZ4 expands at most 255 times: a larger length is damage, not a body to allocate
+    // room for.
+    let claimed = body
+        .get(..4)
+        .map_or(0, |n| u32::from_le_bytes(n.try_into().unwrap_or_default()));
+    if claimed as usize > body.len().saturating_mul(255) {
+        return Err(format!(
+            "a length of {claimed} bytes in a {}-byte body",
+            body.len()
+        ));
+    }
+    lz4_flex::block::decompress_size_prepended(body).map_err(|e| e.to_string())
 }
 
 fn stopped() -> StoreError {
@@ -235,7 +253,10 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, val
      CREATE INDEX IF NOT EXISTS journal_chunks_by_run ON journal_chunks (run_id, id);
      CREATE TABLE IF NOT EXISTS event_chunks (
          run_id TEXT NOT NULL, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
-         body TEXT NOT NULL, PRIMARY KEY (run_id, first_seq)) WITHOUT ROWID;";
+         body TEXT NOT NULL, PRIMARY KEY (run_id, first_seq)) WITHOUT ROWID;
+     CREATE TABLE IF NOT EXISTS run_values (
+         run_id TEXT NOT NULL, id BLOB NOT NULL, body BLOB NOT NULL,
+         PRIMARY KEY (run_id, id));";
 
 /// What each schema version added to the one before, by the version it leads to (new
 /// tables are created by [`SCHEMA`] itself).
@@ -256,6 +277,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     // 11 adds `runs.wake_ms` through `ensure_column`: a table `SCHEMA` has just
     // created already has it.
     (11, ""),
+    (12, ""),
 ];
 
 /// Adds `column` (of `decl`) to `table` unless the table has it.
@@ -450,6 +472,13 @@ fn drain_writes(
 
 fn append_batch(conn: &mut Connection, batch: &[Write]) -> Result<(), StoreError> {
     let tx = conn.transaction().map_err(|e| err("journal", e))?;
+    let values = batch.iter().flat_map(|w| -> Box<dyn Iterator<Item = _>> {
+        match w {
+            Write::Entry(a) => Box::new(a.entry.values().map(|v| (a.run_id.as_str(), v))),
+            Write::Events(b) => Box::new(b.events.values()),
+        }
+    });
+    shared_values::insert(&tx, values)?;
     let entries = batch.iter().filter_map(|w| match w {
         Write::Entry(Append { run_id, entry, .. }) => Some((run_id.as_str(), entry)),
         Write::Events(_) => None,
@@ -872,7 +901,7 @@ impl Store for SqliteStore {
         self.ask(|r| Request::Journal(run_id.to_owned(), r)).await
     }
     async fn append(&self, run_id: &str, entry: JournalEntry) -> Result<(), StoreError> {
-        let entry = journal::SerializedEntry::new(&entry)?;
+        let entry = journal::SerializedEntry::sharing(run_id, &entry, &self.shared_values)?;
         self.ask(|durable| {
             Request::Write(Box::new(Write::Entry(Append {
                 run_id: run_id.to_owned(),
@@ -888,7 +917,7 @@ impl Store for SqliteStore {
         run_id: &str,
         entry: JournalEntry,
     ) -> Result<Durable, StoreError> {
-        let entry = journal::SerializedEntry::new(&entry)?;
+        let entry = journal::SerializedEntry::sharing(run_id, &entry, &self.shared_values)?;
         let answer = self
             .queue(|durable| {
                 Request::Write(Box::new(Write::Entry(Append {
@@ -907,20 +936,16 @@ impl Store for SqliteStore {
         if events.is_empty() {
             return Ok(());
         }
+        // A batch that fails leaves nothing to refer to: each chunk writes the values it
+        // refers to itself.
         let serialized = events::serialize(events, &self.shared_values)?;
-        let written = self
-            .ask(|durable| {
-                Request::Write(Box::new(Write::Events(EventBatch {
-                    events: serialized,
-                    durable,
-                })))
-            })
-            .await;
-        if written.is_err() {
-            // What was remembered as written may not be: refer to none of it.
-            self.shared_values.forget_all();
-        }
-        written
+        self.ask(|durable| {
+            Request::Write(Box::new(Write::Events(EventBatch {
+                events: serialized,
+                durable,
+            })))
+        })
+        .await
     }
     async fn run_stats(&self) -> Result<RunStats, StoreError> {
         self.ask(Request::Stats).await
@@ -970,7 +995,7 @@ mod tests {
     use serde_json::json;
     use weft_core::event::{Event, EventKind};
     use weft_core::ports::{EntryKind, Scopes};
-    use weft_core::value::Shared;
+    use weft_core::value::{Shared, SharedMap};
 
     /// Run `run`'s event `seq`, stamped `at_ms`.
     fn event_of(run: &str, seq: u64, at_ms: u64, kind: EventKind) -> Event {
@@ -1426,15 +1451,15 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_commit_of_large_events_is_written_as_chunks_of_about_a_megabyte() {
+    async fn a_commit_of_many_events_is_written_as_chunks_of_about_a_megabyte() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.db");
-        // Each a distinct 100 KB value (no reference to an earlier one): 30 of them.
-        let all: Vec<Event> = (0..30)
+        // Each a distinct value just small enough to stay inline: 3 MB of them.
+        let all: Vec<Event> = (0..1000)
             .map(|seq| {
                 completed(
                     seq,
-                    &Shared::new(json!({"seq": seq, "pad": "x".repeat(100_000)})),
+                    &Shared::new(json!({"seq": seq, "pad": "x".repeat(3000)})),
                 )
             })
             .collect();
@@ -1443,8 +1468,31 @@ mod tests {
         let bodies = stored_bodies(&path);
         assert!(bodies.len() >= 3, "{} chunks", bodies.len());
         assert!(bodies.iter().all(|b| b.len() < 1_200_000));
-        assert_eq!(s.events("r", None, 100).await.unwrap(), all);
-        assert_eq!(s.events("r", Some(14), 100).await.unwrap(), all[15..]);
+        assert_eq!(stored_values(&path), 0);
+        assert_eq!(s.events("r", None, 2000).await.unwrap(), all);
+        assert_eq!(s.events("r", Some(14), 2000).await.unwrap(), all[15..]);
+    }
+
+    /// How many values run `r` has stored apart.
+    fn stored_values(path: &Path) -> usize {
+        Connection::open(path)
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM run_values WHERE run_id = 'r'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap() as usize
+    }
+
+    /// Run `r`'s transform `root/s{seq}` started with input `v`.
+    fn started(seq: u64, v: &Shared) -> Event {
+        let kind = EventKind::StepStarted {
+            path: format!("root/s{seq}").into(),
+            kind: "transform".into(),
+            input: Some(v.clone()),
+        };
+        event_of("r", seq, 7, kind)
     }
 
     #[tokio::test]
@@ -1453,14 +1501,6 @@ mod tests {
         let path = dir.path().join("v.db");
         let big = Shared::new(json!({"items": (0..10_000).collect::<Vec<_>>()}));
         let small = Shared::new(json!({"n": 1}));
-        let started = |seq, v: &Shared| {
-            let kind = EventKind::StepStarted {
-                path: format!("root/s{seq}").into(),
-                kind: "transform".into(),
-                input: Some(v.clone()),
-            };
-            event_of("r", seq, 7, kind)
-        };
         // Five steps pass `big` on, in three commits (references cross chunks); two
         // pass `small`, which stays inline.
         let all: Vec<Event> = (0..5)
@@ -1472,14 +1512,10 @@ mod tests {
             for part in [&all[..3], &all[3..7], &all[7..]] {
                 s.append_events(part).await.unwrap();
             }
-            let bodies = stored_bodies(&path);
-            let total: usize = bodies.iter().map(String::len).sum();
-            let once = serde_json::to_string(&big).unwrap().len();
-            assert!(
-                total < once + 4096,
-                "{total} bytes stored for a value of {once}"
-            );
-            assert_eq!(bodies.concat().matches("\"value_of\"").count(), 9);
+            let bodies = stored_bodies(&path).concat();
+            assert!(bodies.len() < 4096, "{} bytes of events", bodies.len());
+            assert_eq!(bodies.matches("\"value_id\"").count(), 10);
+            assert_eq!(stored_values(&path), 1);
             assert_eq!(s.events("r", None, 100).await.unwrap(), all);
         }
         // Read back by another process, from any point: the same events, and those
@@ -1496,31 +1532,135 @@ mod tests {
         let read = s.events("r", Some(4), 100).await.unwrap();
         let (a, b) = (carried_of(&read[0]), carried_of(&read[3]));
         assert!(Shared::ptr_eq(a, b));
-        // That process has not seen `big` written: it writes it again rather than
-        // refer to what it did not write.
+        // That process has not seen `big` stored: it stores it again (once for both
+        // events) rather than look for it.
         s.append_events(&[started(12, &big), completed(13, &big)])
             .await
             .unwrap();
-        let last = stored_bodies(&path).pop().unwrap();
-        assert!(last.contains("\"items\"") && last.matches("\"value_of\"").count() == 1);
+        assert_eq!(stored_values(&path), 2);
         assert_eq!(s.events("r", Some(11), 10).await.unwrap().len(), 2);
-        // A pause lets go of the run's values: after it, `big` is written again.
+        // A pause lets go of the run's values: after it, `big` is stored again.
         let paused = event_of("r", 14, 7, EventKind::RunPaused { waiting: json!([]) });
         s.append_events(&[paused, started(15, &big)]).await.unwrap();
-        let last = stored_bodies(&path).pop().unwrap();
-        assert!(last.contains("\"items\"") && !last.contains("\"value_of\""));
+        assert_eq!(stored_values(&path), 3);
+        assert_eq!(s.events("r", Some(13), 10).await.unwrap().len(), 2);
+        // A reference to a value the run does not have is damage.
+        Connection::open(&path)
+            .unwrap()
+            .execute("DELETE FROM run_values", [])
+            .unwrap();
+        let e = s.events("r", Some(13), 10).await.unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn events_that_refer_to_an_earlier_event_s_value_as_schema_11_wrote_them_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        let value = json!({"items": [1, 2, 3]});
+        // Two chunks: the value inline in event 0, referred to in the same chunk and in
+        // the next one.
+        let chunks = [
+            (0, 1, format!(
+                r#"[{{"seq":0,"at_ms":7,"type":"step_started","path":"root/s0","kind":"transform","input":{value}}},{{"seq":1,"at_ms":7,"value_of":0,"type":"step_completed","path":"root/s0","kind":"transform","elapsed_us":1,"replayed":false}}]"#
+            )),
+            (2, 2, r#"[{"seq":2,"at_ms":7,"value_of":0,"type":"step_started","path":"root/s2","kind":"transform"}]"#.to_owned()),
+        ];
+        let conn = Connection::open(&path).unwrap();
+        for (first, last, body) in &chunks {
+            conn.execute(
+                "INSERT INTO event_chunks VALUES ('r', ?1, ?2, ?3)",
+                params![
+                    first,
+                    last,
+                    lz4_flex::block::compress_prepend_size(body.as_bytes())
+                ],
+            )
+            .unwrap();
+        }
+        let read = s.events("r", None, 10).await.unwrap();
+        assert_eq!(read.len(), 3);
+        assert!(read.iter().all(|e| *carried_of(e) == value));
+        assert_eq!(
+            *carried_of(&s.events("r", Some(1), 10).await.unwrap()[0]),
+            value
+        );
         // A reference to an event that holds no value is damage.
         let broken = concat!(
             r#"[{"seq":16,"at_ms":7,"type":"run_cancelled"},"#,
             r#"{"seq":17,"at_ms":7,"value_of":16,"type":"step_started","path":"x","kind":"y"}]"#
         );
-        let conn = Connection::open(&path).unwrap();
         conn.execute(
             "INSERT INTO event_chunks VALUES ('r', 16, 17, ?1)",
             [lz4_flex::block::compress_prepend_size(broken.as_bytes())],
         )
         .unwrap();
         let e = s.events("r", Some(15), 10).await.unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn a_step_result_s_large_output_is_stored_once_for_the_journal_and_the_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        let big = Shared::new(json!({"items": (0..10_000).collect::<Vec<_>>()}));
+        // A result as the engine journals it: the output shared with the step's events.
+        let mut result = SharedMap::new();
+        result.insert("output".into(), big.clone());
+        result.insert("exit".into(), Shared::new(json!("done")));
+        let result = Shared::object(result);
+        let entry = |key: &str| JournalEntry {
+            key: key.into(),
+            kind: EntryKind::Result,
+            value: result.clone(),
+        };
+        s.append_queued("r", entry("root/s1"))
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+        s.append_events(&[completed(1, &big), started(2, &big)])
+            .await
+            .unwrap();
+        s.append("r", entry("root/s2")).await.unwrap();
+        assert_eq!(stored_values(&path), 1);
+        let conn = Connection::open(&path).unwrap();
+        let journal: String = conn
+            .query_row(
+                "SELECT group_concat(entries) FROM journal_chunks",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(
+            !journal.contains("items") && journal.matches("\"output_id\"").count() == 2,
+            "{journal}"
+        );
+        let read = s.journal("r").await.unwrap();
+        assert_eq!(read, [entry("root/s1"), entry("root/s2")]);
+        assert_eq!(
+            s.events("r", None, 10).await.unwrap(),
+            [completed(1, &big), started(2, &big)]
+        );
+        // Forgetting an entry keeps the value, which the other entry and the events
+        // still refer to.
+        s.forget("r", &["root/s1".to_owned()]).await.unwrap();
+        assert_eq!(s.journal("r").await.unwrap(), [entry("root/s2")]);
+        assert_eq!(s.events("r", None, 10).await.unwrap().len(), 2);
+        // A small output stays inline; so does any value that is not a result's output.
+        let small = JournalEntry {
+            key: "root/s3".into(),
+            kind: EntryKind::Answer,
+            value: big.clone(),
+        };
+        s.append("r", small.clone()).await.unwrap();
+        assert_eq!(stored_values(&path), 1);
+        assert_eq!(s.journal("r").await.unwrap()[1], small);
+        // A missing value is damage, not an entry without its output.
+        conn.execute("DELETE FROM run_values", []).unwrap();
+        let e = s.journal("r").await.unwrap_err();
         assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
     }
 

@@ -320,6 +320,45 @@ async fn an_event_carrying_values_reads_back_equal() {
     }
 }
 
+#[tokio::test]
+async fn a_result_sharing_its_large_output_with_events_reads_back_equal() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, store) in stores::all(&dir).await {
+        let big = Shared::new(json!({"items": (0..2000).collect::<Vec<_>>()}));
+        let mut result = weft_core::value::SharedMap::new();
+        result.insert("output".into(), big.clone());
+        let entry = JournalEntry {
+            key: "a".into(),
+            kind: EntryKind::Result,
+            value: Shared::object(result),
+        };
+        store.append("r", entry.clone()).await.unwrap();
+        let completed = Event {
+            run_id: Arc::from("r"),
+            seq: 0,
+            at_ms: 1,
+            kind: EventKind::StepCompleted {
+                path: "a".into(),
+                kind: "code".into(),
+                elapsed_us: 3,
+                replayed: false,
+                exit: None,
+                output: Some(big.clone()),
+            },
+        };
+        store
+            .append_events(std::slice::from_ref(&completed))
+            .await
+            .unwrap();
+        assert_eq!(store.journal("r").await.unwrap(), [entry], "{name}");
+        assert_eq!(
+            store.events("r", None, 10).await.unwrap(),
+            [completed],
+            "{name}"
+        );
+    }
+}
+
 fn claim(run_id: &str, from: &[RunStatus], owner: &str) -> Claim {
     Claim {
         run_id: run_id.into(),

@@ -17,7 +17,9 @@
 //! chunks (one row per event in `events`) are moved into chunks when they are opened
 //! (schema 8).
 
-use super::shared_values::{LARGE, SharedValues, carried, restore_carried, without_carried};
+use super::shared_values::{
+    SharedValues, StoredValue, ValueReader, carried, restore_carried, without_carried,
+};
 use super::{by_run, err};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -43,10 +45,10 @@ pub(super) const MIGRATION: &str = "
 struct EventBody<'a> {
     seq: u64,
     at_ms: u64,
-    /// The event's input or output is that of event `value_of`, stored once there
+    /// The event's input or output is the run's value stored under this id
     /// ([`super::shared_values`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    value_of: Option<u64>,
+    value_id: Option<String>,
     #[serde(flatten)]
     kind: Cow<'a, EventKind>,
 }
@@ -57,8 +59,12 @@ struct EventBody<'a> {
 struct StoredEvent {
     seq: u64,
     at_ms: u64,
+    /// Schema 10 and 11: the event's value is that of an earlier event of the run,
+    /// which holds it inline.
     #[serde(default)]
     value_of: Option<u64>,
+    #[serde(default)]
+    value_id: Option<String>,
     #[serde(flatten)]
     kind: EventKind,
 }
@@ -69,9 +75,16 @@ struct StoredEvent {
 pub(super) struct Serialized {
     text: Vec<u8>,
     events: Vec<(Arc<str>, u64, Range<usize>)>,
+    /// The stored values the events refer to, by run.
+    values: Vec<(Arc<str>, StoredValue)>,
 }
 
 impl Serialized {
+    /// The stored values the events refer to, with their runs.
+    pub(super) fn values(&self) -> impl Iterator<Item = (&str, &StoredValue)> {
+        self.values.iter().map(|(run, v)| (&**run, v))
+    }
+
     /// Each event's run, `seq` and body (JSON).
     pub(super) fn iter(&self) -> impl Iterator<Item = (&str, u64, &[u8])> {
         self.events
@@ -80,18 +93,21 @@ impl Serialized {
     }
 }
 
-/// `events` serialized, in the order they came; a large value already written for the
-/// run is referred to, not written again.
+/// `events` serialized, in the order they came; a large value an event carries is
+/// stored once for the run and referred to ([`super::shared_values`]).
 pub(super) fn serialize(events: &[Event], shared: &SharedValues) -> Result<Serialized, StoreError> {
     let mut out = Serialized {
         // About what a step's event takes: most batches never grow their text.
         text: Vec::with_capacity(events.len() * 192),
         events: Vec::with_capacity(events.len()),
+        values: Vec::new(),
     };
     for e in events {
-        let carried = carried(&e.kind);
-        let value_of = carried.and_then(|v| shared.seq_of(&e.run_id, v));
-        let kind = match value_of {
+        let stored = match carried(&e.kind) {
+            Some(v) => shared.store(&e.run_id, v)?,
+            None => None,
+        };
+        let kind = match stored {
             Some(_) => Cow::Owned(without_carried(&e.kind)),
             None => Cow::Borrowed(&e.kind),
         };
@@ -99,19 +115,17 @@ pub(super) fn serialize(events: &[Event], shared: &SharedValues) -> Result<Seria
         let body = EventBody {
             seq: e.seq,
             at_ms: e.at_ms,
-            value_of,
+            value_id: stored.as_ref().map(StoredValue::id),
             kind,
         };
         serde_json::to_writer(&mut out.text, &body).map_err(|x| err("events", x))?;
-        let len = out.text.len() - start;
+        if let Some(v) = stored {
+            out.values.push((e.run_id.clone(), v));
+        }
         // A run that ended or paused (perhaps for days) holds none of its values
         // here; after a resume it stores its next large value again.
         if e.kind.is_final() || matches!(e.kind, EventKind::RunPaused { .. }) {
             shared.forget(&e.run_id);
-        } else if let (None, Some(v)) = (value_of, carried)
-            && len >= LARGE
-        {
-            shared.remember(&e.run_id, v, e.seq);
         }
         out.events
             .push((e.run_id.clone(), e.seq, start..out.text.len()));
@@ -189,16 +203,23 @@ impl Chunk {
     }
 }
 
-/// Puts back the values `chunk`'s events refer to (`value_of`), from earlier events of
-/// the chunk, `resolved` (what this read has resolved so far) or the chunk that holds
-/// them.
+/// Puts back the values `chunk`'s events refer to: stored values (`value_id`), and
+/// values of earlier events (`value_of`, as schema 10 and 11 wrote them) from earlier
+/// events of the chunk, `resolved` (what this read has resolved so far) or the chunk
+/// that holds them.
 fn restore_values(
     conn: &Connection,
     run_id: &str,
     chunk: &mut [StoredEvent],
     resolved: &mut HashMap<u64, Shared>,
+    values: &mut ValueReader,
 ) -> Result<(), StoreError> {
     for i in 0..chunk.len() {
+        if let Some(id) = chunk[i].value_id.take() {
+            let value = values.get(conn, run_id, &id)?;
+            restore(&mut chunk[i], run_id, value)?;
+            continue;
+        }
         let Some(of) = chunk[i].value_of else {
             continue;
         };
@@ -220,14 +241,20 @@ fn restore_values(
                 value
             }
         };
-        if !restore_carried(&mut chunk[i].kind, value) {
-            return Err(StoreError::Corrupt(format!(
-                "event {} of run {run_id} refers to a value but carries none",
-                chunk[i].seq
-            )));
-        }
+        restore(&mut chunk[i], run_id, value)?;
     }
     Ok(())
+}
+
+fn restore(event: &mut StoredEvent, run_id: &str, value: Shared) -> Result<(), StoreError> {
+    if restore_carried(&mut event.kind, value) {
+        Ok(())
+    } else {
+        Err(StoreError::Corrupt(format!(
+            "event {} of run {run_id} refers to a value but carries none",
+            event.seq
+        )))
+    }
 }
 
 /// The value event `seq` of the run holds inline, read from the chunk that has it.
@@ -255,18 +282,7 @@ fn parse_chunk(body: ValueRef<'_>) -> Result<Vec<StoredEvent>, StoreError> {
         |e: &dyn std::fmt::Display| StoreError::Corrupt(format!("a stored event chunk: {e}"));
     let parsed = match body {
         ValueRef::Blob(b) => {
-            // LZ4 expands at most 255 times: a larger length is damage, not a body to
-            // allocate room for.
-            let claimed = b
-                .get(..4)
-                .map_or(0, |n| u32::from_le_bytes(n.try_into().unwrap_or_default()));
-            if claimed as usize > b.len().saturating_mul(255) {
-                return Err(corrupt(&format!(
-                    "a length of {claimed} bytes in a {}-byte chunk",
-                    b.len()
-                )));
-            }
-            let json = lz4_flex::block::decompress_size_prepended(b).map_err(|e| corrupt(&e))?;
+            let json = super::decompress(b).map_err(|e| corrupt(&e))?;
             serde_json::from_slice(&json)
         }
         ValueRef::Text(t) => serde_json::from_slice(t),
@@ -318,13 +334,14 @@ pub(super) fn read(
     let run: Arc<str> = run_id.into();
     let mut out = Vec::new();
     let mut resolved = HashMap::new();
+    let mut values = ValueReader::default();
     while out.len() < limit {
         let Some(row) = rows.next().map_err(|e| err("events", e))? else {
             break;
         };
         let body = row.get_ref(0).map_err(|e| err("events", e))?;
         let mut chunk = parse_chunk(body)?;
-        restore_values(conn, run_id, &mut chunk, &mut resolved)?;
+        restore_values(conn, run_id, &mut chunk, &mut resolved, &mut values)?;
         let room = limit - out.len();
         out.extend(
             chunk

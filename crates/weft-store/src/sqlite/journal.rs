@@ -3,7 +3,9 @@
 //! One group commit writes a run's entries as one row of `journal_chunks` — `(id,
 //! run_id, results, entries)`, the entries a JSON array of `{key, kind, value}` in the
 //! order they came, `results` how many of them are step results (for the store's
-//! statistics). A row per entry cost a B-tree insert into the table, its index by run
+//! statistics). A step result's large output is stored once for the run, shared with the
+//! events that carry it, and the entry holds its id (`output_id`) with a null output
+//! ([`super::shared_values`]). A row per entry cost a B-tree insert into the table, its index by run
 //! and SQLite's `AUTOINCREMENT` counter each: a fifth of a loop of Lua steps' CPU.
 //!
 //! A run's chunks are read in `id` order, which is the order they were committed in (a
@@ -12,9 +14,12 @@
 //! before chunks (one row per entry in `journal`) are moved into chunks when they are
 //! opened (schema 9).
 
+use super::shared_values::{SharedValues, StoredValue, ValueReader};
 use super::{by_run, err};
 use rusqlite::{Connection, params};
+use std::sync::Arc;
 use weft_core::ports::{EntryKind, JournalEntry, StoreError};
+use weft_core::value::{Kind, Shared, SharedMap};
 
 /// Schema 9: the rows of `journal` (schema 1 to 8) as chunks of one entry each, in the
 /// order they were appended.
@@ -35,15 +40,114 @@ pub(super) const MIGRATION: &str = "
 pub(super) struct SerializedEntry {
     json: String,
     result: bool,
+    /// Where the entry's output is stored, when it is stored apart.
+    output: Option<StoredValue>,
+}
+
+/// An entry as a chunk holds it.
+#[derive(serde::Deserialize)]
+struct StoredEntry {
+    key: String,
+    kind: EntryKind,
+    value: Shared,
+    /// The id of the stored value that is the entry's `output` (the entry holds null).
+    #[serde(default)]
+    output_id: Option<String>,
+}
+
+/// [`StoredEntry`], to write.
+#[derive(serde::Serialize)]
+struct EntryBody<'a> {
+    key: &'a str,
+    kind: EntryKind,
+    value: &'a Shared,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_id: Option<&'a str>,
+}
+
+impl StoredEntry {
+    fn body(&self) -> EntryBody<'_> {
+        EntryBody {
+            key: &self.key,
+            kind: self.kind,
+            value: &self.value,
+            output_id: self.output_id.as_deref(),
+        }
+    }
 }
 
 impl SerializedEntry {
+    /// `entry` with every value inline.
     pub(super) fn new(entry: &JournalEntry) -> Result<SerializedEntry, StoreError> {
+        Self::stored(&EntryBody {
+            key: &entry.key,
+            kind: entry.kind,
+            value: &entry.value,
+            output_id: None,
+        })
+    }
+
+    /// `entry` of run `run`, its output stored apart when it is large (and referred to
+    /// when one of the run's events already stored it).
+    pub(super) fn sharing(
+        run: &str,
+        entry: &JournalEntry,
+        shared: &SharedValues,
+    ) -> Result<SerializedEntry, StoreError> {
+        let output = match output_of(entry) {
+            Some(v) => shared.store(run, v)?,
+            None => None,
+        };
+        let Some(output) = output else {
+            return Self::new(entry);
+        };
+        let mut serialized = Self::stored(&EntryBody {
+            key: &entry.key,
+            kind: entry.kind,
+            value: &without_output(&entry.value),
+            output_id: Some(&output.id()),
+        })?;
+        serialized.output = Some(output);
+        Ok(serialized)
+    }
+
+    fn stored(entry: &EntryBody<'_>) -> Result<SerializedEntry, StoreError> {
         Ok(SerializedEntry {
             json: serde_json::to_string(entry).map_err(|e| err("journal", e))?,
             result: entry.kind == EntryKind::Result,
+            output: None,
         })
     }
+
+    /// The stored value the entry refers to, if any.
+    pub(super) fn values(&self) -> impl Iterator<Item = &StoredValue> {
+        self.output.iter()
+    }
+}
+
+/// The output of a step result, when it is a shared part of the entry (the engine's
+/// results share it with the step's events).
+fn output_of(entry: &JournalEntry) -> Option<&Shared> {
+    match (&entry.kind, &entry.value) {
+        (EntryKind::Result, Shared::Object(m)) => m.get("output"),
+        _ => None,
+    }
+}
+
+/// A result's value with a null output (its parts shared, not copied).
+fn without_output(value: &Shared) -> Shared {
+    let mut m = SharedMap::new();
+    for k in value.node().keys() {
+        let v = match k {
+            "output" => Shared::null(),
+            _ => value
+                .node()
+                .get(k)
+                .map_or_else(Shared::null, |n| n.to_shared()),
+        };
+        m.insert(k.to_owned(), v);
+    }
+    Shared::Object(Arc::new(m))
 }
 
 /// Writes `entries` (of one commit, perhaps of several runs) as one chunk a run.
@@ -97,8 +201,8 @@ fn chunk<'a>(entries: impl IntoIterator<Item = &'a SerializedEntry>) -> (String,
     (body, results)
 }
 
-/// The run's chunks, in order: each row's id and its entries.
-fn chunks(conn: &Connection, run_id: &str) -> Result<Vec<(i64, Vec<JournalEntry>)>, StoreError> {
+/// The run's chunks, in order: each row's id and its entries as they are stored.
+fn chunks(conn: &Connection, run_id: &str) -> Result<Vec<(i64, Vec<StoredEntry>)>, StoreError> {
     let mut stmt = conn
         .prepare_cached("SELECT id, entries FROM journal_chunks WHERE run_id = ?1 ORDER BY id")
         .map_err(|e| err("journal", e))?;
@@ -116,12 +220,51 @@ fn chunks(conn: &Connection, run_id: &str) -> Result<Vec<(i64, Vec<JournalEntry>
     .collect()
 }
 
-/// Every entry of the run, in the order it was appended.
+/// Every entry of the run, in the order it was appended, with its stored output back.
 pub(super) fn read(conn: &Connection, run_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
-    Ok(chunks(conn, run_id)?
+    let mut values = ValueReader::default();
+    let mut out = Vec::new();
+    for (_, entries) in chunks(conn, run_id)? {
+        for e in entries {
+            let value = match &e.output_id {
+                Some(id) => {
+                    with_output(e.value, values.get(conn, run_id, id)?).ok_or_else(|| {
+                        StoreError::Corrupt(format!(
+                            "journal entry {} of run {run_id} refers to an output but is no result",
+                            e.key
+                        ))
+                    })?
+                }
+                None => e.value,
+            };
+            out.push(JournalEntry {
+                key: e.key,
+                kind: e.kind,
+                value,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// A result read back with its `output` put in place; `None` when it is no object.
+fn with_output(value: Shared, output: Shared) -> Option<Shared> {
+    if !matches!(value.node().kind(), Kind::Object(_)) {
+        return None;
+    }
+    let node = value.node();
+    let mut m: SharedMap = node
+        .keys()
         .into_iter()
-        .flat_map(|(_, entries)| entries)
-        .collect())
+        .map(|k| {
+            (
+                k.to_owned(),
+                node.get(k).map_or_else(Shared::null, |n| n.to_shared()),
+            )
+        })
+        .collect();
+    m.insert("output".into(), output);
+    Some(Shared::Object(Arc::new(m)))
 }
 
 /// Removes the run's entries under `keys`: each chunk holding one is rewritten without
@@ -129,7 +272,9 @@ pub(super) fn read(conn: &Connection, run_id: &str) -> Result<Vec<JournalEntry>,
 pub(super) fn forget(conn: &Connection, run_id: &str, keys: &[String]) -> Result<(), StoreError> {
     for (id, entries) in chunks(conn, run_id)? {
         let before = entries.len();
-        let kept: Vec<&JournalEntry> = entries.iter().filter(|e| !keys.contains(&e.key)).collect();
+        // Kept entries are written back as they were stored, referring to the same
+        // values (which stay: the run's events may refer to them too).
+        let kept: Vec<&StoredEntry> = entries.iter().filter(|e| !keys.contains(&e.key)).collect();
         if kept.len() == before {
             continue;
         }
@@ -137,7 +282,11 @@ pub(super) fn forget(conn: &Connection, run_id: &str, keys: &[String]) -> Result
             conn.prepare_cached("DELETE FROM journal_chunks WHERE id = ?1")
                 .and_then(|mut s| s.execute(params![id]))
         } else {
-            let (body, results) = chunk(&serialize_all(&kept)?);
+            let kept: Vec<SerializedEntry> = kept
+                .into_iter()
+                .map(|e| SerializedEntry::stored(&e.body()))
+                .collect::<Result<_, _>>()?;
+            let (body, results) = chunk(&kept);
             conn.prepare_cached(
                 "UPDATE journal_chunks SET entries = ?2, results = ?3 WHERE id = ?1",
             )
