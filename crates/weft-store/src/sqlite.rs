@@ -255,7 +255,7 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, val
          run_id TEXT NOT NULL, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
          body TEXT NOT NULL, PRIMARY KEY (run_id, first_seq)) WITHOUT ROWID;
      CREATE TABLE IF NOT EXISTS run_values (
-         run_id TEXT NOT NULL, id BLOB NOT NULL, body BLOB NOT NULL,
+         run_id TEXT NOT NULL, id BLOB NOT NULL, body BLOB NOT NULL, refs TEXT,
          PRIMARY KEY (run_id, id));";
 
 /// What each schema version added to the one before, by the version it leads to (new
@@ -472,13 +472,22 @@ fn drain_writes(
 
 fn append_batch(conn: &mut Connection, batch: &[Write]) -> Result<(), StoreError> {
     let tx = conn.transaction().map_err(|e| err("journal", e))?;
-    let values = batch.iter().flat_map(|w| -> Box<dyn Iterator<Item = _>> {
-        match w {
-            Write::Entry(a) => Box::new(a.entry.values().map(|v| (a.run_id.as_str(), v))),
-            Write::Events(b) => Box::new(b.events.values()),
-        }
-    });
-    shared_values::insert(&tx, values)?;
+    // The values the batch's entries and events refer to, before them.
+    let entry_values = batch
+        .iter()
+        .filter_map(|w| match w {
+            Write::Entry(a) => Some(a),
+            Write::Events(_) => None,
+        })
+        .flat_map(|a| a.entry.values().map(|v| (a.run_id.as_str(), v)));
+    let event_values = batch
+        .iter()
+        .filter_map(|w| match w {
+            Write::Events(b) => Some(b.events.values()),
+            Write::Entry(_) => None,
+        })
+        .flatten();
+    shared_values::insert(&tx, entry_values.chain(event_values))?;
     let entries = batch.iter().filter_map(|w| match w {
         Write::Entry(Append { run_id, entry, .. }) => Some((run_id.as_str(), entry)),
         Write::Events(_) => None,
@@ -1550,6 +1559,65 @@ mod tests {
             .execute("DELETE FROM run_values", [])
             .unwrap();
         let e = s.events("r", Some(13), 10).await.unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn a_part_held_many_times_in_a_large_value_is_stored_once() {
+        // A fan-out's results as the engine builds them: each holds a state that holds
+        // the same list (one `Arc`), 500 times.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.db");
+        let list = Shared::new(json!((0..5_000).collect::<Vec<_>>()));
+        let results: Vec<Shared> = (0..500)
+            .map(|i| {
+                let mut state = SharedMap::new();
+                state.insert("items".into(), list.clone());
+                state.insert("item".into(), Shared::new(json!(i)));
+                let mut result = SharedMap::new();
+                result.insert("state".into(), Shared::object(state));
+                result.insert("index".into(), Shared::new(json!(i)));
+                Shared::object(result)
+            })
+            .collect();
+        let mut state = SharedMap::new();
+        state.insert("items".into(), list.clone());
+        state.insert("parallel_results".into(), Shared::array(results));
+        let state = Shared::object(state);
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        let events = [started(0, &state), completed(1, &state)];
+        s.append_events(&events).await.unwrap();
+        // The list once, the results referring to it (still 20 KB without it, so
+        // stored apart too), and the state referring to both.
+        assert_eq!(stored_values(&path), 3);
+        let stored: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT sum(length(body)) FROM run_values", [], |r| r.get(0))
+            .unwrap();
+        let whole = serde_json::to_vec(&state).unwrap().len() as i64;
+        assert!(stored * 20 < whole, "{stored} bytes stored of {whole}");
+        // Read back in another process: equal, and the list is one shared value again.
+        drop(s);
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        let read = s.events("r", None, 10).await.unwrap();
+        assert_eq!(read, events);
+        let node = carried_of(&read[1]).node();
+        let list_at = |n: weft_core::value::Node<'_>| match n.get("items") {
+            Some(weft_core::value::Node::Shared(v)) => v.clone(),
+            _ => panic!("the list is not a shared part"),
+        };
+        let results = node.get("parallel_results").unwrap();
+        let first = list_at(results.at(0).unwrap().get("state").unwrap());
+        let last = list_at(results.at(499).unwrap().get("state").unwrap());
+        assert!(Shared::ptr_eq(&first, &last) && Shared::ptr_eq(&first, &list_at(node)));
+        // A part that refers to itself is damage, not a loop.
+        let conn = Connection::open(&path).unwrap();
+        conn.execute(
+            "UPDATE run_values SET refs = '[[[\"0\"], \"' || lower(hex(id)) || '\"]]' WHERE refs IS NULL",
+            [],
+        )
+        .unwrap();
+        let e = s.events("r", None, 10).await.unwrap_err();
         assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
     }
 

@@ -5,8 +5,9 @@
 //! order they came, `results` how many of them are step results (for the store's
 //! statistics). A step result's large output is stored once for the run, shared with the
 //! events that carry it, and the entry holds its id (`output_id`) with a null output
-//! ([`super::shared_values`]). A row per entry cost a B-tree insert into the table, its index by run
-//! and SQLite's `AUTOINCREMENT` counter each: a fifth of a loop of Lua steps' CPU.
+//! ([`super::shared_values`]). A row per entry cost a B-tree insert into the table, its
+//! index by run and SQLite's `AUTOINCREMENT` counter each: a fifth of a loop of Lua
+//! steps' CPU.
 //!
 //! A run's chunks are read in `id` order, which is the order they were committed in (a
 //! new row's id is above every id the table holds, its run's rows among them). Forgetting
@@ -104,7 +105,7 @@ impl SerializedEntry {
         let mut serialized = Self::stored(&EntryBody {
             key: &entry.key,
             kind: entry.kind,
-            value: &without_output(&entry.value),
+            value: &with_output(&entry.value, Shared::null()).unwrap_or_default(),
             output_id: Some(&output.id()),
         })?;
         serialized.output = Some(output);
@@ -132,22 +133,6 @@ fn output_of(entry: &JournalEntry) -> Option<&Shared> {
         (EntryKind::Result, Shared::Object(m)) => m.get("output"),
         _ => None,
     }
-}
-
-/// A result's value with a null output (its parts shared, not copied).
-fn without_output(value: &Shared) -> Shared {
-    let mut m = SharedMap::new();
-    for k in value.node().keys() {
-        let v = match k {
-            "output" => Shared::null(),
-            _ => value
-                .node()
-                .get(k)
-                .map_or_else(Shared::null, |n| n.to_shared()),
-        };
-        m.insert(k.to_owned(), v);
-    }
-    Shared::Object(Arc::new(m))
 }
 
 /// Writes `entries` (of one commit, perhaps of several runs) as one chunk a run.
@@ -228,7 +213,7 @@ pub(super) fn read(conn: &Connection, run_id: &str) -> Result<Vec<JournalEntry>,
         for e in entries {
             let value = match &e.output_id {
                 Some(id) => {
-                    with_output(e.value, values.get(conn, run_id, id)?).ok_or_else(|| {
+                    with_output(&e.value, values.get(conn, run_id, id)?).ok_or_else(|| {
                         StoreError::Corrupt(format!(
                             "journal entry {} of run {run_id} refers to an output but is no result",
                             e.key
@@ -247,12 +232,14 @@ pub(super) fn read(conn: &Connection, run_id: &str) -> Result<Vec<JournalEntry>,
     Ok(out)
 }
 
-/// A result read back with its `output` put in place; `None` when it is no object.
-fn with_output(value: Shared, output: Shared) -> Option<Shared> {
-    if !matches!(value.node().kind(), Kind::Object(_)) {
+/// A result with `output` in its `output`'s place, its other parts shared, not copied
+/// (null to store the output apart, the stored output when reading it back); `None`
+/// when it is no object.
+fn with_output(value: &Shared, output: Shared) -> Option<Shared> {
+    let node = value.node();
+    if !matches!(node.kind(), Kind::Object(_)) {
         return None;
     }
-    let node = value.node();
     let mut m: SharedMap = node
         .keys()
         .into_iter()

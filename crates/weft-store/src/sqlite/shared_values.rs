@@ -15,20 +15,30 @@
 //! once and the second write is a lookup. Rows stay as long as the run does: retrying a
 //! run forgets journal entries, never the values its events refer to.
 //!
+//! A large value's own large shared parts are stored apart in turn ([`parts`]), so a
+//! value that holds one list many times (a fan-out's results, each holding a state that
+//! holds the list) is stored with the list once.
+//!
 //! Values are recognised by pointer. A remembered value is held by a weak reference,
 //! which keeps its allocation (so its pointer cannot be reused for another value
 //! meanwhile) but not the value: remembering a step's 100,000-item output costs its
 //! compressed body, not the tree. Values behind a shared `Arc` are never changed in
 //! place.
 
+mod parts;
+mod reader;
+mod size;
+
+pub(super) use reader::ValueReader;
+
 use super::err;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use weft_core::event::EventKind;
 use weft_core::ports::StoreError;
-use weft_core::value::{Kind, Node, Shared, SharedMap, Value};
+use weft_core::value::{Shared, SharedMap, Value};
 
 /// Values whose JSON is at least this long are stored once and referred to: a smaller
 /// value costs less inline than a reference costs to resolve.
@@ -51,18 +61,33 @@ const RUNS_KEPT: usize = 4096;
 #[derive(Clone)]
 pub(super) struct StoredValue {
     id: [u8; 16],
-    /// LZ4-compressed JSON, its length first (as event chunks are).
+    /// LZ4-compressed JSON, its length first (as event chunks are), `null` where a part
+    /// is stored apart.
     body: Arc<[u8]>,
+    /// The parts stored apart, as JSON: `[[path, id], ...]`, a path the keys and
+    /// indexes (as strings) from the value's root.
+    refs: Option<Arc<str>>,
+    /// Those parts, written with the value wherever it is.
+    parts: Arc<[StoredValue]>,
 }
 
 impl StoredValue {
-    fn new(value: &Shared) -> Result<StoredValue, StoreError> {
-        let json = serde_json::to_vec(value).map_err(|e| err("values", e))?;
+    fn new(written: parts::Written) -> Result<StoredValue, StoreError> {
+        let refs = match written.refs.is_empty() {
+            true => None,
+            false => Some(
+                serde_json::to_string(&written.refs)
+                    .map_err(|e| err("values", e))?
+                    .into(),
+            ),
+        };
         Ok(StoredValue {
             // A v7 UUID: unique across processes and restarts of a run without asking
             // the database which ids it holds.
             id: uuid::Uuid::now_v7().into_bytes(),
-            body: lz4_flex::block::compress_prepend_size(&json).into(),
+            body: lz4_flex::block::compress_prepend_size(&written.json).into(),
+            refs,
+            parts: written.parts.into(),
         })
     }
 
@@ -125,14 +150,14 @@ impl SharedValues {
         if let Some(stored) = self.find(run, value) {
             return Ok(Some(stored));
         }
-        if !json_reaches(value.node(), LARGE) {
+        if !size::json_reaches(value.node(), LARGE) {
             return Ok(None);
         }
-        let stored = StoredValue::new(value)?;
-        self.remember(run, value, stored.clone());
-        Ok(Some(stored))
+        let written = parts::write(self, run, value)?;
+        Ok(Some(self.remember(run, value, StoredValue::new(written)?)))
     }
 
+    /// Where `value` of `run` is stored, when this process stored it recently.
     fn find(&self, run: &str, value: &Shared) -> Option<StoredValue> {
         let runs = self.by_run.lock().ok()?;
         runs.get(run)?
@@ -141,9 +166,10 @@ impl SharedValues {
             .map(|r| r.stored.clone())
     }
 
-    fn remember(&self, run: &str, value: &Shared, stored: StoredValue) {
+    /// Remembers that `value` of `run` is `stored`, and returns it.
+    fn remember(&self, run: &str, value: &Shared, stored: StoredValue) -> StoredValue {
         let Ok(mut runs) = self.by_run.lock() else {
-            return;
+            return stored;
         };
         if !runs.contains_key(run) {
             if runs.len() >= RUNS_KEPT {
@@ -152,7 +178,7 @@ impl SharedValues {
             runs.insert(Arc::from(run), VecDeque::new());
         }
         let Some(kept) = runs.get_mut(run) else {
-            return;
+            return stored;
         };
         let now = Instant::now();
         while kept.len() >= KEPT_AT_MOST
@@ -162,9 +188,10 @@ impl SharedValues {
         }
         kept.push_back(Remembered {
             value: Held::of(value),
-            stored,
+            stored: stored.clone(),
             at: now,
         });
+        stored
     }
 
     /// `run` ended or paused: its values are not held (a resumed run stores its next
@@ -176,129 +203,33 @@ impl SharedValues {
     }
 }
 
-/// Whether `node`'s JSON is at least `limit` bytes long, walking no more of it than
-/// that: a lower bound (strings count their bytes unescaped, numbers other than
-/// integers three), which is all the choice between inline and stored needs.
-fn json_reaches(node: Node<'_>, limit: usize) -> bool {
-    let mut left = Budget(limit);
-    left.node(node)
-}
-
-/// Bytes still to find before a value counts as large.
-struct Budget(usize);
-
-impl Budget {
-    /// Counts `n` bytes; true once the limit is reached.
-    fn spend(&mut self, n: usize) -> bool {
-        self.0 = self.0.saturating_sub(n);
-        self.0 == 0
-    }
-
-    fn node(&mut self, node: Node<'_>) -> bool {
-        if let Some(v) = node.as_json() {
-            return self.json(v);
-        }
-        match node.kind() {
-            // `{` and `}`, and per entry its quoted key, a colon and a comma but one.
-            Kind::Object(_) => {
-                self.spend(1)
-                    || node.keys().into_iter().any(|k| {
-                        self.spend(k.len() + 4) || node.get(k).is_some_and(|v| self.node(v))
-                    })
-            }
-            Kind::Array(n) => {
-                self.spend(1 + n) || (0..n).any(|i| node.at(i).is_some_and(|v| self.node(v)))
-            }
-            Kind::Scalar(v) => self.json(v),
-        }
-    }
-
-    fn json(&mut self, v: &Value) -> bool {
-        match v {
-            Value::Null | Value::Bool(_) => self.spend(4),
-            Value::Number(n) => self.spend(number_len(n)),
-            Value::String(s) => self.spend(s.len() + 2),
-            Value::Array(a) => self.spend(1 + a.len()) || a.iter().any(|v| self.json(v)),
-            Value::Object(m) => {
-                self.spend(1)
-                    || m.iter()
-                        .any(|(k, v)| self.spend(k.len() + 4) || self.json(v))
-            }
-        }
-    }
-}
-
-/// How many characters a number takes at least.
-fn number_len(n: &serde_json::Number) -> usize {
-    let digits = |mut u: u64| {
-        let mut d = 1;
-        while u >= 10 {
-            u /= 10;
-            d += 1;
-        }
-        d
-    };
-    match (n.as_u64(), n.as_i64()) {
-        (Some(u), _) => digits(u),
-        (None, Some(i)) => 1 + digits(i.unsigned_abs()),
-        _ => 3,
-    }
-}
-
-/// Writes the rows of `values` (each with its run) that are not there yet.
+/// Writes the rows of `values` (each with its run), and of the parts they refer to, that
+/// are not there yet.
 pub(super) fn insert<'a>(
     conn: &Connection,
     values: impl IntoIterator<Item = (&'a str, &'a StoredValue)>,
 ) -> Result<(), StoreError> {
     let mut seen = HashSet::new();
     let mut insert = conn
-        .prepare_cached("INSERT OR IGNORE INTO run_values (run_id, id, body) VALUES (?1, ?2, ?3)")
+        .prepare_cached(
+            "INSERT OR IGNORE INTO run_values (run_id, id, body, refs) VALUES (?1, ?2, ?3, ?4)",
+        )
         .map_err(|e| err("values", e))?;
-    for (run_id, value) in values {
+    let mut pending: Vec<(&str, &StoredValue)> = values.into_iter().collect();
+    while let Some((run_id, value)) = pending.pop() {
         if seen.insert((run_id, value.id)) {
             insert
-                .execute(params![run_id, &value.id[..], &value.body[..]])
+                .execute(params![
+                    run_id,
+                    &value.id[..],
+                    &value.body[..],
+                    value.refs.as_deref()
+                ])
                 .map_err(|e| err("values", e))?;
+            pending.extend(value.parts.iter().map(|p| (run_id, p)));
         }
     }
     Ok(())
-}
-
-/// Reads the values a run's journal entries and events refer to, each once per reader.
-#[derive(Default)]
-pub(super) struct ValueReader {
-    read: HashMap<String, Shared>,
-}
-
-impl ValueReader {
-    /// The value stored under `id` for run `run_id`.
-    pub(super) fn get(
-        &mut self,
-        conn: &Connection,
-        run_id: &str,
-        id: &str,
-    ) -> Result<Shared, StoreError> {
-        if let Some(v) = self.read.get(id) {
-            return Ok(v.clone());
-        }
-        let corrupt = |why: String| {
-            StoreError::Corrupt(format!("the stored value {id} of run {run_id}: {why}"))
-        };
-        let key = uuid::Uuid::try_parse(id).map_err(|e| corrupt(e.to_string()))?;
-        let body: Option<Vec<u8>> = conn
-            .prepare_cached("SELECT body FROM run_values WHERE run_id = ?1 AND id = ?2")
-            .and_then(|mut s| {
-                s.query_row(params![run_id, &key.as_bytes()[..]], |r| r.get(0))
-                    .optional()
-            })
-            .map_err(|e| err("values", e))?;
-        let body = body.ok_or_else(|| corrupt("it is missing".into()))?;
-        let json = super::decompress(&body).map_err(corrupt)?;
-        let value: Value = serde_json::from_slice(&json).map_err(|e| corrupt(e.to_string()))?;
-        let value = Shared::new(value);
-        self.read.insert(id.to_owned(), value.clone());
-        Ok(value)
-    }
 }
 
 /// The value an event carries that may be large and shared with another write.
@@ -342,28 +273,6 @@ fn carried_slot(kind: &mut EventKind) -> Option<&mut Option<Shared>> {
 mod tests {
     use super::*;
     use serde_json::json;
-    use weft_core::value::SharedMap;
-
-    #[test]
-    fn the_size_check_agrees_with_serialized_json_around_the_limit() {
-        for n in [0, 1, 10, 100, 500, 700, 1000, 1200, 2000, 5000] {
-            let plain =
-                Shared::new(json!({"items": (0..n).collect::<Vec<_>>(), "s": "x".repeat(n)}));
-            let mut parts = SharedMap::new();
-            parts.insert("state".into(), plain.clone());
-            parts.insert("n".into(), Shared::new(json!(n)));
-            parts.insert("f".into(), Shared::new(json!([1.5, -3, null, true])));
-            let built = Shared::object(parts);
-            for v in [&plain, &built] {
-                let len = serde_json::to_vec(v).unwrap().len();
-                let reaches = json_reaches(v.node(), LARGE);
-                // A lower bound: never says large of a small value, and says it of any
-                // value a little past the limit.
-                assert!(!reaches || len >= LARGE, "n={n}: {len} bytes said large");
-                assert!(reaches || len < LARGE + 64, "n={n}: {len} bytes said small");
-            }
-        }
-    }
 
     #[test]
     fn a_run_keeps_its_recent_values_and_its_last_few() {
