@@ -9,6 +9,7 @@
 
 mod events;
 mod journal;
+mod run_values;
 mod shared_values;
 mod sources;
 mod threads;
@@ -94,8 +95,8 @@ enum Request {
     NextEventSeq(String, Reply<u64>),
     PutFlow(String, String, Reply<()>),
     GetFlow(String, Reply<Option<String>>),
-    CreateRun(Box<RunRecord>, Reply<()>),
-    UpdateRun(Box<RunRecord>, Reply<()>),
+    CreateRun(Box<(RunRecord, run_values::RunValues)>, Reply<()>),
+    UpdateRun(Box<(RunRecord, run_values::RunValues)>, Reply<()>),
     GetRun(String, Reply<Option<RunRecord>>),
     ListRuns(RunQuery, Reply<Vec<RunRecord>>),
     PutSource(Box<FlowSource>, Reply<()>),
@@ -236,7 +237,7 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, val
          status TEXT NOT NULL, output TEXT, state TEXT, error TEXT, waiting TEXT,
          usage TEXT NOT NULL, owner TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
          scopes TEXT, view TEXT, settings TEXT, retries INTEGER NOT NULL DEFAULT 0,
-         flow_id TEXT, wake_ms INTEGER);
+         flow_id TEXT, wake_ms INTEGER, output_refs TEXT, state_refs TEXT);
      CREATE TABLE IF NOT EXISTS sources (
          id TEXT PRIMARY KEY, name TEXT NOT NULL, dialect TEXT NOT NULL, text TEXT NOT NULL,
          created_ms INTEGER NOT NULL);
@@ -359,6 +360,8 @@ fn open_connection(path: &Path, durability: Durability) -> Result<Connection, Op
         Some(Err(_)) => return Err(OpenError::Foreign(tables)),
     }
     ensure_column(&tx, "runs", "wake_ms", "INTEGER")?;
+    ensure_column(&tx, "runs", "output_refs", "TEXT")?;
+    ensure_column(&tx, "runs", "state_refs", "TEXT")?;
     tx.execute_batch(LATE_SCHEMA)?;
     tx.execute_batch(triggers::SCHEMA)?;
     tx.execute_batch(threads::SCHEMA)?;
@@ -531,12 +534,18 @@ fn parse_col(s: Option<String>) -> rusqlite::Result<Option<serde_json::Value>> {
     .transpose()
 }
 
-const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id, wake_ms";
+const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id, wake_ms, output_refs, state_refs";
 
-fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+/// A run row, with the references to the parts its output and state hold apart (put
+/// back by [`with_values`]).
+fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(RunRecord, run_values::Refs)> {
     let status: String = r.get(7)?;
     let usage: String = r.get(12)?;
-    Ok(RunRecord {
+    let refs = run_values::Refs {
+        output: r.get(22)?,
+        state: r.get(23)?,
+    };
+    let run = RunRecord {
         id: r.get(0)?,
         flow_hash: r.get(1)?,
         flow_name: r.get(2)?,
@@ -562,7 +571,21 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         lease_until_ms: None,
         flow_id: r.get(20)?,
         wake_ms: r.get(21)?,
-    })
+    };
+    Ok((run, refs))
+}
+
+/// The runs of `rows`, their output and state whole.
+fn with_values(
+    conn: &Connection,
+    rows: Vec<(RunRecord, run_values::Refs)>,
+) -> Result<Vec<RunRecord>, StoreError> {
+    rows.into_iter()
+        .map(|(mut run, refs)| {
+            run_values::put_back(conn, &mut run, refs)?;
+            Ok(run)
+        })
+        .collect()
 }
 
 /// The runs `query` asks for: newest first, from its cursor on.
@@ -571,33 +594,50 @@ fn list_runs(conn: &Connection, query: &RunQuery) -> Result<Vec<RunRecord>, Stor
         Some(c) => (Some(c.created_ms), Some(c.id.as_str())),
         None => (None, None),
     };
-    conn.prepare_cached(&format!(
-        "SELECT {RUN_COLUMNS} FROM runs
-         WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR (created_ms, id) < (?2, ?3))
-         ORDER BY created_ms DESC, id DESC LIMIT ?4"
-    ))
-    .and_then(|mut s| {
-        let status = query.status.map(|s| s.as_str());
-        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
-        s.query_map(params![status, after_ms, after_id, limit], run_from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-    })
-    .map_err(|e| err("runs", e))
+    let rows = conn
+        .prepare_cached(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs
+             WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR (created_ms, id) < (?2, ?3))
+             ORDER BY created_ms DESC, id DESC LIMIT ?4"
+        ))
+        .and_then(|mut s| {
+            let status = query.status.map(|s| s.as_str());
+            let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+            s.query_map(params![status, after_ms, after_id, limit], run_from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(|e| err("runs", e))?;
+    with_values(conn, rows)
 }
 
-pub(crate) fn write_run(
+/// Writes `run` (inserting it when `insert`), its output and state as `values` wrote
+/// them when given (with their large parts apart), else whole.
+fn write_run(
     conn: &Connection,
     run: &RunRecord,
     insert: bool,
+    values: Option<&run_values::RunValues>,
 ) -> Result<(), StoreError> {
-    let sql = if insert {
-        format!(
-            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
-        )
+    let placeholders = (1..=24)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let verb = if insert {
+        "INSERT"
     } else {
-        format!(
-            "INSERT OR REPLACE INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
-        )
+        "INSERT OR REPLACE"
+    };
+    let sql = format!("{verb} INTO runs ({RUN_COLUMNS}) VALUES ({placeholders})");
+    let whole = |v: &Option<weft_core::value::Shared>| json_col(v.as_ref());
+    let ((output, output_refs), (state, state_refs)) = match values {
+        Some(v) => {
+            v.insert_parts(conn, &run.id)?;
+            let own = |(json, refs): (Option<&str>, Option<&str>)| {
+                (json.map(str::to_owned), refs.map(str::to_owned))
+            };
+            (own(v.output()), own(v.state()))
+        }
+        None => ((whole(&run.output), None), (whole(&run.state), None)),
     };
     conn.prepare_cached(&sql)
         .and_then(|mut s| {
@@ -610,8 +650,8 @@ pub(crate) fn write_run(
                 run.dialect,
                 run.input.to_string(),
                 run.status.as_str(),
-                json_col(run.output.as_ref()),
-                json_col(run.state.as_ref()),
+                output,
+                state,
                 json_col(run.error.as_ref()),
                 json_col(run.waiting.as_ref()),
                 serde_json::to_string(&run.usage).unwrap_or_default(),
@@ -625,6 +665,8 @@ pub(crate) fn write_run(
                 run.retries,
                 run.flow_id,
                 run.wake_ms.filter(|_| run.status == RunStatus::Paused),
+                output_refs,
+                state_refs,
             ])
         })
         .map(|_| ())
@@ -648,7 +690,7 @@ fn get_run(conn: &Connection, id: &str) -> Result<Option<RunRecord>, StoreError>
         .optional()
         .map_err(|e| err("runs", e))?;
     if exact.is_some() || id.len() < 4 {
-        return Ok(exact);
+        return Ok(with_values(conn, exact.into_iter().collect())?.pop());
     }
     // The ids that start with `id` sort between it and it followed by the last code
     // point: a range the primary key answers, case-sensitive, with no wildcards.
@@ -657,10 +699,11 @@ fn get_run(conn: &Connection, id: &str) -> Result<Option<RunRecord>, StoreError>
             "SELECT {RUN_COLUMNS} FROM runs WHERE id >= ?1 AND id < ?1 || char(1114111) LIMIT 2"
         ))
         .map_err(|e| err("runs", e))?;
-    let found: Vec<RunRecord> = stmt
+    let found = stmt
         .query_map(params![id], run_from_row)
         .and_then(|rows| rows.collect())
         .map_err(|e| err("runs", e))?;
+    let found = with_values(conn, found)?;
     match found.len() {
         0 => Ok(None),
         1 => Ok(found.into_iter().next()),
@@ -770,10 +813,10 @@ fn serve(conn: &Connection, req: Request) {
             let _ = reply.send(r);
         }
         Request::CreateRun(run, reply) => {
-            let _ = reply.send(write_run(conn, &run, true));
+            let _ = reply.send(write_run(conn, &run.0, true, Some(&run.1)));
         }
         Request::UpdateRun(run, reply) => {
-            let _ = reply.send(write_run(conn, &run, false));
+            let _ = reply.send(write_run(conn, &run.0, false, Some(&run.1)));
         }
         Request::GetRun(id, reply) => {
             let _ = reply.send(get_run(conn, &id));
@@ -858,11 +901,13 @@ impl Store for SqliteStore {
         self.ask(|r| Request::GetFlow(hash.to_owned(), r)).await
     }
     async fn create_run(&self, run: &RunRecord) -> Result<(), StoreError> {
-        self.ask(|r| Request::CreateRun(Box::new(run.clone()), r))
+        let values = run_values::RunValues::of(run, &self.shared_values)?;
+        self.ask(|r| Request::CreateRun(Box::new((run.clone(), values)), r))
             .await
     }
     async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError> {
-        self.ask(|r| Request::UpdateRun(Box::new(run.clone()), r))
+        let values = run_values::RunValues::of(run, &self.shared_values)?;
+        self.ask(|r| Request::UpdateRun(Box::new((run.clone(), values)), r))
             .await
     }
     async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
@@ -1562,14 +1607,10 @@ mod tests {
         assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
     }
 
-    #[tokio::test]
-    async fn a_part_held_many_times_in_a_large_value_is_stored_once() {
-        // A fan-out's results as the engine builds them: each holds a state that holds
-        // the same list (one `Arc`), 500 times.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("p.db");
-        let list = Shared::new(json!((0..5_000).collect::<Vec<_>>()));
-        let results: Vec<Shared> = (0..500)
+    /// A state after a TEA fan-out over `list` as the engine builds it: `n` results,
+    /// each holding a state that holds the same list (one `Arc`).
+    fn fanned_out(list: &Shared, n: usize) -> Shared {
+        let results: Vec<Shared> = (0..n)
             .map(|i| {
                 let mut state = SharedMap::new();
                 state.insert("items".into(), list.clone());
@@ -1583,7 +1624,58 @@ mod tests {
         let mut state = SharedMap::new();
         state.insert("items".into(), list.clone());
         state.insert("parallel_results".into(), Shared::array(results));
-        let state = Shared::object(state);
+        Shared::object(state)
+    }
+
+    #[tokio::test]
+    async fn a_run_record_s_large_state_and_output_keep_their_large_parts_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        let list = Shared::new(json!((0..5_000).collect::<Vec<_>>()));
+        let state = fanned_out(&list, 500);
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        let mut rec = run("r");
+        s.create_run(&rec).await.unwrap();
+        rec.status = RunStatus::Completed;
+        rec.state = Some(state.clone());
+        rec.output = Some(Shared::new(json!({"total": 12})));
+        s.update_run(&rec).await.unwrap();
+        let conn = Connection::open(&path).unwrap();
+        let (state_len, state_refs, output_refs): (i64, Option<String>, Option<String>) = conn
+            .query_row(
+                "SELECT length(state), state_refs, output_refs FROM runs WHERE id = 'r'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert!(state_len < 4096 && state_refs.is_some() && output_refs.is_none());
+        // Read back whole, by id, by prefix and in a listing, in another process.
+        drop(s);
+        let s = SqliteStore::open(&path, Durability::Process).unwrap();
+        assert_eq!(s.get_run("r").await.unwrap().unwrap(), rec);
+        let listed = s.list_runs(&RunQuery::newest(10)).await.unwrap();
+        assert_eq!(listed, [rec.clone()]);
+        // A state the run's events stored already is referred to whole.
+        s.append_events(&[started(0, &state)]).await.unwrap();
+        s.update_run(&rec).await.unwrap();
+        let column: String = conn
+            .query_row("SELECT state FROM runs WHERE id = 'r'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(column, "null");
+        assert_eq!(s.get_run("r").await.unwrap().unwrap(), rec);
+        // The first process's record stored the list and the results; the second
+        // process, which had not stored them, stored them again with the state.
+        assert_eq!(stored_values(&path), 5);
+    }
+
+    #[tokio::test]
+    async fn a_part_held_many_times_in_a_large_value_is_stored_once() {
+        // A fan-out's results as the engine builds them: each holds a state that holds
+        // the same list (one `Arc`), 500 times.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.db");
+        let list = Shared::new(json!((0..5_000).collect::<Vec<_>>()));
+        let state = fanned_out(&list, 500);
         let s = SqliteStore::open(&path, Durability::Process).unwrap();
         let events = [started(0, &state), completed(1, &state)];
         s.append_events(&events).await.unwrap();

@@ -29,7 +29,7 @@ mod parts;
 mod reader;
 mod size;
 
-pub(super) use reader::ValueReader;
+pub(super) use reader::{ValueReader, read_apart};
 
 use super::err;
 use rusqlite::{Connection, params};
@@ -97,6 +97,14 @@ impl StoredValue {
     }
 }
 
+/// A value written for a column of its own: its JSON, `null` where a part is stored
+/// apart, and those parts (`refs` as a stored value holds them).
+pub(super) struct Apart {
+    pub(super) json: String,
+    pub(super) refs: Option<String>,
+    pub(super) parts: Vec<StoredValue>,
+}
+
 /// A value a run has stored, and when.
 struct Remembered {
     value: Held,
@@ -155,6 +163,32 @@ impl SharedValues {
         }
         let written = parts::write(self, run, value)?;
         Ok(Some(self.remember(run, value, StoredValue::new(written)?)))
+    }
+
+    /// `value` of `run` as JSON to keep in a column of its own (a run's output or state),
+    /// its large shared parts stored apart: the whole value referred to when the run's
+    /// events stored it already (a run's last state usually is its last step's input).
+    pub(super) fn apart(&self, run: &str, value: &Shared) -> Result<Apart, StoreError> {
+        if let Some(stored) = self.find(run, value) {
+            let whole: parts::Path = Vec::new();
+            let refs =
+                serde_json::to_string(&[(whole, stored.id())]).map_err(|e| err("values", e))?;
+            return Ok(Apart {
+                json: "null".into(),
+                refs: Some(refs),
+                parts: vec![stored],
+            });
+        }
+        let written = parts::write(self, run, value)?;
+        let refs = match written.refs.is_empty() {
+            true => None,
+            false => Some(serde_json::to_string(&written.refs).map_err(|e| err("values", e))?),
+        };
+        Ok(Apart {
+            json: String::from_utf8(written.json).map_err(|e| err("values", e))?,
+            refs,
+            parts: written.parts,
+        })
     }
 
     /// Where `value` of `run` is stored, when this process stored it recently.

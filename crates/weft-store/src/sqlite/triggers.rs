@@ -130,7 +130,7 @@ fn record_firing(
         return Ok(false);
     }
     if let Some(run) = run {
-        write_run(&tx, run, true)?;
+        write_run(&tx, run, true, None)?;
     }
     tx.commit().map_err(|e| err("firings", e))?;
     Ok(true)
@@ -154,7 +154,7 @@ fn start_queued_firing(
     if changed == 0 {
         return Ok(false);
     }
-    write_run(&tx, run, true)?;
+    write_run(&tx, run, true, None)?;
     tx.commit().map_err(|e| err("firings", e))?;
     Ok(true)
 }

@@ -62,6 +62,25 @@ impl ValueReader {
     }
 }
 
+/// A value kept in a column of its own ([`super::SharedValues::apart`]), its parts read
+/// and put back: `json` as the column holds it, `refs` its parts.
+pub(in crate::sqlite) fn read_apart(
+    conn: &Connection,
+    run_id: &str,
+    json: Value,
+    refs: &str,
+    reader: &mut ValueReader,
+) -> Result<Shared, StoreError> {
+    let corrupt = |why: String| StoreError::Corrupt(format!("a value of run {run_id}: {why}"));
+    let refs: Vec<(Path, String)> =
+        serde_json::from_str(refs).map_err(|e| corrupt(e.to_string()))?;
+    let mut parts = Vec::with_capacity(refs.len());
+    for (path, part) in refs {
+        parts.push((path, reader.get(conn, run_id, &part)?));
+    }
+    fill(json, parts).map_err(corrupt)
+}
+
 /// `value` with each part put at its path (where `value` holds `null`), as a value built
 /// of shared parts: the parts are shared, not copied.
 fn fill(value: Value, parts: Vec<(Path, Shared)>) -> Result<Shared, String> {
