@@ -907,6 +907,12 @@ impl Store for SqliteStore {
     }
     async fn update_run(&self, run: &RunRecord) -> Result<(), StoreError> {
         let values = run_values::RunValues::of(run, &self.shared_values)?;
+        // A run that ended or paused (perhaps for days) holds none of its values here
+        // (its record, written last, may refer to them); after a resume it stores its
+        // next large value again.
+        if !matches!(run.status, RunStatus::Queued | RunStatus::Running) {
+            self.shared_values.forget(&run.id);
+        }
         self.ask(|r| Request::UpdateRun(Box::new((run.clone(), values)), r))
             .await
     }
@@ -1593,7 +1599,12 @@ mod tests {
             .unwrap();
         assert_eq!(stored_values(&path), 2);
         assert_eq!(s.events("r", Some(11), 10).await.unwrap().len(), 2);
-        // A pause lets go of the run's values: after it, `big` is stored again.
+        // A pause (the run's record says so) lets go of the run's values: after it,
+        // `big` is stored again.
+        let mut rec = run("r");
+        s.create_run(&rec).await.unwrap();
+        rec.status = RunStatus::Paused;
+        s.update_run(&rec).await.unwrap();
         let paused = event_of("r", 14, 7, EventKind::RunPaused { waiting: json!([]) });
         s.append_events(&[paused, started(15, &big)]).await.unwrap();
         assert_eq!(stored_values(&path), 3);

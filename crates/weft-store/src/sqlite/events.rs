@@ -122,11 +122,6 @@ pub(super) fn serialize(events: &[Event], shared: &SharedValues) -> Result<Seria
         if let Some(v) = stored {
             out.values.push((e.run_id.clone(), v));
         }
-        // A run that ended or paused (perhaps for days) holds none of its values
-        // here; after a resume it stores its next large value again.
-        if e.kind.is_final() || matches!(e.kind, EventKind::RunPaused { .. }) {
-            shared.forget(&e.run_id);
-        }
         out.events
             .push((e.run_id.clone(), e.seq, start..out.text.len()));
     }

@@ -54,8 +54,12 @@ const KEPT_FOR: Duration = Duration::from_secs(1);
 /// Values remembered per run at most, however recent (a run without an event log, whose
 /// journal's values nothing else refers to, holds no more than this).
 const KEPT_AT_MOST: usize = 32;
-/// Runs remembered at most; past it, all are forgotten (they only store values again).
+/// Runs remembered at most, and bytes of compressed values held for them; past either,
+/// all are forgotten (they only store values again). A run's values are let go when its
+/// record says it ended or paused; these bound what runs that never say so (their
+/// process died) hold.
 const RUNS_KEPT: usize = 4096;
+const BYTES_KEPT: usize = 256 << 20;
 
 /// A large value, serialized and compressed once, under its id.
 #[derive(Clone)]
@@ -143,7 +147,21 @@ impl Held {
 /// The large values each run has stored, by pointer.
 #[derive(Default)]
 pub(super) struct SharedValues {
-    by_run: Mutex<HashMap<Arc<str>, VecDeque<Remembered>>>,
+    kept: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    by_run: HashMap<Arc<str>, VecDeque<Remembered>>,
+    /// The compressed bytes of every value held.
+    bytes: usize,
+}
+
+impl Kept {
+    fn clear(&mut self) {
+        self.by_run.clear();
+        self.bytes = 0;
+    }
 }
 
 impl SharedValues {
@@ -193,8 +211,9 @@ impl SharedValues {
 
     /// Where `value` of `run` is stored, when this process stored it recently.
     fn find(&self, run: &str, value: &Shared) -> Option<StoredValue> {
-        let runs = self.by_run.lock().ok()?;
-        runs.get(run)?
+        let kept = self.kept.lock().ok()?;
+        kept.by_run
+            .get(run)?
             .iter()
             .find(|r| r.value.is(value))
             .map(|r| r.stored.clone())
@@ -202,25 +221,27 @@ impl SharedValues {
 
     /// Remembers that `value` of `run` is `stored`, and returns it.
     fn remember(&self, run: &str, value: &Shared, stored: StoredValue) -> StoredValue {
-        let Ok(mut runs) = self.by_run.lock() else {
+        let Ok(mut kept) = self.kept.lock() else {
             return stored;
         };
-        if !runs.contains_key(run) {
-            if runs.len() >= RUNS_KEPT {
-                runs.clear();
-            }
-            runs.insert(Arc::from(run), VecDeque::new());
-        }
-        let Some(kept) = runs.get_mut(run) else {
-            return stored;
-        };
-        let now = Instant::now();
-        while kept.len() >= KEPT_AT_MOST
-            || (kept.len() >= KEPT_PER_RUN && kept.front().is_some_and(|r| now - r.at > KEPT_FOR))
+        let kept = &mut *kept;
+        if (!kept.by_run.contains_key(run) && kept.by_run.len() >= RUNS_KEPT)
+            || kept.bytes + stored.body.len() > BYTES_KEPT
         {
-            kept.pop_front();
+            kept.clear();
         }
-        kept.push_back(Remembered {
+        let values = kept.by_run.entry(Arc::from(run)).or_default();
+        let now = Instant::now();
+        while values.len() >= KEPT_AT_MOST
+            || (values.len() >= KEPT_PER_RUN
+                && values.front().is_some_and(|r| now - r.at > KEPT_FOR))
+        {
+            if let Some(gone) = values.pop_front() {
+                kept.bytes = kept.bytes.saturating_sub(gone.stored.body.len());
+            }
+        }
+        kept.bytes += stored.body.len();
+        values.push_back(Remembered {
             value: Held::of(value),
             stored: stored.clone(),
             at: now,
@@ -231,8 +252,11 @@ impl SharedValues {
     /// `run` ended or paused: its values are not held (a resumed run stores its next
     /// large value again).
     pub(super) fn forget(&self, run: &str) {
-        if let Ok(mut runs) = self.by_run.lock() {
-            runs.remove(run);
+        if let Ok(mut kept) = self.kept.lock()
+            && let Some(values) = kept.by_run.remove(run)
+        {
+            let held: usize = values.iter().map(|r| r.stored.body.len()).sum();
+            kept.bytes = kept.bytes.saturating_sub(held);
         }
     }
 }
