@@ -241,19 +241,22 @@ pub fn worker_main(kind: WorkerKind) -> i32 {
         // reading the next request (a fan-in's results can be 100 MB of JSON) must not
         // fail on this one's.
         lift_memory_limit();
-        let Ok(text) = serde_json::to_string(&response) else {
-            return 1;
-        };
-        if writeln!(stdout, "{text}")
-            .and_then(|_| stdout.flush())
-            .is_err()
-        {
+        if send_line(&mut stdout, &response).is_err() {
             return 1;
         }
         if interpreters.poisoned {
             return 2;
         }
     }
+}
+
+/// Writes `message` to the engine as one JSON line, in one write: `writeln!` on the
+/// unbuffered pipe made two system calls (the text, then the newline), each of which
+/// the worker's seccomp filter inspects, for every answer.
+fn send_line(out: &mut std::fs::File, message: &impl serde::Serialize) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    out.write_all(&line)
 }
 
 /// Has the engine perform a file operation: a line to it, then its answer's line. A
@@ -271,11 +274,7 @@ fn ask_engine(
             Some(format!("the engine did not answer a file operation: {why}")),
         ))
     };
-    let asked = serde_json::to_string(&FileCall { file: call })
-        .map_err(std::io::Error::other)
-        .and_then(|text| writeln!(stdout, "{text}"))
-        .and_then(|()| stdout.flush());
-    if let Err(e) = asked {
+    if let Err(e) = send_line(stdout, &FileCall { file: call }) {
         return broken(e.to_string());
     }
     match next_request(lines, fd) {
