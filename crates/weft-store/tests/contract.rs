@@ -285,6 +285,23 @@ async fn event_logs_read_from_any_point_and_ignore_repeats() {
     }
 }
 
+/// Run `r`'s code step `a` completed with `output`.
+fn completed(seq: u64, at_ms: u64, output: &Shared) -> Event {
+    Event {
+        run_id: Arc::from("r"),
+        seq,
+        at_ms,
+        kind: EventKind::StepCompleted {
+            path: "a".into(),
+            kind: "code".into(),
+            elapsed_us: 3,
+            replayed: false,
+            exit: None,
+            output: Some(output.clone()),
+        },
+    }
+}
+
 #[tokio::test]
 async fn an_event_carrying_values_reads_back_equal() {
     let dir = tempfile::tempdir().unwrap();
@@ -301,19 +318,7 @@ async fn an_event_carrying_values_reads_back_equal() {
                     input: Some(big.clone()),
                 },
             },
-            Event {
-                run_id: Arc::from("r"),
-                seq: 1,
-                at_ms: 2,
-                kind: EventKind::StepCompleted {
-                    path: "a".into(),
-                    kind: "code".into(),
-                    elapsed_us: 3,
-                    replayed: false,
-                    exit: None,
-                    output: Some(big.clone()),
-                },
-            },
+            completed(1, 2, &big),
         ];
         store.append_events(&events).await.unwrap();
         assert_eq!(store.events("r", None, 10).await.unwrap(), events, "{name}");
@@ -333,29 +338,13 @@ async fn a_result_sharing_its_large_output_with_events_reads_back_equal() {
             value: Shared::object(result),
         };
         store.append("r", entry.clone()).await.unwrap();
-        let completed = Event {
-            run_id: Arc::from("r"),
-            seq: 0,
-            at_ms: 1,
-            kind: EventKind::StepCompleted {
-                path: "a".into(),
-                kind: "code".into(),
-                elapsed_us: 3,
-                replayed: false,
-                exit: None,
-                output: Some(big.clone()),
-            },
-        };
+        let done = completed(0, 1, &big);
         store
-            .append_events(std::slice::from_ref(&completed))
+            .append_events(std::slice::from_ref(&done))
             .await
             .unwrap();
         assert_eq!(store.journal("r").await.unwrap(), [entry], "{name}");
-        assert_eq!(
-            store.events("r", None, 10).await.unwrap(),
-            [completed],
-            "{name}"
-        );
+        assert_eq!(store.events("r", None, 10).await.unwrap(), [done], "{name}");
     }
 }
 
