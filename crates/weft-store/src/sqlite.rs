@@ -610,6 +610,18 @@ fn list_runs(conn: &Connection, query: &RunQuery) -> Result<Vec<RunRecord>, Stor
     with_values(conn, rows)
 }
 
+/// Writes a run and the values its record refers to in one transaction (one commit, and
+/// no record without its values).
+fn write_run_with_values(
+    conn: &Connection,
+    (run, values): &(RunRecord, run_values::RunValues),
+    insert: bool,
+) -> Result<(), StoreError> {
+    let tx = conn.unchecked_transaction().map_err(|e| err("runs", e))?;
+    write_run(&tx, run, insert, Some(values))?;
+    tx.commit().map_err(|e| err("runs", e))
+}
+
 /// Writes `run` (inserting it when `insert`), its output and state as `values` wrote
 /// them when given (with their large parts apart), else whole.
 fn write_run(
@@ -813,10 +825,10 @@ fn serve(conn: &Connection, req: Request) {
             let _ = reply.send(r);
         }
         Request::CreateRun(run, reply) => {
-            let _ = reply.send(write_run(conn, &run.0, true, Some(&run.1)));
+            let _ = reply.send(write_run_with_values(conn, &run, true));
         }
         Request::UpdateRun(run, reply) => {
-            let _ = reply.send(write_run(conn, &run.0, false, Some(&run.1)));
+            let _ = reply.send(write_run_with_values(conn, &run, false));
         }
         Request::GetRun(id, reply) => {
             let _ = reply.send(get_run(conn, &id));
