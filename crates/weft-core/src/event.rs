@@ -86,8 +86,9 @@ pub enum EventKind {
     RunStarted {
         /// The flow's name.
         flow: String,
-        /// The run's input.
-        input: Value,
+        /// The run's input, shared with the run's first step (one value, which a
+        /// store writes once).
+        input: Shared,
         /// Content hash of the flow's compiled form.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         flow_hash: String,

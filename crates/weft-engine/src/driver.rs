@@ -878,6 +878,9 @@ impl Engine {
             0
         };
         let sinks = inner.run_sinks();
+        // The run's input, once: its `run_started`, `input` in expressions and the root
+        // block's input share it.
+        let initial = Arc::new(rec.input.clone());
         let run = RunCtx {
             id: id.clone(),
             engine: inner.clone(),
@@ -886,7 +889,7 @@ impl Engine {
             emitter: Arc::new(Emitter::new(id.clone(), sinks, first_seq)),
             cancel: cancel.clone(),
             usage: Mutex::new(Usage::default()),
-            initial: Arc::new(rec.input.clone()),
+            initial: initial.clone(),
             journal_error: Mutex::new(None),
             unsynced: Mutex::default(),
             scoped: (!rec.scopes.is_empty()).then(|| weft_core::ports::ScopedStore {
@@ -910,7 +913,7 @@ impl Engine {
         } else {
             run.emitter.emit(|| EventKind::RunStarted {
                 flow: prepared.flow.name.clone(),
-                input: rec.input.clone(),
+                input: Shared::from(initial.clone()),
                 flow_hash: prepared.hash.clone(),
                 dialect: rec.dialect.clone(),
             });
@@ -943,7 +946,7 @@ impl Engine {
             flow,
             vars: Arc::new(Value::Object(flow.vars.clone().into_iter().collect())),
             key: root_key(flow),
-            input: Shared::new(rec.input.clone()),
+            input: Shared::from(initial.clone()),
             state: state0.clone(),
             locals: Scope::new(),
             budgets,

@@ -73,7 +73,7 @@ impl Translation {
             EventKind::RunStarted { input, flow, .. } => {
                 self.who.flow.clone_from(flow);
                 if self.modes.has(Mode::Values) {
-                    parts.push(Part::stored("values", input.clone()));
+                    parts.push(Part::stored("values", input.to_value()));
                 }
                 self.debug(&mut parts, e, "checkpoint", json!({"values": input}));
                 if self.modes.has(Mode::Events) {

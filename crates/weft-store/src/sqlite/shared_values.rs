@@ -293,6 +293,7 @@ pub(super) fn insert<'a>(
 /// The value an event carries that may be large and shared with another write.
 pub(super) fn carried(kind: &EventKind) -> Option<&Shared> {
     match kind {
+        EventKind::RunStarted { input, .. } => Some(input),
         EventKind::StepStarted { input, .. } => input.as_ref(),
         EventKind::StepCompleted { output, .. } => output.as_ref(),
         _ => None,
@@ -302,29 +303,25 @@ pub(super) fn carried(kind: &EventKind) -> Option<&Shared> {
 /// `kind` without the value it carries (stored as a reference instead).
 pub(super) fn without_carried(kind: &EventKind) -> EventKind {
     let mut kind = kind.clone();
-    if let Some(slot) = carried_slot(&mut kind) {
-        *slot = None;
+    match &mut kind {
+        EventKind::RunStarted { input, .. } => *input = Shared::null(),
+        EventKind::StepStarted { input: slot, .. }
+        | EventKind::StepCompleted { output: slot, .. } => *slot = None,
+        _ => {}
     }
     kind
 }
 
-/// Puts `value` back into `kind`, which was stored without it.
+/// Puts `value` back into `kind`, which was stored without it; false when `kind`
+/// carries no value.
 pub(super) fn restore_carried(kind: &mut EventKind, value: Shared) -> bool {
-    match carried_slot(kind) {
-        Some(slot) => {
-            *slot = Some(value);
-            true
-        }
-        None => false,
-    }
-}
-
-fn carried_slot(kind: &mut EventKind) -> Option<&mut Option<Shared>> {
     match kind {
-        EventKind::StepStarted { input, .. } => Some(input),
-        EventKind::StepCompleted { output, .. } => Some(output),
-        _ => None,
+        EventKind::RunStarted { input, .. } => *input = value,
+        EventKind::StepStarted { input: slot, .. }
+        | EventKind::StepCompleted { output: slot, .. } => *slot = Some(value),
+        _ => return false,
     }
+    true
 }
 
 #[cfg(test)]
