@@ -1428,7 +1428,9 @@ async fn a_code_step_s_large_output_is_stored_once_and_replayed_from_there() {
     // Nor do the events: `run_started` and the first step's `step_started` refer to the
     // input (110 KB of JSON) too.
     let events: i64 = conn
-        .query_row("SELECT sum(length(body)) FROM event_chunks", [], |r| r.get(0))
+        .query_row("SELECT sum(length(body)) FROM event_chunks", [], |r| {
+            r.get(0)
+        })
         .unwrap();
     assert!(events < 8192, "{events} bytes of events");
     // Another process replays the five steps from the stored values (Lua is not run
