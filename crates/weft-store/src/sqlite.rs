@@ -1651,7 +1651,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_run_record_s_large_state_and_output_keep_their_large_parts_apart() {
+    async fn a_run_record_refers_to_what_the_run_stored_and_stores_nothing_new() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.db");
         let list = Shared::new(json!((0..5_000).collect::<Vec<_>>()));
@@ -1660,35 +1660,53 @@ mod tests {
         let mut rec = run("r");
         s.create_run(&rec).await.unwrap();
         rec.status = RunStatus::Completed;
-        rec.state = Some(state.clone());
         rec.output = Some(Shared::new(json!({"total": 12})));
-        s.update_run(&rec).await.unwrap();
-        let conn = Connection::open(&path).unwrap();
-        let (state_len, state_refs, output_refs): (i64, Option<String>, Option<String>) = conn
-            .query_row(
+        let columns = |conn: &Connection| -> (i64, Option<String>, Option<String>) {
+            conn.query_row(
                 "SELECT length(state), state_refs, output_refs FROM runs WHERE id = 'r'",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
-            .unwrap();
-        assert!(state_len < 4096 && state_refs.is_some() && output_refs.is_none());
+            .unwrap()
+        };
+        let conn = Connection::open(&path).unwrap();
+        // The run's events stored the list (a step's input): the state refers to it.
+        s.append_events(&[started(0, &list)]).await.unwrap();
+        rec.state = Some(state.clone());
+        s.update_run(&rec).await.unwrap();
+        let (state_len, state_refs, output_refs) = columns(&conn);
+        let whole = serde_json::to_vec(&state).unwrap().len() as i64;
+        assert!(
+            state_len * 100 < whole,
+            "{state_len} of {whole} bytes inline"
+        );
+        assert_eq!(state_refs.unwrap().matches("\"items\"").count(), 501);
+        assert!(output_refs.is_none());
+        assert_eq!(stored_values(&path), 1);
         // Read back whole, by id, by prefix and in a listing, in another process.
         drop(s);
         let s = SqliteStore::open(&path, Durability::Process).unwrap();
         assert_eq!(s.get_run("r").await.unwrap().unwrap(), rec);
-        let listed = s.list_runs(&RunQuery::newest(10)).await.unwrap();
-        assert_eq!(listed, [rec.clone()]);
-        // A state the run's events stored already is referred to whole.
-        s.append_events(&[started(0, &state)]).await.unwrap();
+        assert_eq!(
+            s.list_runs(&RunQuery::newest(10)).await.unwrap(),
+            [rec.clone()]
+        );
+        // A record rewritten with values read back (a resumed run's) stores nothing new:
+        // what this process has not stored is written inline.
+        let mut again = s.get_run("r").await.unwrap().unwrap();
+        again.updated_ms += 1;
+        s.update_run(&again).await.unwrap();
+        assert_eq!(stored_values(&path), 1);
+        assert!(columns(&conn).1.is_none());
+        assert_eq!(s.get_run("r").await.unwrap().unwrap(), again);
+        // A state the run's events stored whole is referred to whole.
+        s.append_events(&[started(1, &state)]).await.unwrap();
         s.update_run(&rec).await.unwrap();
         let column: String = conn
             .query_row("SELECT state FROM runs WHERE id = 'r'", [], |r| r.get(0))
             .unwrap();
         assert_eq!(column, "null");
         assert_eq!(s.get_run("r").await.unwrap().unwrap(), rec);
-        // The first process's record stored the list and the results; the second
-        // process, which had not stored them, stored them again with the state.
-        assert_eq!(stored_values(&path), 5);
     }
 
     #[tokio::test]

@@ -3,10 +3,13 @@
 //! A run's record keeps its output and its last state (`runs.output`, `runs.state`). The
 //! state of a TEA fan-out over a list held in the state holds the list once per branch
 //! result (shared in memory), and written whole it was n² numbers twice (36 MB for 2,000
-//! items). Like the journal and the event log, the record stores the large shared parts
-//! of these two values once, in `run_values`, and its columns hold `null` in their
-//! places, with the parts' paths and ids in `output_refs` and `state_refs`. The record
-//! reads back as it was written.
+//! items). The record refers to what the run's journal and events stored of these two
+//! values in `run_values` (the whole value, or parts of it: the list, the results), its
+//! columns holding `null` in their places and the parts' paths and ids in `output_refs`
+//! and `state_refs`; the rest is inline. It stores nothing new itself: a record is
+//! rewritten at every resume with values read back (new pointers), and storing their
+//! parts again each time would grow the file with every pause. The record reads back
+//! as it was written.
 
 use super::shared_values;
 use super::shared_values::{Apart, SharedValues, ValueReader, read_apart};

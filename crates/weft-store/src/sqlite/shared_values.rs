@@ -179,13 +179,14 @@ impl SharedValues {
         if !size::json_reaches(value.node(), LARGE) {
             return Ok(None);
         }
-        let written = parts::write(self, run, value)?;
+        let written = parts::write(self, run, value, parts::NewParts::Store)?;
         Ok(Some(self.remember(run, value, StoredValue::new(written)?)))
     }
 
     /// `value` of `run` as JSON to keep in a column of its own (a run's output or state),
-    /// its large shared parts stored apart: the whole value referred to when the run's
-    /// events stored it already (a run's last state usually is its last step's input).
+    /// referring to what the run has stored already (the whole value, or parts of it: a
+    /// run's last output is its last step's, its state holds values its steps carried)
+    /// and holding the rest inline, so that rewriting the record stores nothing new.
     pub(super) fn apart(&self, run: &str, value: &Shared) -> Result<Apart, StoreError> {
         if let Some(stored) = self.find(run, value) {
             let whole: parts::Path = Vec::new();
@@ -197,7 +198,7 @@ impl SharedValues {
                 parts: vec![stored],
             });
         }
-        let written = parts::write(self, run, value)?;
+        let written = parts::write(self, run, value, parts::NewParts::Inline)?;
         let refs = match written.refs.is_empty() {
             true => None,
             false => Some(serde_json::to_string(&written.refs).map_err(|e| err("values", e))?),

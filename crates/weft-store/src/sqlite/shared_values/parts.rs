@@ -29,16 +29,29 @@ pub(super) struct Written {
     pub(super) parts: Vec<StoredValue>,
 }
 
+/// Whether writing a value may store parts not stored yet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum NewParts {
+    /// Large parts not stored yet are stored apart.
+    Store,
+    /// Only parts stored already are referred to; the rest is written inline. A run's
+    /// record, rewritten at every resume with values read back (new pointers), would
+    /// otherwise store its large parts again each time.
+    Inline,
+}
+
 /// Writes `value` of run `run`, storing its large shared parts apart (through `values`,
 /// which finds those it stored before).
 pub(super) fn write(
     values: &SharedValues,
     run: &str,
     value: &Shared,
+    new_parts: NewParts,
 ) -> Result<Written, StoreError> {
     let mut writer = Writer {
         values,
         run,
+        new_parts,
         written: Written {
             json: Vec::new(),
             refs: Vec::new(),
@@ -53,6 +66,7 @@ pub(super) fn write(
 struct Writer<'a> {
     values: &'a SharedValues,
     run: &'a str,
+    new_parts: NewParts,
     written: Written,
     /// Where the writer is in the value.
     path: Path,
@@ -103,12 +117,16 @@ impl Writer<'_> {
             self.refer(stored);
             return Ok(());
         }
+        if self.new_parts == NewParts::Inline {
+            // Parts of it may be stored already.
+            return self.value(part);
+        }
         if !json_reaches(part.node(), LARGE) {
             // No part of it can be large either.
             return serde_json::to_writer(&mut self.written.json, part)
                 .map_err(|e| err("values", e));
         }
-        let inner = write(self.values, self.run, part)?;
+        let inner = write(self.values, self.run, part, self.new_parts)?;
         if inner.json.len() >= LARGE {
             let stored = self
                 .values
