@@ -112,6 +112,18 @@ pub struct PatchOp {
 pub struct Patch(pub Vec<PatchOp>);
 
 impl Patch {
+    /// The patch as the JSON it serializes to, its values shared rather than copied
+    /// (a journal entry holds a step's patch this way).
+    pub fn to_shared(&self) -> Shared {
+        let ops = self.0.iter().map(|op| {
+            let mut o = SharedMap::new();
+            o.insert("path".into(), Shared::new(op.path.clone().into()));
+            o.insert("value".into(), op.value.clone());
+            Shared::object(o)
+        });
+        Shared::array(ops.collect())
+    }
+
     /// True when the patch writes nothing.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -228,6 +240,20 @@ pub fn split_path(path: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_patch_as_a_shared_value_is_its_json_and_shares_its_values() {
+        let list = Shared::new(json!([1, 2, 3]));
+        let mut patch = Patch::default();
+        patch.set_shared(vec!["a".into(), "b".into()], list.clone());
+        patch.set(vec!["n".into()], json!(1));
+        let shared = patch.to_shared();
+        assert_eq!(shared, serde_json::to_value(&patch).unwrap());
+        match shared.node().at(0).and_then(|op| op.get("value")) {
+            Some(Node::Shared(v)) => assert!(Shared::ptr_eq(v, &list)),
+            _ => panic!("the value is not shared"),
+        }
+    }
 
     #[test]
     fn nested_writes_create_objects_and_keep_siblings() {

@@ -93,13 +93,7 @@ fn encode(out: &Outcome) -> Shared {
         m.insert("exit".into(), Shared::new(Value::String(x.to_string())));
     }
     if !out.patch.is_empty() {
-        let ops = out.patch.0.iter().map(|op| {
-            let mut o = weft_core::value::SharedMap::new();
-            o.insert("path".into(), Shared::new(op.path.clone().into()));
-            o.insert("value".into(), op.value.clone());
-            Shared::object(o)
-        });
-        m.insert("patch".into(), Shared::array(ops.collect()));
+        m.insert("patch".into(), out.patch.to_shared());
     }
     Shared::object(m)
 }
