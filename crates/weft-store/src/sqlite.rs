@@ -618,39 +618,30 @@ fn write_run_with_values(
     insert: bool,
 ) -> Result<(), StoreError> {
     let tx = conn.unchecked_transaction().map_err(|e| err("runs", e))?;
-    write_run(&tx, run, insert, Some(values))?;
+    write_run(&tx, run, insert, values)?;
     tx.commit().map_err(|e| err("runs", e))
 }
 
 /// Writes `run` (inserting it when `insert`), its output and state as `values` wrote
-/// them when given (with their large parts apart), else whole.
+/// them, and the stored values they refer to.
 fn write_run(
     conn: &Connection,
     run: &RunRecord,
     insert: bool,
-    values: Option<&run_values::RunValues>,
+    values: &run_values::RunValues,
 ) -> Result<(), StoreError> {
-    let placeholders = (1..=24)
-        .map(|i| format!("?{i}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let verb = if insert {
-        "INSERT"
+    let sql = if insert {
+        format!(
+            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
+        )
     } else {
-        "INSERT OR REPLACE"
+        format!(
+            "INSERT OR REPLACE INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
+        )
     };
-    let sql = format!("{verb} INTO runs ({RUN_COLUMNS}) VALUES ({placeholders})");
-    let whole = |v: &Option<weft_core::value::Shared>| json_col(v.as_ref());
-    let ((output, output_refs), (state, state_refs)) = match values {
-        Some(v) => {
-            v.insert_parts(conn, &run.id)?;
-            let own = |(json, refs): (Option<&str>, Option<&str>)| {
-                (json.map(str::to_owned), refs.map(str::to_owned))
-            };
-            (own(v.output()), own(v.state()))
-        }
-        None => ((whole(&run.output), None), (whole(&run.state), None)),
-    };
+    values.insert_parts(conn, &run.id)?;
+    let (output, output_refs) = values.output();
+    let (state, state_refs) = values.state();
     conn.prepare_cached(&sql)
         .and_then(|mut s| {
             s.execute(params![

@@ -11,8 +11,8 @@
 //! parts again each time would grow the file with every pause. The record reads back
 //! as it was written.
 
-use super::shared_values;
 use super::shared_values::{Apart, SharedValues, ValueReader, read_apart};
+use super::{err, shared_values};
 use rusqlite::Connection;
 use weft_core::ports::{RunRecord, StoreError};
 use weft_core::value::Value;
@@ -32,6 +32,26 @@ impl RunValues {
         Ok(RunValues {
             output: apart(&run.output)?,
             state: apart(&run.state)?,
+        })
+    }
+
+    /// `run`'s output and state whole, referring to nothing (a run a trigger starts,
+    /// written on the database thread, has neither yet).
+    pub(super) fn inline(run: &RunRecord) -> Result<RunValues, StoreError> {
+        let whole = |v: &Option<weft_core::value::Shared>| {
+            v.as_ref()
+                .map(|v| {
+                    Ok(Apart {
+                        json: serde_json::to_string(v).map_err(|e| err("runs", e))?,
+                        refs: None,
+                        parts: Vec::new(),
+                    })
+                })
+                .transpose()
+        };
+        Ok(RunValues {
+            output: whole(&run.output)?,
+            state: whole(&run.state)?,
         })
     }
 

@@ -3,6 +3,7 @@
 //! time, written in one transaction with its run, so that of two processes firing one
 //! schedule at one instant exactly one writes.
 
+use super::run_values::RunValues;
 use super::{SqliteStore, err, write_run};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -130,7 +131,7 @@ fn record_firing(
         return Ok(false);
     }
     if let Some(run) = run {
-        write_run(&tx, run, true, None)?;
+        write_run(&tx, run, true, &RunValues::inline(run)?)?;
     }
     tx.commit().map_err(|e| err("firings", e))?;
     Ok(true)
@@ -154,7 +155,7 @@ fn start_queued_firing(
     if changed == 0 {
         return Ok(false);
     }
-    write_run(&tx, run, true, None)?;
+    write_run(&tx, run, true, &RunValues::inline(run)?)?;
     tx.commit().map_err(|e| err("firings", e))?;
     Ok(true)
 }
