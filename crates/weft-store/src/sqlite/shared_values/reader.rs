@@ -47,18 +47,32 @@ impl ValueReader {
         let (body, refs) = row.ok_or_else(|| corrupt("it is missing".into()))?;
         let json = decompress(&body).map_err(corrupt)?;
         let value: Value = serde_json::from_slice(&json).map_err(|e| corrupt(e.to_string()))?;
-        let refs: Vec<(Path, String)> = match refs {
-            Some(r) => serde_json::from_str(&r).map_err(|e| corrupt(e.to_string()))?,
-            None => Vec::new(),
+        let value = match refs {
+            Some(refs) => self.with_parts(conn, run_id, value, &refs, &corrupt)?,
+            None => Shared::new(value),
         };
+        self.reading.remove(id);
+        self.read.insert(id.to_owned(), value.clone());
+        Ok(value)
+    }
+
+    /// `json` with the parts `refs` (`[[path, id], ...]`) names read and put in place;
+    /// `corrupt` says where damage was found.
+    fn with_parts(
+        &mut self,
+        conn: &Connection,
+        run_id: &str,
+        json: Value,
+        refs: &str,
+        corrupt: &dyn Fn(String) -> StoreError,
+    ) -> Result<Shared, StoreError> {
+        let refs: Vec<(Path, String)> =
+            serde_json::from_str(refs).map_err(|e| corrupt(e.to_string()))?;
         let mut parts = Vec::with_capacity(refs.len());
         for (path, part) in refs {
             parts.push((path, self.get(conn, run_id, &part)?));
         }
-        let value = fill(value, parts).map_err(corrupt)?;
-        self.reading.remove(id);
-        self.read.insert(id.to_owned(), value.clone());
-        Ok(value)
+        fill(json, parts).map_err(corrupt)
     }
 }
 
@@ -72,13 +86,7 @@ pub(in crate::sqlite) fn read_apart(
     reader: &mut ValueReader,
 ) -> Result<Shared, StoreError> {
     let corrupt = |why: String| StoreError::Corrupt(format!("a value of run {run_id}: {why}"));
-    let refs: Vec<(Path, String)> =
-        serde_json::from_str(refs).map_err(|e| corrupt(e.to_string()))?;
-    let mut parts = Vec::with_capacity(refs.len());
-    for (path, part) in refs {
-        parts.push((path, reader.get(conn, run_id, &part)?));
-    }
-    fill(json, parts).map_err(corrupt)
+    reader.with_parts(conn, run_id, json, refs, &corrupt)
 }
 
 /// `value` with each part put at its path (where `value` holds `null`), as a value built
