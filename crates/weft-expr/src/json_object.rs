@@ -86,6 +86,13 @@ pub fn shared_to_mj(root: &Shared) -> MjValue {
     }
 }
 
+/// The shared value `v` is a view of, when it is one (a lookup into a bound value, such
+/// as `state.items`, or what `pick(state, 'items')` holds), without copying it.
+pub(crate) fn viewed(v: &MjValue) -> Option<Shared> {
+    let node = v.downcast_object_ref::<JsonNode>()?;
+    Some(node.target().to_shared())
+}
+
 impl Object for JsonNode {
     fn repr(self: &Arc<Self>) -> ObjectRepr {
         match self.target().kind() {

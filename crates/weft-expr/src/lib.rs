@@ -18,6 +18,7 @@ mod lookup;
 mod path;
 mod text_checks;
 
+use minijinja::value::ValueKind;
 use minijinja::{Environment, Expression, UndefinedBehavior, Value as MjValue};
 use rustc_hash::FxHashMap;
 use serde_json::Value;
@@ -396,7 +397,11 @@ impl Exprs {
                     {
                         return Ok(Part::Bound(found, container));
                     }
-                    self.eval_single(source, e, scope).map(Part::Made)
+                    let v = e
+                        .eval(scope.to_mj())
+                        .and_then(|v| to_part(&v))
+                        .map_err(|e| ExprError::from_mj(source, e))?;
+                    Ok(v)
                 }
                 Compiled::Text => self.render(source, scope).map(|t| Part::Made(t.into())),
             },
@@ -405,36 +410,14 @@ impl Exprs {
                     .iter()
                     .map(|x| self.part(x, scope))
                     .collect::<Result<Vec<_>, _>>()?;
-                Ok(if parts.iter().any(Part::points) {
-                    Part::Bound(
-                        Shared::from(parts.into_iter().map(Part::into_shared).collect::<Vec<_>>()),
-                        true,
-                    )
-                } else {
-                    Part::Made(Value::Array(
-                        parts.into_iter().map(Part::into_value).collect(),
-                    ))
-                })
+                Ok(Part::from_items(parts))
             }
             Value::Object(m) => {
                 let parts = m
                     .iter()
                     .map(|(k, x)| Ok((k.clone(), self.part(x, scope)?)))
                     .collect::<Result<Vec<_>, ExprError>>()?;
-                Ok(if parts.iter().any(|(_, p)| p.points()) {
-                    let map: SharedMap = parts
-                        .into_iter()
-                        .map(|(k, p)| (k, p.into_shared()))
-                        .collect();
-                    Part::Bound(Shared::from(map), true)
-                } else {
-                    Part::Made(Value::Object(
-                        parts
-                            .into_iter()
-                            .map(|(k, p)| (k, p.into_value()))
-                            .collect(),
-                    ))
-                })
+                Ok(Part::from_entries(parts))
             }
             other => Ok(Part::Made(other.clone())),
         }
@@ -493,6 +476,38 @@ impl Part {
         match self {
             Part::Made(v) => v,
             Part::Bound(s, _) => s.into_value(),
+        }
+    }
+
+    /// A list of `parts`: built around them when one is a bound container, else made.
+    fn from_items(parts: Vec<Part>) -> Part {
+        if parts.iter().any(Part::points) {
+            Part::Bound(
+                Shared::from(parts.into_iter().map(Part::into_shared).collect::<Vec<_>>()),
+                true,
+            )
+        } else {
+            Part::Made(Value::Array(
+                parts.into_iter().map(Part::into_value).collect(),
+            ))
+        }
+    }
+
+    /// An object of `parts`, as [`Part::from_items`] builds a list.
+    fn from_entries(parts: Vec<(String, Part)>) -> Part {
+        if parts.iter().any(|(_, p)| p.points()) {
+            let map: SharedMap = parts
+                .into_iter()
+                .map(|(k, p)| (k, p.into_shared()))
+                .collect();
+            Part::Bound(Shared::from(map), true)
+        } else {
+            Part::Made(Value::Object(
+                parts
+                    .into_iter()
+                    .map(|(k, p)| (k, p.into_value()))
+                    .collect(),
+            ))
         }
     }
 }
@@ -581,6 +596,47 @@ fn to_json(v: &MjValue) -> Result<Value, minijinja::Error> {
     }
     serde_json::to_value(v)
         .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::BadSerialization, e.to_string()))
+}
+
+/// The value of an expression as a part: the views of bound values it is made of
+/// (`pick(state, 'items')`, `[input.a, state.b]`) are shared, not converted element by
+/// element (a TEA node's arguments over a state holding 100,000 items were converted so
+/// on every call).
+fn to_part(v: &MjValue) -> Result<Part, minijinja::Error> {
+    if let Some(shared) = json_object::viewed(v) {
+        let container = !matches!(shared.node().kind(), weft_value::Kind::Scalar(_));
+        return Ok(Part::Bound(shared, container));
+    }
+    // Only a container holding containers may hold a view: a list of scalars (`range(n)`)
+    // is converted at once, as before.
+    let is_container = |x: &MjValue| matches!(x.kind(), ValueKind::Seq | ValueKind::Map);
+    match v.kind() {
+        ValueKind::Seq if v.try_iter()?.any(|item| is_container(&item)) => {
+            let parts = v
+                .try_iter()?
+                .map(|item| to_part(&item))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Part::from_items(parts))
+        }
+        ValueKind::Map => {
+            let mut entries = Vec::new();
+            for k in v.try_iter()? {
+                let (Some(key), item) = (k.as_str(), v.get_item(&k)?) else {
+                    return to_json(v).map(Part::Made);
+                };
+                entries.push((key.to_owned(), item));
+            }
+            if !entries.iter().any(|(_, item)| is_container(item)) {
+                return to_json(v).map(Part::Made);
+            }
+            let parts = entries
+                .into_iter()
+                .map(|(k, item)| Ok((k, to_part(&item)?)))
+                .collect::<Result<Vec<_>, minijinja::Error>>()?;
+            Ok(Part::from_entries(parts))
+        }
+        _ => to_json(v).map(Part::Made),
+    }
 }
 
 #[cfg(test)]

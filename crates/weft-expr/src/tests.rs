@@ -192,6 +192,38 @@ fn an_object_template_holding_a_bound_state_points_at_it() {
 }
 
 #[test]
+fn an_expression_built_of_bound_values_shares_them() {
+    use crate::{Shared, SharedMap};
+    let items = Shared::new(json!([1, 2, 3]));
+    let map: SharedMap = [
+        ("items".to_owned(), items.clone()),
+        ("count".to_owned(), Shared::new(json!(7))),
+    ]
+    .into_iter()
+    .collect();
+    let mut s = Scope::new();
+    s.bind_map("state", Arc::new(map));
+    let pick = "{{ pick(state, 'count', 'items') }}";
+    let list = "{{ [state.items, state.count + 1, {'k': state.items}] }}";
+    let made = "{{ {'n': state.count, 'r': range(2)} }}";
+    let e = compiled(&[(pick, false), (list, false), (made, false)]);
+    // TEA's arguments: the list is the state's own, not a copy made element by element.
+    let picked = e.value_template_shared(&json!(pick), &s).unwrap();
+    assert_eq!(picked, json!({"count": 7, "items": [1, 2, 3]}));
+    let inner = picked.node().get("items");
+    assert!(matches!(inner, Some(weft_value::Node::Shared(x)) if Shared::ptr_eq(x, &items)));
+    // Lists and objects the expression makes are built around the bound parts they hold.
+    let built = e.value_template_shared(&json!(list), &s).unwrap();
+    assert_eq!(built, json!([[1, 2, 3], 8, {"k": [1, 2, 3]}]));
+    let first = built.node().at(0);
+    assert!(matches!(first, Some(weft_value::Node::Shared(x)) if Shared::ptr_eq(x, &items)));
+    // Made of nothing bound: one plain value, equal to what rendering gives.
+    let plain = e.value_template_shared(&json!(made), &s).unwrap();
+    assert_eq!(plain.as_json(), Some(&json!({"n": 7, "r": [0, 1]})));
+    assert_eq!(e.value(made, &s).unwrap(), json!({"n": 7, "r": [0, 1]}));
+}
+
+#[test]
 fn pick_keeps_the_named_keys_an_object_has() {
     let t = "{{ pick(input, 'items', 'missing', 'name') }}";
     let e = compiled(&[(t, false)]);
