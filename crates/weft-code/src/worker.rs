@@ -77,6 +77,24 @@ fn set_soft_memory_limit(wanted: libc::rlim_t) {
     unsafe { libc::setrlimit(libc::RLIMIT_AS, &new) };
 }
 
+/// Keeps the memory a request freed for the next one, up to [`KEPT_FREE_BYTES`], instead
+/// of handing it back to the kernel: a request carrying 100,000 items allocates and frees
+/// megabytes, and glibc mapped its large blocks afresh and unmapped them on every call, so
+/// the kernel zeroed new pages for each (a third of such a worker's time in page faults).
+/// Kept memory stays inside the address space the next request's limit is measured from.
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only tunes glibc's allocator, under the allocator's own lock.
+    unsafe {
+        // 32 MiB is the largest mmap threshold glibc accepts on 64-bit targets.
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, KEPT_FREE_BYTES);
+    }
+}
+
+/// Free memory a worker keeps for its next request at most.
+const KEPT_FREE_BYTES: libc::c_int = 64 << 20;
+
 /// The line a worker writes once it is set up and confined.
 pub(crate) const READY: &str = r#"{"ready":true}"#;
 
@@ -193,6 +211,7 @@ pub fn worker_main(kind: WorkerKind) -> i32 {
     };
     STATM.get_or_init(|| std::fs::File::open("/proc/self/statm").ok());
     HARD_LIMIT.get_or_init(hard_limit);
+    keep_freed_memory();
     let mut interpreters = Interpreters {
         python: Compiled::default(),
         #[cfg(feature = "prolog")]
