@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use weft_core::event::{Event, SharedEvent};
 use weft_core::ports::{EventSink, Store};
 
-/// Events queued that are written at once, without waiting for the write interval.
+/// Events written to the store together at most.
 const BATCH: usize = 1024;
 /// How often events are written while they keep coming (a follower sees them this much
 /// later at most; a burst of them shares one commit).
@@ -32,58 +32,17 @@ const PAGE: usize = 512;
 /// them, and without a bound the queue held a long loop's whole log in memory.
 const MAX_BACKLOG: usize = 16 * BATCH;
 
-/// Events on their way to the writer, and the flushes waiting for them. Emitting pushes
-/// onto a vector the writer takes whole: an event is moved once on its way (a channel
-/// moved each one in and out of its blocks, and woke the writer for each).
-#[derive(Default)]
-struct Queue {
-    pending: Mutex<Pending>,
-    /// Wakes the writer when the queue stops being empty, or closes.
-    ready: Notify,
-}
-
-#[derive(Default)]
-struct Pending {
-    events: Vec<Event>,
-    /// Each answered once every event queued before it is durable.
-    flushes: Vec<oneshot::Sender<()>>,
-    /// The log is gone: the writer stores what is left and ends.
-    closed: bool,
-}
-
-impl Pending {
-    fn is_empty(&self) -> bool {
-        self.events.is_empty() && self.flushes.is_empty()
-    }
-}
-
-impl Queue {
-    /// The pending events. (A panic while the lock is held cannot leave them half
-    /// changed: each change is one push or swap.)
-    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Queues what `add` adds, waking the writer if the queue was empty.
-    fn push(&self, add: impl FnOnce(&mut Pending)) {
-        let mut pending = self.lock();
-        let was_empty = pending.is_empty();
-        add(&mut pending);
-        drop(pending);
-        if was_empty {
-            self.ready.notify_one();
-        }
-    }
+enum Message {
+    Event(Event),
+    /// Answered once every event sent before it is durable.
+    Flush(oneshot::Sender<()>),
 }
 
 /// The writer of every run's events for one engine, and the live feeds of them.
 pub(crate) struct EventLog {
     store: Arc<dyn Store>,
-    queue: Arc<Queue>,
-    /// The writer is started on first use, inside the runtime that drives runs.
-    writer: OnceLock<()>,
+    /// Started on first use, inside the runtime that drives runs.
+    writer: OnceLock<mpsc::UnboundedSender<Message>>,
     live: Arc<Feeds>,
     backlog: Arc<Backlog>,
 }
@@ -167,31 +126,31 @@ impl EventLog {
     pub(crate) fn new(store: Arc<dyn Store>) -> EventLog {
         EventLog {
             store,
-            queue: Arc::default(),
             writer: OnceLock::new(),
             live: Arc::default(),
             backlog: Arc::default(),
         }
     }
 
-    /// The queue, its writer started.
-    fn queue(&self) -> &Queue {
+    fn writer(&self) -> &mpsc::UnboundedSender<Message> {
         self.writer.get_or_init(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
             tokio::spawn(write_events(
                 self.store.clone(),
                 self.live.clone(),
                 self.backlog.clone(),
-                self.queue.clone(),
+                rx,
             ));
-        });
-        &self.queue
+            tx
+        })
     }
 
     /// Waits until every event emitted so far is durable (and published).
     pub(crate) async fn flush(&self) {
         let (tx, rx) = oneshot::channel();
-        self.queue().push(|p| p.flushes.push(tx));
-        let _ = rx.await;
+        if self.writer().send(Message::Flush(tx)).is_ok() {
+            let _ = rx.await;
+        }
     }
 
     /// Returns once fewer than [`MAX_BACKLOG`] events wait to be stored: a run calls it
@@ -225,17 +184,12 @@ impl EventSink for EventLog {
         if event.kind.is_live_only() {
             self.live.publish(event);
         } else {
-            // Counted before it is queued, so the writer never counts it out first.
+            // Counted before it is sent, so the writer never counts it out first.
             self.backlog.queued.fetch_add(1, Ordering::Relaxed);
-            self.queue().push(|p| p.events.push(event));
+            if self.writer().send(Message::Event(event)).is_err() {
+                self.backlog.queued.fetch_sub(1, Ordering::Relaxed);
+            }
         }
-    }
-}
-
-impl Drop for EventLog {
-    fn drop(&mut self) {
-        self.queue.lock().closed = true;
-        self.queue.ready.notify_one();
     }
 }
 
@@ -243,39 +197,29 @@ async fn write_events(
     store: Arc<dyn Store>,
     live: Arc<Feeds>,
     backlog: Arc<Backlog>,
-    queue: Arc<Queue>,
+    mut rx: mpsc::UnboundedReceiver<Message>,
 ) {
-    // Swapped with the queue's: their capacity is kept from one write to the next.
     let mut events = Vec::new();
     let mut flushes = Vec::new();
     let mut last_write: Option<Instant> = None;
-    loop {
-        if !wait_for_events(&queue).await {
-            return;
-        }
+    while let Some(first) = rx.recv().await {
+        take(first, &mut events, &mut flushes);
+        take_queued(&mut rx, &mut events, &mut flushes);
         // Events that keep coming are written once per interval, not one commit (and
         // two thread wake-ups) each. The first after a quiet spell, a full batch, and
         // one someone waits for (a flush) go at once.
-        if let Some(due) = last_write.map(|t| t + WRITE_INTERVAL)
+        if events.len() < BATCH
+            && flushes.is_empty()
+            && let Some(due) = last_write.map(|t| t + WRITE_INTERVAL)
             && due > Instant::now()
         {
-            let hurry = {
-                let pending = queue.lock();
-                pending.events.len() >= BATCH || !pending.flushes.is_empty() || pending.closed
-            };
-            if !hurry {
-                tokio::time::sleep_until(due).await;
-            }
-        }
-        {
-            let mut pending = queue.lock();
-            std::mem::swap(&mut pending.events, &mut events);
-            std::mem::swap(&mut pending.flushes, &mut flushes);
+            tokio::time::sleep_until(due).await;
+            take_queued(&mut rx, &mut events, &mut flushes);
         }
         // A store that cannot take events must not fail the run: the journal is the
         // record the run depends on; the log is what watchers see of it.
         let written = events.len();
-        if written > 0 && store.append_events(&events).await.is_ok() {
+        if store.append_events(&events).await.is_ok() {
             live.publish_all(events.drain(..));
         }
         events.clear();
@@ -287,23 +231,25 @@ async fn write_events(
     }
 }
 
-/// Waits until something is queued: true then, false once the log is gone and all it
-/// queued is written.
-async fn wait_for_events(queue: &Queue) -> bool {
-    loop {
-        // Made before looking, so that a push after the look still wakes it (`notify_one`
-        // keeps a permit for it).
-        let ready = queue.ready.notified();
-        {
-            let pending = queue.lock();
-            if !pending.is_empty() {
-                return true;
-            }
-            if pending.closed {
-                return false;
-            }
+fn take(m: Message, events: &mut Vec<Event>, flushes: &mut Vec<oneshot::Sender<()>>) {
+    match m {
+        Message::Event(e) => events.push(e),
+        Message::Flush(f) => flushes.push(f),
+    }
+}
+
+/// Moves what is queued into `events` and `flushes`, up to a full batch (a flush behind
+/// a full batch stays queued: it waits for the events before it).
+fn take_queued(
+    rx: &mut mpsc::UnboundedReceiver<Message>,
+    events: &mut Vec<Event>,
+    flushes: &mut Vec<oneshot::Sender<()>>,
+) {
+    while events.len() < BATCH {
+        match rx.try_recv() {
+            Ok(m) => take(m, events, flushes),
+            Err(_) => return,
         }
-        ready.await;
     }
 }
 
@@ -485,26 +431,21 @@ mod tests {
     }
 
     #[tokio::test(flavor = "current_thread")]
-    async fn a_dropped_log_s_writer_stores_what_was_queued_and_ends() {
+    async fn a_dropped_log_s_writer_stores_what_was_queued() {
         let store: Arc<dyn Store> = Arc::new(weft_store::MemoryStore::new());
         let log = EventLog::new(store.clone());
         for seq in 0..3000 {
             log.emit(&event("r", seq, EventKind::RunCancelled));
         }
-        let queue = log.queue.clone();
         drop(log);
-        // The writer holds the other reference to the queue until it ends.
+        // The writer still takes what was sent before the log went, then ends.
         tokio::time::timeout(Duration::from_secs(10), async {
-            while Arc::strong_count(&queue) > 1 {
+            while store.events("r", None, usize::MAX).await.unwrap().len() < 3000 {
                 tokio::task::yield_now().await;
             }
         })
         .await
-        .expect("the writer ends once the log is gone");
-        assert_eq!(
-            store.events("r", None, usize::MAX).await.unwrap().len(),
-            3000
-        );
+        .expect("every event sent before the log was dropped is stored");
     }
 
     #[test]
