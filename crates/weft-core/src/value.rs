@@ -19,7 +19,7 @@ pub fn kind_of(v: &Value) -> &'static str {
     }
 }
 
-pub use weft_value::{Kind, Node, Shared, SharedMap};
+pub use weft_value::{Kind, Node, Shared, SharedMap, WeakShared};
 
 /// The run state: a JSON object shared by reference, copied on write at its top level.
 ///

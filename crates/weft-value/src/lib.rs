@@ -39,6 +39,39 @@ pub enum Shared {
     Array(Arc<Vec<Shared>>),
 }
 
+/// A [`Shared`] value's allocation, held without the value: whether a value met later
+/// is the same one, by pointer (the weak reference keeps the allocation from being
+/// reused), without keeping a large value alive for it.
+pub enum WeakShared {
+    /// Of a [`Shared::Json`].
+    Json(std::sync::Weak<Value>),
+    /// Of a [`Shared::Object`].
+    Object(std::sync::Weak<SharedMap>),
+    /// Of a [`Shared::Array`].
+    Array(std::sync::Weak<Vec<Shared>>),
+}
+
+impl WeakShared {
+    /// `value`'s allocation.
+    pub fn of(value: &Shared) -> WeakShared {
+        match value {
+            Shared::Json(v) => WeakShared::Json(Arc::downgrade(v)),
+            Shared::Object(m) => WeakShared::Object(Arc::downgrade(m)),
+            Shared::Array(a) => WeakShared::Array(Arc::downgrade(a)),
+        }
+    }
+
+    /// Whether `value` is the one held: the same allocation.
+    pub fn is(&self, value: &Shared) -> bool {
+        match (self, value) {
+            (WeakShared::Json(h), Shared::Json(v)) => std::ptr::eq(h.as_ptr(), Arc::as_ptr(v)),
+            (WeakShared::Object(h), Shared::Object(m)) => std::ptr::eq(h.as_ptr(), Arc::as_ptr(m)),
+            (WeakShared::Array(h), Shared::Array(a)) => std::ptr::eq(h.as_ptr(), Arc::as_ptr(a)),
+            _ => false,
+        }
+    }
+}
+
 impl Shared {
     /// `value`, shared.
     pub fn new(value: Value) -> Shared {

@@ -34,11 +34,11 @@ pub(super) use reader::{ValueReader, read_apart};
 use super::err;
 use rusqlite::{Connection, params};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use weft_core::event::EventKind;
 use weft_core::ports::StoreError;
-use weft_core::value::{Shared, SharedMap, Value};
+use weft_core::value::{Shared, WeakShared};
 
 /// Values whose JSON is at least this long are stored once and referred to: a smaller
 /// value costs less inline than a reference costs to resolve.
@@ -111,37 +111,9 @@ pub(super) struct Apart {
 
 /// A value a run has stored, and when.
 struct Remembered {
-    value: Held,
+    value: WeakShared,
     stored: StoredValue,
     at: Instant,
-}
-
-/// A [`Shared`] value's allocation, held without the value.
-enum Held {
-    Json(Weak<Value>),
-    Object(Weak<SharedMap>),
-    Array(Weak<Vec<Shared>>),
-}
-
-impl Held {
-    fn of(value: &Shared) -> Held {
-        match value {
-            Shared::Json(v) => Held::Json(Arc::downgrade(v)),
-            Shared::Object(m) => Held::Object(Arc::downgrade(m)),
-            Shared::Array(a) => Held::Array(Arc::downgrade(a)),
-        }
-    }
-
-    /// Whether `value` is the one held: the same allocation, which the weak reference
-    /// keeps from being reused.
-    fn is(&self, value: &Shared) -> bool {
-        match (self, value) {
-            (Held::Json(h), Shared::Json(v)) => std::ptr::eq(h.as_ptr(), Arc::as_ptr(v)),
-            (Held::Object(h), Shared::Object(m)) => std::ptr::eq(h.as_ptr(), Arc::as_ptr(m)),
-            (Held::Array(h), Shared::Array(a)) => std::ptr::eq(h.as_ptr(), Arc::as_ptr(a)),
-            _ => false,
-        }
-    }
 }
 
 /// The large values each run has stored, by pointer.
@@ -243,7 +215,7 @@ impl SharedValues {
         }
         kept.bytes += stored.body.len();
         values.push_back(Remembered {
-            value: Held::of(value),
+            value: WeakShared::of(value),
             stored: stored.clone(),
             at: now,
         });
