@@ -18,6 +18,7 @@
 
 mod confine;
 pub mod files;
+mod kept_args;
 mod lines;
 mod lua;
 mod lua_view;
@@ -111,6 +112,7 @@ fn worker_request(req: &CodeRequest<'_>) -> Request {
         source: req.source.to_owned(),
         entry: req.entry.map(str::to_owned),
         args: req.args.clone(),
+        kept: Default::default(),
         imports: req.imports.map(<[String]>::to_vec),
         builtins: req.builtins.map(<[String]>::to_vec),
         limits: req.limits.clone(),

@@ -5,6 +5,7 @@
 //! interpreter, so nothing the code does can take it down.
 
 use crate::files::FileAccess;
+use crate::kept_args::SentParts;
 use crate::lines::{HOST_SPIN, LineBuffer};
 use crate::protocol::{Failure, FailureKind, FileAnswer, FromWorker, Request, Response};
 use std::os::fd::AsRawFd;
@@ -37,6 +38,8 @@ struct Worker {
     stdin: ChildStdin,
     stdout: ChildStdout,
     lines: LineBuffer,
+    /// The parts of earlier arguments this worker keeps.
+    sent: SentParts,
 }
 
 impl Worker {
@@ -113,6 +116,7 @@ impl Pool {
             stdin,
             stdout,
             lines: LineBuffer::default(),
+            sent: SentParts::default(),
         };
         // Wait for the worker to be set up (the Prolog machine takes a while to start)
         // before any block's clock starts.
@@ -150,6 +154,7 @@ impl Pool {
             None => self.spawn().await?,
         };
         req.id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        (req.args, req.kept) = worker.sent.prepare(&req.args);
         let deadline = Duration::from_millis(req.limits.time_ms) + GRACE;
         let exchange = async {
             let mut line = serde_json::to_string(&req).map_err(std::io::Error::other)?;

@@ -1,6 +1,7 @@
 //! What the engine and a sandbox worker process say to each other: one JSON object per
 //! line each way.
 
+pub use crate::kept_args::{ArgStep, KeptParts};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use weft_core::ir::CodeLimits;
@@ -21,6 +22,9 @@ pub struct Request {
     /// Arguments (an object); serialized from the caller's shared value as it is, read
     /// back as plain JSON.
     pub args: weft_core::value::Shared,
+    /// Large parts of `args` the worker keeps between requests ([`crate::kept_args`]).
+    #[serde(default, skip_serializing_if = "KeptParts::is_empty")]
+    pub kept: KeptParts,
     /// Modules the code may import; `None` allows every module the sandbox has.
     #[serde(default)]
     pub imports: Option<Vec<String>>,

@@ -3,6 +3,7 @@
 //! closes. Before each request it lowers its own address-space limit to what it uses
 //! now plus the request's memory limit, so a huge allocation fails inside the worker.
 
+use crate::kept_args::KeptArgs;
 use crate::lines::{LineBuffer, WORKER_SPIN};
 use crate::protocol::{Failure, FailureKind, FileAnswer, FileCall, Request, Response};
 use crate::python::Compiled;
@@ -237,6 +238,7 @@ pub fn worker_main(kind: WorkerKind) -> i32 {
         return 1;
     }
     let mut requests = LineBuffer::default();
+    let mut kept = KeptArgs::default();
     loop {
         let line = match next_request(&mut requests, input_fd) {
             Ok(Some(line)) => line,
@@ -244,9 +246,24 @@ pub fn worker_main(kind: WorkerKind) -> i32 {
             Err(_) => return 1,
         };
         let response = match serde_json::from_str::<Request>(&line) {
-            Ok(req) => answer(&req, line.len(), &mut interpreters, &mut |call| {
-                ask_engine(call, &mut stdout, &mut requests, input_fd)
-            }),
+            Ok(mut req) => match kept.apply(&mut req) {
+                Ok(put_back) => answer(
+                    &req,
+                    line.len() + put_back,
+                    &mut interpreters,
+                    &mut |call| ask_engine(call, &mut stdout, &mut requests, input_fd),
+                ),
+                // The engine's record of what this worker keeps is wrong: it retires, and
+                // its replacement starts with nothing kept on either side.
+                Err(failure) => {
+                    interpreters.poisoned = true;
+                    Response {
+                        id: req.id,
+                        result: Err(failure),
+                        retiring: true,
+                    }
+                }
+            },
             Err(e) => Response {
                 id: 0,
                 result: Err(Failure::new(

@@ -1,0 +1,323 @@
+//! Large parts of a code block's arguments that a worker keeps between requests.
+//!
+//! A TEA node's arguments hold what it reads of the state: a list of 100,000 items
+//! crossed the process boundary with every call, serialized by the engine and parsed by
+//! the worker each time, where an in-process interpreter passes the state by reference.
+//! Now the engine sends such a part once to each worker and, while it is the same value
+//! (the same allocation, see [`WeakShared`]), later requests leave it out (`null`) and
+//! name it; the worker puts back the copy it kept. The engine decides what each worker
+//! keeps ([`SentParts`], one per worker process) and tells it, so both sides always agree;
+//! a worker that dies takes its parts with it, and its replacement starts with none.
+
+use crate::protocol::{Failure, FailureKind, Request};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use weft_core::value::{Kind, Shared, SharedMap, WeakShared};
+
+/// Parts a worker keeps at most; the least recently used goes first.
+const KEPT_PARTS: usize = 4;
+
+/// A list or object with this many items or more is kept: a smaller one costs less to
+/// send again than to track.
+const KEEP_FROM_ITEMS: usize = 1_000;
+
+/// A list or object with more items than this is sent each time, so that an idle worker
+/// does not hold an unbounded copy of it.
+const KEEP_UP_TO_ITEMS: usize = 4_000_000;
+
+/// One step of a part's place in the arguments: a key, or a list index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ArgStep {
+    /// An object's key.
+    Key(String),
+    /// A list's index.
+    Index(usize),
+}
+
+/// What a request tells its worker about the parts it keeps.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptParts {
+    /// Parts left out of the arguments (`null` in their place): the worker puts back what
+    /// it keeps under each id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reuse: Vec<(Vec<ArgStep>, u64)>,
+    /// Parts the worker is to keep under these ids, for later requests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keep: Vec<(Vec<ArgStep>, u64)>,
+    /// Kept parts the worker lets go (after putting back this request's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forget: Vec<u64>,
+}
+
+impl KeptParts {
+    /// Whether the request says nothing about kept parts.
+    pub fn is_empty(&self) -> bool {
+        self.reuse.is_empty() && self.keep.is_empty() && self.forget.is_empty()
+    }
+}
+
+/// The parts one worker keeps, as the engine knows them.
+#[derive(Default)]
+pub(crate) struct SentParts {
+    /// Oldest use first.
+    kept: VecDeque<(WeakShared, u64)>,
+    next_id: u64,
+}
+
+impl SentParts {
+    /// `args` to send to the worker: the parts it keeps left out, the large ones it does
+    /// not keep yet sent whole and named to keep.
+    pub(crate) fn prepare(&mut self, args: &Shared) -> (Shared, KeptParts) {
+        let mut told = KeptParts::default();
+        let sent = self
+            .walk(args, &mut Vec::new(), &mut told)
+            .unwrap_or_else(|| args.clone());
+        (sent, told)
+    }
+
+    /// `value` with its kept parts left out, when it holds any (`None`: sent as it is).
+    fn walk(
+        &mut self,
+        value: &Shared,
+        path: &mut Vec<ArgStep>,
+        told: &mut KeptParts,
+    ) -> Option<Shared> {
+        match value {
+            Shared::Object(map) => {
+                let mut changed: Option<SharedMap> = None;
+                for (i, (key, part)) in map.iter().enumerate() {
+                    path.push(ArgStep::Key(key.clone()));
+                    let new = self.part(part, path, told);
+                    path.pop();
+                    if let Some(new) = new {
+                        let map = changed.get_or_insert_with(|| (**map).clone());
+                        if let Some((_, slot)) = map.get_index_mut(i) {
+                            *slot = new;
+                        }
+                    }
+                }
+                changed.map(|m| Shared::Object(Arc::new(m)))
+            }
+            Shared::Array(items) => {
+                let mut changed: Option<Vec<Shared>> = None;
+                for (i, part) in items.iter().enumerate() {
+                    path.push(ArgStep::Index(i));
+                    let new = self.part(part, path, told);
+                    path.pop();
+                    if let Some(new) = new {
+                        changed.get_or_insert_with(|| (**items).clone())[i] = new;
+                    }
+                }
+                changed.map(|a| Shared::Array(Arc::new(a)))
+            }
+            Shared::Json(_) => None,
+        }
+    }
+
+    /// A part at `path`: left out when the worker keeps it, named to keep when it is
+    /// large, else walked into.
+    fn part(
+        &mut self,
+        part: &Shared,
+        path: &mut Vec<ArgStep>,
+        told: &mut KeptParts,
+    ) -> Option<Shared> {
+        let items = match part.node().kind() {
+            Kind::Object(n) | Kind::Array(n) => n,
+            Kind::Scalar(_) => return None,
+        };
+        if !(KEEP_FROM_ITEMS..=KEEP_UP_TO_ITEMS).contains(&items) {
+            return self.walk(part, path, told);
+        }
+        if let Some(at) = self.kept.iter().position(|(held, _)| held.is(part)) {
+            let used = self.kept.remove(at)?;
+            told.reuse.push((path.clone(), used.1));
+            self.kept.push_back(used);
+            return Some(Shared::null());
+        }
+        self.next_id += 1;
+        told.keep.push((path.clone(), self.next_id));
+        self.kept.push_back((WeakShared::of(part), self.next_id));
+        if self.kept.len() > KEPT_PARTS
+            && let Some((_, id)) = self.kept.pop_front()
+        {
+            told.forget.push(id);
+        }
+        None
+    }
+}
+
+/// The parts a worker keeps, by id.
+#[derive(Default)]
+pub(crate) struct KeptArgs {
+    parts: HashMap<u64, Kept>,
+}
+
+struct Kept {
+    value: Value,
+    /// Its JSON's length: what the request would have carried.
+    bytes: usize,
+}
+
+impl KeptArgs {
+    /// Keeps the parts `req` names to keep, puts back those it left out, then lets go
+    /// of those it says to: the JSON bytes of the parts put back (they count toward the
+    /// room the call gets, as if the request had carried them).
+    pub(crate) fn apply(&mut self, req: &mut Request) -> Result<usize, Failure> {
+        let told = std::mem::take(&mut req.kept);
+        let args = req.args.make_mut();
+        for (path, id) in &told.keep {
+            let value = place(args, path)?.clone();
+            let bytes = serde_json::to_vec(&value).map_or(0, |j| j.len());
+            self.parts.insert(*id, Kept { value, bytes });
+        }
+        let mut bytes = 0;
+        for (path, id) in &told.reuse {
+            let kept = self
+                .parts
+                .get(id)
+                .ok_or_else(|| lost(format!("the worker keeps no argument part {id}")))?;
+            *place(args, path)? = kept.value.clone();
+            bytes += kept.bytes;
+        }
+        for id in &told.forget {
+            self.parts.remove(id);
+        }
+        Ok(bytes)
+    }
+}
+
+/// The value at `path` in `args`.
+fn place<'a>(args: &'a mut Value, path: &[ArgStep]) -> Result<&'a mut Value, Failure> {
+    path.iter().try_fold(args, |at, step| {
+        let next = match step {
+            ArgStep::Key(k) => at.as_object_mut().and_then(|m| m.get_mut(k)),
+            ArgStep::Index(i) => at.as_array_mut().and_then(|a| a.get_mut(*i)),
+        };
+        next.ok_or_else(|| lost(format!("no argument at {path:?}")))
+    })
+}
+
+fn lost(why: String) -> Failure {
+    Failure::new(
+        FailureKind::Crash,
+        format!("the sandbox worker and the engine disagree about kept arguments: {why}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(args: Shared, kept: KeptParts) -> Request {
+        Request {
+            id: 1,
+            language: "python".into(),
+            source: String::new(),
+            entry: None,
+            args,
+            kept,
+            imports: None,
+            builtins: None,
+            limits: Default::default(),
+        }
+    }
+
+    /// What the worker sees: the request as JSON, read back, with its parts put back.
+    fn through_the_pipe(
+        worker: &mut KeptArgs,
+        args: Shared,
+        told: KeptParts,
+    ) -> (Value, usize, usize) {
+        let line = serde_json::to_string(&request(args, told)).unwrap();
+        let mut req: Request = serde_json::from_str(&line).unwrap();
+        let bytes = worker.apply(&mut req).unwrap();
+        (req.args.to_value(), bytes, line.len())
+    }
+
+    fn state(items: &Shared, count: i64) -> Shared {
+        let state: SharedMap = [
+            ("count".to_owned(), Shared::new(json!(count))),
+            ("items".to_owned(), items.clone()),
+        ]
+        .into_iter()
+        .collect();
+        let args: SharedMap = [("state".to_owned(), Shared::object(state))]
+            .into_iter()
+            .collect();
+        Shared::object(args)
+    }
+
+    #[test]
+    fn a_large_part_crosses_once_and_is_put_back_after() {
+        let items = Shared::new(json!((0..5000).collect::<Vec<_>>()));
+        let whole = json!({"state": {"count": 1, "items": (0..5000).collect::<Vec<_>>()}});
+        let (mut engine, mut worker) = (SentParts::default(), KeptArgs::default());
+        let (sent, told) = engine.prepare(&state(&items, 1));
+        assert_eq!(told.keep.len(), 1, "{told:?}");
+        let (first, _, first_bytes) = through_the_pipe(&mut worker, sent, told);
+        assert_eq!(first, whole);
+        // The same list again, in a new state: left out, and put back whole.
+        let (sent, told) = engine.prepare(&state(&items, 1));
+        assert_eq!(
+            told.reuse,
+            vec![(
+                vec![ArgStep::Key("state".into()), ArgStep::Key("items".into())],
+                1
+            )]
+        );
+        let (second, put_back, second_bytes) = through_the_pipe(&mut worker, sent, told);
+        assert_eq!(second, whole);
+        assert!(
+            second_bytes * 20 < first_bytes,
+            "{second_bytes} of {first_bytes}"
+        );
+        assert_eq!(
+            put_back,
+            serde_json::to_vec(&whole["state"]["items"]).unwrap().len()
+        );
+        // An equal list in another allocation is another value: sent whole.
+        let copy = Shared::new(items.to_value());
+        let (_, told) = engine.prepare(&state(&copy, 2));
+        assert!(told.reuse.is_empty() && told.keep.len() == 1, "{told:?}");
+    }
+
+    #[test]
+    fn the_least_recently_used_part_is_forgotten_on_both_sides() {
+        let lists: Vec<Shared> = (0..=KEPT_PARTS)
+            .map(|i| Shared::new(json!(vec![i; KEEP_FROM_ITEMS])))
+            .collect();
+        let (mut engine, mut worker) = (SentParts::default(), KeptArgs::default());
+        for list in &lists {
+            let (sent, told) = engine.prepare(&state(list, 0));
+            through_the_pipe(&mut worker, sent, told);
+        }
+        // The first list went when the fifth came: sent whole again.
+        assert_eq!(worker.parts.len(), KEPT_PARTS);
+        let (sent, told) = engine.prepare(&state(&lists[0], 0));
+        assert!(told.reuse.is_empty(), "{told:?}");
+        assert_eq!(told.forget, vec![2], "the oldest left is the second list");
+        let (args, _, _) = through_the_pipe(&mut worker, sent, told);
+        assert_eq!(args["state"]["items"], lists[0].to_value());
+        // A small list is never kept.
+        let small = Shared::new(json!([1, 2, 3]));
+        assert!(engine.prepare(&state(&small, 0)).1.is_empty());
+    }
+
+    #[test]
+    fn a_part_the_worker_does_not_keep_is_an_error_not_a_wrong_value() {
+        let mut worker = KeptArgs::default();
+        let told = KeptParts {
+            reuse: vec![(vec![ArgStep::Key("items".into())], 7)],
+            ..KeptParts::default()
+        };
+        let mut req = request(Shared::new(json!({"items": null})), told);
+        let err = worker.apply(&mut req).unwrap_err();
+        assert_eq!(err.kind, FailureKind::Crash);
+        assert!(err.message.contains("disagree"), "{}", err.message);
+    }
+}
