@@ -11,19 +11,14 @@ records (`per_node_cpu_us`, `peak_rss_mb`), so `scripts/bench-peers` reads both 
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import resource
-import statistics
-import time
-from importlib import metadata
 from typing import TypedDict
 
 os.environ["LANGSMITH_TRACING"] = "false"
 os.environ["LANGCHAIN_TRACING_V2"] = "false"
 
 from langgraph.graph import END, START, StateGraph  # noqa: E402
+from lg_measure import arguments, measure, report  # noqa: E402
 
 ITEMS = 10_000
 
@@ -47,37 +42,14 @@ def build(n: int):
     return g.compile()
 
 
-def cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--n", type=int, default=1000)
-    p.add_argument("--iters", type=int, default=3)
-    args = p.parse_args()
+    args = arguments()
     graph = build(args.n)
     state = {"count": 0, "items": list(range(ITEMS))}
     config = {"recursion_limit": args.n + 10}
-    graph.invoke(state, config)  # lazy initialisation, as lg_bench.py's first_wall_s
-    walls, cpus = [], []
-    for _ in range(args.iters):
-        c0, t0 = cpu_s(), time.perf_counter()
-        out = graph.invoke(state, config)
-        walls.append(time.perf_counter() - t0)
-        cpus.append(cpu_s() - c0)
+    wall, cpu, out = measure(lambda: graph.invoke(state, config), args.iters)
     assert out["count"] == args.n * ITEMS, out["count"]
-    print(json.dumps({
-        "engine": "langgraph",
-        "version": metadata.version("langgraph"),
-        "workload": "state_chain",
-        "n": args.n,
-        "wall_s": statistics.median(walls),
-        "per_node_cpu_us": statistics.median(cpus) / args.n * 1e6,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }))
-
+    report("state_chain", args.n, "node", wall, cpu)
 
 if __name__ == "__main__":
     main()

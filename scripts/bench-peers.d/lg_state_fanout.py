@@ -12,14 +12,8 @@ JSON line in the shape of `../shared/peers/langgraph/lg_bench.py`'s records
 
 from __future__ import annotations
 
-import argparse
-import json
 import operator
 import os
-import resource
-import statistics
-import time
-from importlib import metadata
 from typing import Annotated, TypedDict
 
 os.environ["LANGSMITH_TRACING"] = "false"
@@ -27,6 +21,7 @@ os.environ["LANGCHAIN_TRACING_V2"] = "false"
 
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.types import Send  # noqa: E402
+from lg_measure import arguments, measure, report  # noqa: E402
 
 
 class FanState(TypedDict):
@@ -64,36 +59,13 @@ def build():
     return g.compile()
 
 
-def cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--n", type=int, default=1000)
-    p.add_argument("--iters", type=int, default=3)
-    args = p.parse_args()
+    args = arguments()
     graph = build()
     state = {"items": list(range(args.n)), "results": []}
-    graph.invoke(state)  # lazy initialisation, as lg_bench.py's first_wall_s
-    walls, cpus = [], []
-    for _ in range(args.iters):
-        c0, t0 = cpu_s(), time.perf_counter()
-        out = graph.invoke(state)
-        walls.append(time.perf_counter() - t0)
-        cpus.append(cpu_s() - c0)
+    wall, cpu, out = measure(lambda: graph.invoke(state), args.iters)
     assert out["total"] == sum(range(args.n)), out["total"]
-    print(json.dumps({
-        "engine": "langgraph",
-        "version": metadata.version("langgraph"),
-        "workload": "state_fanout",
-        "n": args.n,
-        "wall_s": statistics.median(walls),
-        "per_branch_cpu_us": statistics.median(cpus) / args.n * 1e6,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }))
-
+    report("state_fanout", args.n, "branch", wall, cpu)
 
 if __name__ == "__main__":
     main()
