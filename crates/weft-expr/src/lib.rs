@@ -397,11 +397,9 @@ impl Exprs {
                     {
                         return Ok(Part::Bound(found, container));
                     }
-                    let v = e
-                        .eval(scope.to_mj())
+                    e.eval(scope.to_mj())
                         .and_then(|v| to_part(&v))
-                        .map_err(|e| ExprError::from_mj(source, e))?;
-                    Ok(v)
+                        .map_err(|e| ExprError::from_mj(source, e))
                 }
                 Compiled::Text => self.render(source, scope).map(|t| Part::Made(t.into())),
             },
