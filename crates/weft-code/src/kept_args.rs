@@ -23,9 +23,9 @@ const KEPT_PARTS: usize = 4;
 /// send again than to track.
 const KEEP_FROM_ITEMS: usize = 1_000;
 
-/// A list or object with more items than this is sent each time, so that an idle worker
-/// does not hold an unbounded copy of it.
-const KEEP_UP_TO_ITEMS: usize = 4_000_000;
+/// The JSON bytes of the parts a worker keeps at most, so that an idle worker holds a
+/// bounded copy of what it was sent (a larger part is sent with every request).
+const KEPT_BYTES: usize = 64 << 20;
 
 /// One step of a part's place in the arguments: a key, or a list index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,9 +44,10 @@ pub struct KeptParts {
     /// it keeps under each id.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reuse: Vec<(Vec<ArgStep>, u64)>,
-    /// Parts the worker is to keep under these ids, for later requests.
+    /// Parts the worker is to keep under these ids, for later requests, with the
+    /// length of their JSON.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub keep: Vec<(Vec<ArgStep>, u64)>,
+    pub keep: Vec<(Vec<ArgStep>, u64, usize)>,
     /// Kept parts the worker lets go (after putting back this request's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forget: Vec<u64>,
@@ -60,14 +61,40 @@ impl KeptParts {
 }
 
 /// The parts one worker keeps, as the engine knows them.
-#[derive(Default)]
 pub(crate) struct SentParts {
     /// Oldest use first.
-    kept: VecDeque<(WeakShared, u64)>,
+    kept: VecDeque<Sent>,
+    /// The JSON bytes of `kept`.
+    bytes: usize,
+    /// The most `bytes` may reach.
+    budget: usize,
     next_id: u64,
 }
 
+impl Default for SentParts {
+    fn default() -> SentParts {
+        SentParts::within(KEPT_BYTES)
+    }
+}
+
+/// A part the worker keeps.
+struct Sent {
+    value: WeakShared,
+    id: u64,
+    bytes: usize,
+}
+
 impl SentParts {
+    /// Parts of at most `budget` JSON bytes in all.
+    fn within(budget: usize) -> SentParts {
+        SentParts {
+            kept: VecDeque::new(),
+            bytes: 0,
+            budget,
+            next_id: 0,
+        }
+    }
+
     /// `args` to send to the worker: the parts it keeps left out, the large ones it does
     /// not keep yet sent whole and named to keep.
     pub(crate) fn prepare(&mut self, args: &Shared) -> (Shared, KeptParts) {
@@ -129,24 +156,55 @@ impl SentParts {
             Kind::Object(n) | Kind::Array(n) => n,
             Kind::Scalar(_) => return None,
         };
-        if !(KEEP_FROM_ITEMS..=KEEP_UP_TO_ITEMS).contains(&items) {
+        if items < KEEP_FROM_ITEMS {
             return self.walk(part, path, told);
         }
-        if let Some(at) = self.kept.iter().position(|(held, _)| held.is(part)) {
+        if let Some(at) = self.kept.iter().position(|sent| sent.value.is(part)) {
             let used = self.kept.remove(at)?;
-            told.reuse.push((path.clone(), used.1));
+            told.reuse.push((path.clone(), used.id));
             self.kept.push_back(used);
             return Some(Shared::null());
         }
-        self.next_id += 1;
-        told.keep.push((path.clone(), self.next_id));
-        self.kept.push_back((WeakShared::of(part), self.next_id));
-        if self.kept.len() > KEPT_PARTS
-            && let Some((_, id)) = self.kept.pop_front()
-        {
-            told.forget.push(id);
+        let bytes = json_len(part);
+        if bytes > self.budget {
+            return None;
         }
+        while self.kept.len() >= KEPT_PARTS || self.bytes + bytes > self.budget {
+            let Some(gone) = self.kept.pop_front() else {
+                break;
+            };
+            self.bytes -= gone.bytes;
+            told.forget.push(gone.id);
+        }
+        self.next_id += 1;
+        told.keep.push((path.clone(), self.next_id, bytes));
+        self.bytes += bytes;
+        self.kept.push_back(Sent {
+            value: WeakShared::of(part),
+            id: self.next_id,
+            bytes,
+        });
         None
+    }
+}
+
+/// The length of `value`'s JSON, counted without keeping it.
+fn json_len(value: &Shared) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        // Unwritable: it will fail the request itself, so it is not kept.
+        Err(_) => usize::MAX,
     }
 }
 
@@ -169,10 +227,15 @@ impl KeptArgs {
     pub(crate) fn apply(&mut self, req: &mut Request) -> Result<usize, Failure> {
         let told = std::mem::take(&mut req.kept);
         let args = req.args.make_mut();
-        for (path, id) in &told.keep {
+        for (path, id, bytes) in &told.keep {
             let value = place(args, path)?.clone();
-            let bytes = serde_json::to_vec(&value).map_or(0, |j| j.len());
-            self.parts.insert(*id, Kept { value, bytes });
+            self.parts.insert(
+                *id,
+                Kept {
+                    value,
+                    bytes: *bytes,
+                },
+            );
         }
         let mut bytes = 0;
         for (path, id) in &told.reuse {
@@ -306,6 +369,28 @@ mod tests {
         // A small list is never kept.
         let small = Shared::new(json!([1, 2, 3]));
         assert!(engine.prepare(&state(&small, 0)).1.is_empty());
+    }
+
+    #[test]
+    fn the_parts_kept_stay_within_their_bytes() {
+        let list = |i: usize| Shared::new(json!(vec![i; KEEP_FROM_ITEMS]));
+        let one = json_len(&list(1));
+        let mut engine = SentParts::within(2 * one + one / 2);
+        let lists: Vec<Shared> = (1..=3).map(list).collect();
+        let told: Vec<KeptParts> = lists
+            .iter()
+            .map(|l| engine.prepare(&state(l, 0)).1)
+            .collect();
+        assert_eq!(told[1].keep[0].2, one, "the worker is told the part's size");
+        // Room for two: the third list pushes out the first, four parts or not.
+        assert_eq!(told[2].forget, vec![told[0].keep[0].1]);
+        assert_eq!(engine.bytes, 2 * one);
+        // A part larger than all the room is sent each time, and pushes nothing out.
+        let huge = Shared::new(json!(vec![7; 3 * KEEP_FROM_ITEMS]));
+        for _ in 0..2 {
+            assert!(engine.prepare(&state(&huge, 0)).1.is_empty());
+        }
+        assert_eq!(engine.kept.len(), 2);
     }
 
     #[test]
