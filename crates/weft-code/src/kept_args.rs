@@ -3,9 +3,10 @@
 //! A TEA node's arguments hold what it reads of the state: a list of 100,000 items
 //! crossed the process boundary with every call, serialized by the engine and parsed by
 //! the worker each time, where an in-process interpreter passes the state by reference.
-//! Now the engine sends such a part once to each worker and, while it is the same value
-//! (the same allocation, see [`WeakShared`]), later requests leave it out (`null`) and
-//! name it; the worker puts back the copy it kept. The engine decides what each worker
+//! Now a part the engine sends a worker a second time (the same value: the same
+//! allocation, see [`WeakShared`]) is named for the worker to keep, and while it stays
+//! the same value later requests leave it out (`null`) and name it; the worker puts back
+//! the copy it kept. A part sent only once is never kept. The engine decides what each worker
 //! keeps ([`SentParts`], one per worker process) and tells it, so both sides always agree;
 //! a worker that dies takes its parts with it, and its replacement starts with none.
 
@@ -22,6 +23,9 @@ const KEPT_PARTS: usize = 4;
 /// A list or object with this many items or more is kept: a smaller one costs less to
 /// send again than to track.
 const KEEP_FROM_ITEMS: usize = 1_000;
+
+/// Large parts sent once that the engine remembers, to keep them if they come again.
+const SEEN_PARTS: usize = 16;
 
 /// The JSON bytes of the parts a worker keeps at most, so that an idle worker holds a
 /// bounded copy of what it was sent (a larger part is sent with every request).
@@ -68,6 +72,8 @@ pub(crate) struct SentParts {
     bytes: usize,
     /// The most `bytes` may reach.
     budget: usize,
+    /// Large parts sent once, not kept (yet), oldest first.
+    seen: VecDeque<WeakShared>,
     next_id: u64,
 }
 
@@ -91,6 +97,7 @@ impl SentParts {
             kept: VecDeque::new(),
             bytes: 0,
             budget,
+            seen: VecDeque::new(),
             next_id: 0,
         }
     }
@@ -165,9 +172,19 @@ impl SentParts {
             self.kept.push_back(used);
             return Some(Shared::null());
         }
+        // Kept on its second sending: a part sent once (a fan-in's results, a list each
+        // node makes anew) would only cost the worker a copy it never uses.
+        let Some(at) = self.seen.iter().position(|seen| seen.is(part)) else {
+            if self.seen.len() >= SEEN_PARTS {
+                self.seen.pop_front();
+            }
+            self.seen.push_back(WeakShared::of(part));
+            return self.walk(part, path, told);
+        };
+        self.seen.remove(at);
         let bytes = json_len(part);
         if bytes > self.budget {
-            return None;
+            return self.walk(part, path, told);
         }
         while self.kept.len() >= KEPT_PARTS || self.bytes + bytes > self.budget {
             let Some(gone) = self.kept.pop_front() else {
@@ -320,9 +337,16 @@ mod tests {
         let items = Shared::new(json!((0..5000).collect::<Vec<_>>()));
         let whole = json!({"state": {"count": 1, "items": (0..5000).collect::<Vec<_>>()}});
         let (mut engine, mut worker) = (SentParts::default(), KeptArgs::default());
+        // Sent once: nothing kept, the worker copies nothing.
+        let (sent, told) = engine.prepare(&state(&items, 1));
+        assert!(told.is_empty(), "{told:?}");
+        let (once, _, first_bytes) = through_the_pipe(&mut worker, sent, told);
+        assert_eq!(once, whole);
+        assert!(worker.parts.is_empty());
+        // Sent again: kept.
         let (sent, told) = engine.prepare(&state(&items, 1));
         assert_eq!(told.keep.len(), 1, "{told:?}");
-        let (first, _, first_bytes) = through_the_pipe(&mut worker, sent, told);
+        let (first, _, _) = through_the_pipe(&mut worker, sent, told);
         assert_eq!(first, whole);
         // The same list again, in a new state: left out, and put back whole.
         let (sent, told) = engine.prepare(&state(&items, 1));
@@ -345,8 +369,12 @@ mod tests {
         );
         // An equal list in another allocation is another value: sent whole.
         let copy = Shared::new(items.to_value());
-        let (_, told) = engine.prepare(&state(&copy, 2));
-        assert!(told.reuse.is_empty() && told.keep.len() == 1, "{told:?}");
+        let (sent, told) = engine.prepare(&state(&copy, 2));
+        assert!(told.is_empty(), "{told:?}");
+        assert_eq!(
+            through_the_pipe(&mut worker, sent, told).0["state"]["count"],
+            2
+        );
     }
 
     #[test]
@@ -356,11 +384,16 @@ mod tests {
             .collect();
         let (mut engine, mut worker) = (SentParts::default(), KeptArgs::default());
         for list in &lists {
-            let (sent, told) = engine.prepare(&state(list, 0));
-            through_the_pipe(&mut worker, sent, told);
+            for _ in 0..2 {
+                let (sent, told) = engine.prepare(&state(list, 0));
+                through_the_pipe(&mut worker, sent, told);
+            }
         }
-        // The first list went when the fifth came: sent whole again.
+        // The first list went when the fifth came: sent whole again, then kept again.
         assert_eq!(worker.parts.len(), KEPT_PARTS);
+        let (sent, told) = engine.prepare(&state(&lists[0], 0));
+        assert!(told.is_empty(), "{told:?}");
+        through_the_pipe(&mut worker, sent, told);
         let (sent, told) = engine.prepare(&state(&lists[0], 0));
         assert!(told.reuse.is_empty(), "{told:?}");
         assert_eq!(told.forget, vec![2], "the oldest left is the second list");
@@ -379,7 +412,10 @@ mod tests {
         let lists: Vec<Shared> = (1..=3).map(list).collect();
         let told: Vec<KeptParts> = lists
             .iter()
-            .map(|l| engine.prepare(&state(l, 0)).1)
+            .map(|l| {
+                engine.prepare(&state(l, 0));
+                engine.prepare(&state(l, 0)).1
+            })
             .collect();
         assert_eq!(told[1].keep[0].2, one, "the worker is told the part's size");
         // Room for two: the third list pushes out the first, four parts or not.
@@ -387,10 +423,26 @@ mod tests {
         assert_eq!(engine.bytes, 2 * one);
         // A part larger than all the room is sent each time, and pushes nothing out.
         let huge = Shared::new(json!(vec![7; 3 * KEEP_FROM_ITEMS]));
-        for _ in 0..2 {
+        for _ in 0..3 {
             assert!(engine.prepare(&state(&huge, 0)).1.is_empty());
         }
         assert_eq!(engine.kept.len(), 2);
+    }
+
+    #[test]
+    fn a_part_held_many_times_in_one_request_crosses_twice() {
+        // A steps-mode fan-in: every result's state holds the state's list.
+        let items = Shared::new(json!((0..KEEP_FROM_ITEMS).collect::<Vec<_>>()));
+        let results = Shared::array((0..50).map(|i| state(&items, i)).collect());
+        let whole = results.to_value();
+        let (mut engine, mut worker) = (SentParts::default(), KeptArgs::default());
+        let (sent, told) = engine.prepare(&results);
+        assert_eq!(told.keep.len(), 1, "{told:?}");
+        assert_eq!(told.reuse.len(), 48, "{told:?}");
+        let (args, _, line) = through_the_pipe(&mut worker, sent, told);
+        assert_eq!(args, whole);
+        let full = serde_json::to_string(&whole).unwrap().len();
+        assert!(line * 10 < full, "{line} of {full}");
     }
 
     #[test]
