@@ -6,9 +6,10 @@
 //! Now a part the engine sends a worker a second time (the same value: the same
 //! allocation, see [`WeakShared`]) is named for the worker to keep, and while it stays
 //! the same value later requests leave it out (`null`) and name it; the worker puts back
-//! the copy it kept. A part sent only once is never kept. The engine decides what each worker
-//! keeps ([`SentParts`], one per worker process) and tells it, so both sides always agree;
-//! a worker that dies takes its parts with it, and its replacement starts with none.
+//! the copy it kept. A part sent only once is never kept. The engine decides what each
+//! worker keeps ([`SentParts`], one per worker process) and tells it, so both sides
+//! always agree; a worker that dies takes its parts with it, and its replacement starts
+//! with none.
 
 use crate::protocol::{Failure, FailureKind, Request};
 use serde::{Deserialize, Serialize};
@@ -72,8 +73,9 @@ pub(crate) struct SentParts {
     bytes: usize,
     /// The most `bytes` may reach.
     budget: usize,
-    /// Large parts sent once, not kept (yet), oldest first.
-    seen: VecDeque<WeakShared>,
+    /// Large parts sent but not kept, oldest first: each is kept if it comes again,
+    /// unless it was found too large for the budget (`true`).
+    seen: VecDeque<(WeakShared, bool)>,
     next_id: u64,
 }
 
@@ -174,16 +176,21 @@ impl SentParts {
         }
         // Kept on its second sending: a part sent once (a fan-in's results, a list each
         // node makes anew) would only cost the worker a copy it never uses.
-        let Some(at) = self.seen.iter().position(|seen| seen.is(part)) else {
+        let seen = match self.seen.iter().position(|(seen, _)| seen.is(part)) {
+            Some(at) => self.seen.remove(at),
+            None => None,
+        };
+        let bytes = match seen {
+            Some((_, false)) => json_len(part),
+            // Measured too large before: not counted again.
+            Some((_, true)) => usize::MAX,
+            None => 0,
+        };
+        if seen.is_none() || bytes > self.budget {
             if self.seen.len() >= SEEN_PARTS {
                 self.seen.pop_front();
             }
-            self.seen.push_back(WeakShared::of(part));
-            return self.walk(part, path, told);
-        };
-        self.seen.remove(at);
-        let bytes = json_len(part);
-        if bytes > self.budget {
+            self.seen.push_back((WeakShared::of(part), seen.is_some()));
             return self.walk(part, path, told);
         }
         while self.kept.len() >= KEPT_PARTS || self.bytes + bytes > self.budget {
