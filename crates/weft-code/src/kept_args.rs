@@ -21,8 +21,8 @@ use weft_core::value::{Kind, Shared, SharedMap, WeakShared};
 /// Parts a worker keeps at most; the least recently used goes first.
 const KEPT_PARTS: usize = 4;
 
-/// A list or object with this many items or more is kept: a smaller one costs less to
-/// send again than to track.
+/// A list or object with this many items or more may be kept: a smaller one costs less
+/// to send again than to track.
 const KEEP_FROM_ITEMS: usize = 1_000;
 
 /// Large parts sent once that the engine remembers, to keep them if they come again.
@@ -104,8 +104,8 @@ impl SentParts {
         }
     }
 
-    /// `args` to send to the worker: the parts it keeps left out, the large ones it does
-    /// not keep yet sent whole and named to keep.
+    /// `args` to send to the worker: the parts it keeps left out, and a large one sent a
+    /// second time named for it to keep.
     pub(crate) fn prepare(&mut self, args: &Shared) -> (Shared, KeptParts) {
         let mut told = KeptParts::default();
         let sent = self
@@ -154,7 +154,7 @@ impl SentParts {
     }
 
     /// A part at `path`: left out when the worker keeps it, named to keep when it is
-    /// large, else walked into.
+    /// large and sent before, else walked into.
     fn part(
         &mut self,
         part: &Shared,
@@ -193,6 +193,13 @@ impl SentParts {
             self.seen.push_back((WeakShared::of(part), seen.is_some()));
             return self.walk(part, path, told);
         }
+        self.keep(part, path, bytes, told);
+        None
+    }
+
+    /// Names `part` for the worker to keep, letting the least recently used parts go
+    /// until it fits.
+    fn keep(&mut self, part: &Shared, path: &[ArgStep], bytes: usize, told: &mut KeptParts) {
         while self.kept.len() >= KEPT_PARTS || self.bytes + bytes > self.budget {
             let Some(gone) = self.kept.pop_front() else {
                 break;
@@ -201,14 +208,13 @@ impl SentParts {
             told.forget.push(gone.id);
         }
         self.next_id += 1;
-        told.keep.push((path.clone(), self.next_id, bytes));
+        told.keep.push((path.to_vec(), self.next_id, bytes));
         self.bytes += bytes;
         self.kept.push_back(Sent {
             value: WeakShared::of(part),
             id: self.next_id,
             bytes,
         });
-        None
     }
 }
 
