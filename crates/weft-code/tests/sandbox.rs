@@ -1787,3 +1787,70 @@ async fn a_large_request_after_small_ones_is_read_under_no_earlier_limit() {
     let v = run(&s, "python", "x * 2", None, json!({"x": 21})).await;
     assert_eq!(v.unwrap(), json!(42));
 }
+
+/// Runs `source` in Python with `args` (a shared value, as the engine hands it over).
+async fn run_shared(s: &dyn CodeRunner, source: &str, args: Shared) -> Value {
+    let limits = limits();
+    s.run(CodeRequest {
+        language: "python",
+        source,
+        entry: None,
+        args,
+        imports: None,
+        builtins: None,
+        limits: &limits,
+    })
+    .await
+    .expect("the block runs")
+}
+
+/// `{"items": items, "n": n}` built around `items`, as a node's arguments hold the state's.
+fn args_holding(items: &Shared, n: i64) -> Shared {
+    let map: SharedMap = [
+        ("items".to_owned(), items.clone()),
+        ("n".to_owned(), Shared::new(json!(n))),
+    ]
+    .into_iter()
+    .collect();
+    Shared::object(map)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_argument_a_worker_keeps_is_the_one_each_call_was_given() {
+    // One worker, so that every call reaches the worker that keeps the list.
+    let s = Sandboxes::new(
+        WorkerCommand {
+            program: PathBuf::from(env!("CARGO_BIN_EXE_weft-sandbox-worker")),
+            args: vec![],
+        },
+        1,
+    );
+    let code = "sum(items) + n";
+    let first = Shared::new(json!((0..5000).collect::<Vec<i64>>()));
+    // Sent, kept on the second call, put back from the worker's copy after that.
+    for n in 0..4 {
+        let got = run_shared(&s, code, args_holding(&first, n)).await;
+        assert_eq!(got, json!(12_497_500 + n), "call {n}");
+    }
+    // An equal-sized list of other items, in another allocation: its own items, not the
+    // kept ones, even on the calls where it would be kept and reused in turn.
+    let other = Shared::new(json!((1..=5000).collect::<Vec<i64>>()));
+    for n in 0..3 {
+        assert_eq!(
+            run_shared(&s, code, args_holding(&other, n)).await,
+            json!(12_502_500 + n)
+        );
+    }
+    // The code's changes to its copy never reach the kept one.
+    let mutate = "items[0] = 1000000\nsum(items)";
+    for _ in 0..2 {
+        assert_eq!(
+            run_shared(&s, mutate, args_holding(&first, 0)).await,
+            json!(13_497_500)
+        );
+    }
+    assert_eq!(
+        run_shared(&s, code, args_holding(&first, 0)).await,
+        json!(12_497_500)
+    );
+}
