@@ -181,7 +181,10 @@ impl SentParts {
             None => None,
         };
         let bytes = match seen {
-            Some((_, false)) => json_len(part),
+            // Past the budget (or unwritable, which fails the request itself): not kept.
+            Some((_, false)) => {
+                crate::json_len_within(part, self.budget as u64).map_or(usize::MAX, |n| n as usize)
+            }
             // Measured too large before: not counted again.
             Some((_, true)) => usize::MAX,
             None => 0,
@@ -215,26 +218,6 @@ impl SentParts {
             id: self.next_id,
             bytes,
         });
-    }
-}
-
-/// The length of `value`'s JSON, counted without keeping it.
-fn json_len(value: &Shared) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    match serde_json::to_writer(&mut count, value) {
-        Ok(()) => count.0,
-        // Unwritable: it will fail the request itself, so it is not kept.
-        Err(_) => usize::MAX,
     }
 }
 
@@ -420,7 +403,7 @@ mod tests {
     #[test]
     fn the_parts_kept_stay_within_their_bytes() {
         let list = |i: usize| Shared::new(json!(vec![i; KEEP_FROM_ITEMS]));
-        let one = json_len(&list(1));
+        let one = crate::json_len_within(&list(1), u64::MAX).unwrap() as usize;
         let mut engine = SentParts::within(2 * one + one / 2);
         let lists: Vec<Shared> = (1..=3).map(list).collect();
         let told: Vec<KeptParts> = lists

@@ -54,6 +54,18 @@ pub use worker::{WorkerKind, worker_main};
 
 /// Refuses a result whose JSON is longer than `limit` bytes, without building it whole.
 pub(crate) fn check_output(v: Value, limit: u64) -> Result<Value, Failure> {
+    match json_len_within(&v, limit) {
+        Some(_) => Ok(v),
+        None => Err(Failure::new(
+            FailureKind::Output,
+            format!("the result is larger than the output limit of {limit} bytes"),
+        )),
+    }
+}
+
+/// The length of `v`'s JSON, counted without writing it, when it is at most `limit`
+/// bytes (counting stops past it); `None` past it, or when `v` cannot be written.
+pub(crate) fn json_len_within(v: &impl serde::Serialize, limit: u64) -> Option<u64> {
     struct Bounded {
         len: u64,
         limit: u64,
@@ -62,7 +74,7 @@ pub(crate) fn check_output(v: Value, limit: u64) -> Result<Value, Failure> {
         fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
             self.len += data.len() as u64;
             if self.len > self.limit {
-                return Err(std::io::Error::other("output limit"));
+                return Err(std::io::Error::other("past the limit"));
             }
             Ok(data.len())
         }
@@ -70,13 +82,9 @@ pub(crate) fn check_output(v: Value, limit: u64) -> Result<Value, Failure> {
             Ok(())
         }
     }
-    match serde_json::to_writer(Bounded { len: 0, limit }, &v) {
-        Ok(()) => Ok(v),
-        Err(_) => Err(Failure::new(
-            FailureKind::Output,
-            format!("the result is larger than the output limit of {limit} bytes"),
-        )),
-    }
+    let mut counted = Bounded { len: 0, limit };
+    serde_json::to_writer(&mut counted, v).ok()?;
+    Some(counted.len)
 }
 
 /// Lua blocks whose time limit is at most this run on the calling thread, without a
