@@ -605,32 +605,29 @@ fn to_part(v: &MjValue) -> Result<Part, minijinja::Error> {
         let container = !matches!(shared.node().kind(), weft_value::Kind::Scalar(_));
         return Ok(Part::Bound(shared, container));
     }
-    // Only a container holding containers may hold a view: a list of scalars (`range(n)`)
-    // is converted at once, as before.
-    let is_container = |x: &MjValue| matches!(x.kind(), ValueKind::Seq | ValueKind::Map);
     match v.kind() {
-        ValueKind::Seq if v.try_iter()?.any(|item| is_container(&item)) => {
+        // Only a list holding containers may hold a view: a list of scalars (`range(n)`,
+        // perhaps long) is converted at once rather than item by item.
+        ValueKind::Seq
+            if v.try_iter()?
+                .any(|item| matches!(item.kind(), ValueKind::Seq | ValueKind::Map)) =>
+        {
             let parts = v
                 .try_iter()?
                 .map(|item| to_part(&item))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Part::from_items(parts))
         }
+        // Each entry becomes a part (its key read once); the object is plain JSON when
+        // none of them points at a bound value.
         ValueKind::Map => {
-            let mut entries = Vec::new();
+            let mut parts = Vec::new();
             for k in v.try_iter()? {
-                let (Some(key), item) = (k.as_str(), v.get_item(&k)?) else {
+                let Some(key) = k.as_str() else {
                     return to_json(v).map(Part::Made);
                 };
-                entries.push((key.to_owned(), item));
+                parts.push((key.to_owned(), to_part(&v.get_item(&k)?)?));
             }
-            if !entries.iter().any(|(_, item)| is_container(item)) {
-                return to_json(v).map(Part::Made);
-            }
-            let parts = entries
-                .into_iter()
-                .map(|(k, item)| Ok((k, to_part(&item)?)))
-                .collect::<Result<Vec<_>, minijinja::Error>>()?;
             Ok(Part::from_entries(parts))
         }
         _ => to_json(v).map(Part::Made),
