@@ -35,7 +35,7 @@ async fn run(
     language: &str,
     source: &str,
     entry: Option<&str>,
-    args: Value,
+    args: impl Into<Shared>,
 ) -> Result<Value, BlockError> {
     let limits = limits();
     s.run(CodeRequest {
@@ -1788,22 +1788,6 @@ async fn a_large_request_after_small_ones_is_read_under_no_earlier_limit() {
     assert_eq!(v.unwrap(), json!(42));
 }
 
-/// Runs `source` in Python with `args` (a shared value, as the engine hands it over).
-async fn run_shared(s: &dyn CodeRunner, source: &str, args: Shared) -> Value {
-    let limits = limits();
-    s.run(CodeRequest {
-        language: "python",
-        source,
-        entry: None,
-        args,
-        imports: None,
-        builtins: None,
-        limits: &limits,
-    })
-    .await
-    .expect("the block runs")
-}
-
 /// `{"items": items, "n": n}` built around `items`, as a node's arguments hold the state's.
 fn args_holding(items: &Shared, n: i64) -> Shared {
     let map: SharedMap = [
@@ -1829,7 +1813,9 @@ async fn a_large_argument_a_worker_keeps_is_the_one_each_call_was_given() {
     let first = Shared::new(json!((0..5000).collect::<Vec<i64>>()));
     // Sent, kept on the second call, put back from the worker's copy after that.
     for n in 0..4 {
-        let got = run_shared(&s, code, args_holding(&first, n)).await;
+        let got = run(&s, "python", code, None, args_holding(&first, n))
+            .await
+            .unwrap();
         assert_eq!(got, json!(12_497_500 + n), "call {n}");
     }
     // An equal-sized list of other items, in another allocation: its own items, not the
@@ -1837,7 +1823,9 @@ async fn a_large_argument_a_worker_keeps_is_the_one_each_call_was_given() {
     let other = Shared::new(json!((1..=5000).collect::<Vec<i64>>()));
     for n in 0..3 {
         assert_eq!(
-            run_shared(&s, code, args_holding(&other, n)).await,
+            run(&s, "python", code, None, args_holding(&other, n))
+                .await
+                .unwrap(),
             json!(12_502_500 + n)
         );
     }
@@ -1845,12 +1833,16 @@ async fn a_large_argument_a_worker_keeps_is_the_one_each_call_was_given() {
     let mutate = "items[0] = 1000000\nsum(items)";
     for _ in 0..2 {
         assert_eq!(
-            run_shared(&s, mutate, args_holding(&first, 0)).await,
+            run(&s, "python", mutate, None, args_holding(&first, 0))
+                .await
+                .unwrap(),
             json!(13_497_500)
         );
     }
     assert_eq!(
-        run_shared(&s, code, args_holding(&first, 0)).await,
+        run(&s, "python", code, None, args_holding(&first, 0))
+            .await
+            .unwrap(),
         json!(12_497_500)
     );
 }
