@@ -12,12 +12,18 @@ use weft_core::value::{Shared, SharedMap};
 use weft_core::{BlockError, ErrorKind};
 
 fn sandboxes() -> Sandboxes {
+    sandboxes_of(2)
+}
+
+/// Sandboxes with `workers` Python workers (one, for a test that needs every call to
+/// reach the same worker).
+fn sandboxes_of(workers: usize) -> Sandboxes {
     Sandboxes::new(
         WorkerCommand {
             program: PathBuf::from(env!("CARGO_BIN_EXE_weft-sandbox-worker")),
             args: vec![],
         },
-        2,
+        workers,
     )
 }
 
@@ -1764,13 +1770,7 @@ async fn lua_views_do_not_outlive_their_call() {
 async fn a_large_request_after_small_ones_is_read_under_no_earlier_limit() {
     // One worker, so the large request reaches a process that has answered small ones:
     // the cap set for those must not hold while it reads the next request.
-    let s = Sandboxes::new(
-        WorkerCommand {
-            program: PathBuf::from(env!("CARGO_BIN_EXE_weft-sandbox-worker")),
-            args: vec![],
-        },
-        1,
-    );
+    let s = sandboxes_of(1);
     for x in 0..3 {
         let v = run(&s, "python", "x + 1", None, json!({"x": x})).await;
         assert_eq!(v.unwrap(), json!(x + 1));
@@ -1802,13 +1802,7 @@ fn args_holding(items: &Shared, n: i64) -> Shared {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_argument_a_worker_keeps_is_the_one_each_call_was_given() {
     // One worker, so that every call reaches the worker that keeps the list.
-    let s = Sandboxes::new(
-        WorkerCommand {
-            program: PathBuf::from(env!("CARGO_BIN_EXE_weft-sandbox-worker")),
-            args: vec![],
-        },
-        1,
-    );
+    let s = sandboxes_of(1);
     let code = "sum(items) + n";
     let first = Shared::new(json!((0..5000).collect::<Vec<i64>>()));
     // Sent, kept on the second call, put back from the worker's copy after that.
