@@ -12,10 +12,10 @@ use monty_types::{
     ExcType, FileMode, MkdirCallArgs, MontyException, MontyFileHandle, MontyObject, OsFunctionCall,
     RenameCallArgs,
 };
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use weft_files::{FileRoot, PathError};
+use weft_files::{FileRoot, OpenError, Opening, PathError};
 
 /// The virtual directory that stands for the private temporary directory.
 pub const TEMP_DIR: &str = "/tmp";
@@ -33,6 +33,15 @@ pub struct FileAccess {
 
 fn exception(kind: ExcType, message: impl Into<String>) -> MontyException {
     MontyException::new(kind, Some(message.into()))
+}
+
+/// The exception for a path the code may not use (or a files directory that is gone).
+fn refused(e: PathError) -> MontyException {
+    let kind = match e {
+        PathError::Refused { .. } => ExcType::PermissionError,
+        PathError::Unusable { .. } => ExcType::OSError,
+    };
+    exception(kind, e.to_string())
 }
 
 /// CPython's exception for an I/O error on `path`.
@@ -79,12 +88,17 @@ impl FileAccess {
                 Ok(MontyObject::Bool(host.is_symlink()))
             }
             OsFunctionCall::ReadText(p) => {
-                let text = std::fs::read_to_string(self.host_path(&p)?)
+                let mut text = String::new();
+                self.opened(&p, Opening::Read)?
+                    .read_to_string(&mut text)
                     .map_err(|e| io_exception(&e, &p))?;
                 Ok(MontyObject::String(text))
             }
             OsFunctionCall::ReadBytes(p) => {
-                let bytes = std::fs::read(self.host_path(&p)?).map_err(|e| io_exception(&e, &p))?;
+                let mut bytes = Vec::new();
+                self.opened(&p, Opening::Read)?
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| io_exception(&e, &p))?;
                 Ok(MontyObject::Bytes(bytes))
             }
             OsFunctionCall::Stat(p) => self.stat(&p),
@@ -106,11 +120,11 @@ impl FileAccess {
             OsFunctionCall::Open(a) => self.open(&a.path, a.mode),
             OsFunctionCall::Mkdir(a) => self.mkdir(&a),
             OsFunctionCall::Unlink(p) => {
-                std::fs::remove_file(self.host_path(&p)?).map_err(|e| io_exception(&e, &p))?;
+                std::fs::remove_file(self.path_to_move(&p)?).map_err(|e| io_exception(&e, &p))?;
                 Ok(MontyObject::None)
             }
             OsFunctionCall::Rmdir(p) => {
-                std::fs::remove_dir(self.host_path(&p)?).map_err(|e| io_exception(&e, &p))?;
+                std::fs::remove_dir(self.path_to_move(&p)?).map_err(|e| io_exception(&e, &p))?;
                 Ok(MontyObject::None)
             }
             OsFunctionCall::Rename(a) => self.rename(&a),
@@ -123,20 +137,36 @@ impl FileAccess {
 
     /// Where the code's `path` is on this machine, or why it may not be used.
     fn host_path(&self, path: &str) -> Result<PathBuf, MontyException> {
-        let refused = |e: PathError| {
-            let kind = match e {
-                PathError::Refused { .. } => ExcType::PermissionError,
-                PathError::Unusable { .. } => ExcType::OSError,
-            };
-            exception(kind, e.to_string())
-        };
+        let (root, rel) = self.root_of(path)?;
+        root.resolve_or_root(rel).map_err(refused)
+    }
+
+    /// [`FileAccess::host_path`] for a path about to be moved or removed.
+    fn path_to_move(&self, path: &str) -> Result<PathBuf, MontyException> {
+        let (root, rel) = self.root_of(path)?;
+        root.resolve_to_move(rel).map_err(refused)
+    }
+
+    /// The code's `path` opened as `how` says (checked again once open, so no link
+    /// swapped in meanwhile reaches one of Weft's own files).
+    fn opened(&self, path: &str, how: Opening) -> Result<std::fs::File, MontyException> {
+        let (root, rel) = self.root_of(path)?;
+        root.open(rel, how).map_err(|e| match e {
+            OpenError::Path(e) => refused(e),
+            OpenError::Io(e) => io_exception(&e, path),
+        })
+    }
+
+    /// The directory the code's `path` lies in (the files directory, or the private
+    /// temporary one for `/tmp/...`) and the path relative to it.
+    fn root_of<'p>(&self, path: &'p str) -> Result<(FileRoot, &'p str), MontyException> {
         if let Some(rest) = path.strip_prefix(TEMP_DIR)
             && (rest.is_empty() || rest.starts_with('/'))
         {
-            let temp = self.temp_dir()?;
-            return FileRoot::new(temp)
-                .resolve_or_root(rest.trim_start_matches('/'))
-                .map_err(refused);
+            return Ok((
+                FileRoot::new(self.temp_dir()?),
+                rest.trim_start_matches('/'),
+            ));
         }
         if path.starts_with('/') {
             return Err(exception(
@@ -146,7 +176,7 @@ impl FileAccess {
                 ),
             ));
         }
-        self.root.resolve_or_root(path).map_err(refused)
+        Ok((self.root.clone(), path))
     }
 
     fn temp_dir(&self) -> Result<PathBuf, MontyException> {
@@ -206,14 +236,12 @@ impl FileAccess {
     }
 
     fn write(&self, path: &str, data: &[u8], append: bool, written: usize) -> FileResult {
-        let host = self.host_path(path)?;
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .append(append)
-            .truncate(!append)
-            .open(host)
-            .map_err(|e| io_exception(&e, path))?;
+        let how = Opening::Write {
+            create: true,
+            append,
+            truncate: !append,
+        };
+        let mut file = self.opened(path, how)?;
         file.write_all(data).map_err(|e| io_exception(&e, path))?;
         Ok(MontyObject::Int(i64::try_from(written).unwrap_or(i64::MAX)))
     }
@@ -221,25 +249,22 @@ impl FileAccess {
     /// `open()`'s effect when it is called (create, truncate, or check the file is
     /// there); reads and writes through the handle come as their own operations.
     fn open(&self, path: &str, mode: FileMode) -> FileResult {
-        let host = self.host_path(path)?;
-        let opened = if mode.create() {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .truncate(mode.truncate())
-                .append(mode.is_append())
-                .open(&host)
-                .map(drop)
+        let how = if mode.create() {
+            Opening::Write {
+                create: true,
+                append: mode.is_append(),
+                truncate: mode.truncate(),
+            }
         } else {
-            std::fs::File::open(&host).and_then(|f| {
-                if f.metadata()?.is_dir() {
-                    Err(std::io::Error::from(ErrorKind::IsADirectory))
-                } else {
-                    Ok(())
-                }
-            })
+            Opening::Read
         };
-        opened.map_err(|e| io_exception(&e, path))?;
+        let file = self.opened(path, how)?;
+        if !mode.create() && file.metadata().is_ok_and(|m| m.is_dir()) {
+            return Err(io_exception(
+                &std::io::Error::from(ErrorKind::IsADirectory),
+                path,
+            ));
+        }
         Ok(MontyObject::FileHandle(MontyFileHandle {
             path: path.to_owned(),
             mode,
@@ -264,7 +289,7 @@ impl FileAccess {
     }
 
     fn rename(&self, a: &RenameCallArgs) -> FileResult {
-        let (from, to) = (self.host_path(&a.src)?, self.host_path(&a.dst)?);
+        let (from, to) = (self.path_to_move(&a.src)?, self.host_path(&a.dst)?);
         std::fs::rename(from, to).map_err(|e| io_exception(&e, &a.src))?;
         Ok(MontyObject::Path(normalized(&a.dst)))
     }
@@ -345,6 +370,45 @@ mod tests {
         let (kind, message) = error(files.answer(OsFunctionCall::ReadText(path("missing.txt"))));
         assert_eq!(kind, ExcType::FileNotFoundError);
         assert!(message.contains("'missing.txt'"), "{message}");
+    }
+
+    #[test]
+    fn code_never_reaches_weft_s_own_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("token"), "s3cret").unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        std::fs::write(dir.path().join("data/weft.db"), "db").unwrap();
+        weft_files::protect(&dir.path().join("token"));
+        weft_files::protect_database(&dir.path().join("data/weft.db"));
+        let files = FileAccess::new(dir.path().to_path_buf(), true);
+        let refused = |r: FileResult| {
+            let (kind, message) = error(r);
+            assert_eq!(kind, ExcType::PermissionError, "{message}");
+            assert!(message.contains("Weft's own files"), "{message}");
+        };
+        refused(files.answer(OsFunctionCall::ReadText(path("token"))));
+        refused(files.answer(OsFunctionCall::Stat(path("token"))));
+        refused(files.answer(OsFunctionCall::Open(OpenCallArgs {
+            path: path("data/weft.db"),
+            mode: FileMode::Write(false),
+        })));
+        refused(files.answer(OsFunctionCall::Unlink(path("data/weft.db-shm"))));
+        refused(files.answer(OsFunctionCall::Rename(RenameCallArgs {
+            src: path("data"),
+            dst: path("elsewhere"),
+        })));
+        refused(files.answer(OsFunctionCall::Rename(RenameCallArgs {
+            src: path("token"),
+            dst: path("t"),
+        })));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("data/weft.db")).unwrap(),
+            "db"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("token")).unwrap(),
+            "s3cret"
+        );
     }
 
     #[test]

@@ -167,6 +167,9 @@ impl SqliteStore {
                 "{shown} was written by a newer Weft (schema {v}; this one reads up to {SCHEMA_VERSION}): upgrade Weft to use it, or choose another with --db or WEFT_DB"
             )),
         })?;
+        // From here on no flow of this process may read, write or remove the database
+        // or its side files, whatever its files directory holds.
+        weft_files::protect_database(&path);
         let (tx, rx) = mpsc::channel(QUEUE);
         std::thread::Builder::new()
             .name("weft-sqlite".into())
