@@ -33,7 +33,10 @@ pub enum Confidence {
 pub struct CompileContext<'a> {
     /// Pointer -> line:column of the document.
     pub map: &'a SourceMap,
-    /// The directory of the document's file, when it has one.
+    /// The directory of the document's file, when it has one. A document without one
+    /// (a flow sent as text to a server, MCP or a trigger) reads no file beside it:
+    /// there is no directory of its own, and the process's working directory is the
+    /// operator's, not the flow author's.
     pub base_dir: Option<&'a Path>,
     /// 0 for the file the user gave; 1 for a file it includes, and so on.
     pub depth: u32,
@@ -58,6 +61,10 @@ impl<'a> CompileContext<'a> {
         }
     }
 }
+
+/// Why a document sent as text cannot name a file to read beside it.
+pub const NO_DIRECTORY: &str =
+    "the flow was sent as text, so it has no directory to read files beside it from";
 
 /// A file format that compiles to Weft's core IR.
 pub trait Dialect: Send + Sync {

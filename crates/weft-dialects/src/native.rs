@@ -127,7 +127,16 @@ fn inline_model_files(
             continue;
         };
         let pointer = child_pointer(&child_pointer("/models", name), "file");
-        let path = base_dir.unwrap_or(Path::new(".")).join(&file);
+        let Some(base_dir) = base_dir else {
+            return Err(map.locate(
+                Diagnostic::error(
+                    &pointer,
+                    format!("cannot read `{file}`: {}", crate::dialect::NO_DIRECTORY),
+                )
+                .hint("write the model's rules inline (`rules:`), or run the flow from its file"),
+            ));
+        };
+        let path = base_dir.join(&file);
         let text = std::fs::read_to_string(&path).map_err(|e| {
             map.locate(Diagnostic::error(
                 &pointer,

@@ -283,7 +283,19 @@ impl Compiler<'_> {
             );
             return None;
         }
-        let dir = self.base();
+        let Some(dir) = self.base() else {
+            self.diags.push(
+                Diagnostic::error(
+                    ptr,
+                    format!(
+                        "cannot load the workflow `{reference}`: {}",
+                        crate::dialect::NO_DIRECTORY
+                    ),
+                )
+                .hint("run the workflow from its file, where its child workflows lie beside it"),
+            );
+            return None;
+        };
         let mut candidates: Vec<std::path::PathBuf> = ["", "workflows/"]
             .iter()
             .flat_map(|sub| {
@@ -295,7 +307,7 @@ impl Compiler<'_> {
                 ]
             })
             .collect();
-        candidates.extend(project::places(dir, "workflows", reference));
+        candidates.extend(project::places(Some(dir), "workflows", reference));
         let Some(path) = candidates.iter().find(|p| p.is_file()) else {
             self.diags.push(
                 Diagnostic::error(ptr, format!("no workflow file for `{reference}`")).hint(

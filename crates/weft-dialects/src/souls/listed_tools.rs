@@ -214,12 +214,11 @@ impl Compiler<'_> {
         }
         let (places, found) = self.project_file("tools", id);
         let Some((path, text)) = found else {
-            let looked: Vec<String> = places.iter().map(|p| p.display().to_string()).collect();
             let d = Diagnostic::error(
                 ptr,
                 format!(
                     "no tool `{id}`: it is not built in, nor in {}",
-                    looked.join(", ")
+                    super::project::looked_in(&places)
                 ),
             );
             self.diags.push(d.hint_closest(

@@ -541,13 +541,11 @@ impl Compiler<'_> {
                 let places = soul_files(self.base(), id);
                 let Some((path, text)) = project::first_readable(&places) else {
                     let known: Vec<String> = self.inline_souls.keys().cloned().collect();
-                    let looked: Vec<String> =
-                        places.iter().map(|p| p.display().to_string()).collect();
                     let d = Diagnostic::error(
                         ptr,
                         format!(
                             "no soul `{id}`: it is not under `souls:`, nor in {}",
-                            looked.join(", ")
+                            project::looked_in(&places)
                         ),
                     );
                     self.diags.push(d.hint_closest(
@@ -690,8 +688,11 @@ fn edge(from: &str, to: &str, exit: Option<&str>) -> Edge {
 
 /// Where a soul `id` that is not inline may live: `souls/<id>.yaml` beside the workflow,
 /// then the runsight project's library, `custom/souls/<id>.yaml`.
-fn soul_files(base: &Path, id: &str) -> Vec<std::path::PathBuf> {
-    let mut places = vec![base.join("souls").join(format!("{id}.yaml"))];
+fn soul_files(base: Option<&Path>, id: &str) -> Vec<std::path::PathBuf> {
+    let mut places: Vec<_> = base
+        .map(|b| b.join("souls").join(format!("{id}.yaml")))
+        .into_iter()
+        .collect();
     places.extend(project::places(base, "souls", id));
     places
 }

@@ -12,13 +12,23 @@ use weft_core::Diagnostic;
 /// How many directories, the workflow's own first, may hold the project's `custom/`.
 const LEVELS: usize = 4;
 
-/// Where the project's `<kind>` file for `id` may be, nearest first.
-pub(super) fn places(base: &Path, kind: &str, id: &str) -> Vec<PathBuf> {
+/// Where the project's `<kind>` file for `id` may be, nearest first; nowhere for a
+/// workflow sent as text, which has no directory.
+pub(super) fn places(base: Option<&Path>, kind: &str, id: &str) -> Vec<PathBuf> {
     let file = format!("{id}.yaml");
-    base.ancestors()
-        .take(LEVELS)
+    base.into_iter()
+        .flat_map(|base| base.ancestors().take(LEVELS))
         .map(|dir| dir.join("custom").join(kind).join(&file))
         .collect()
+}
+
+/// The places looked in, for a diagnostic that says a file was not found there.
+pub(super) fn looked_in(places: &[PathBuf]) -> String {
+    if places.is_empty() {
+        return format!("any file ({})", crate::dialect::NO_DIRECTORY);
+    }
+    let shown: Vec<String> = places.iter().map(|p| p.display().to_string()).collect();
+    shown.join(", ")
 }
 
 /// The first of `places` that can be read, with its text.
@@ -40,9 +50,9 @@ fn parse_file<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, String>
 }
 
 impl Compiler<'_> {
-    /// The directory the workflow's own files are read from.
-    pub(super) fn base(&self) -> &Path {
-        self.base_dir.unwrap_or(Path::new("."))
+    /// The directory the workflow's own files are read from, when it has one.
+    pub(super) fn base(&self) -> Option<&Path> {
+        self.base_dir
     }
 
     /// Where the project's `kind` file for `id` may be (for an error that lists them),

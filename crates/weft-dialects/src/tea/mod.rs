@@ -757,7 +757,14 @@ impl Compiler<'_> {
             self.diags.push(Diagnostic::error(&sptr, format!("subgraphs nest deeper than {MAX_SUBGRAPH_DEPTH} files; is one including itself?")));
             return None;
         }
-        let path = self.base_dir.unwrap_or(Path::new(".")).join(file);
+        let Some(base_dir) = self.base_dir else {
+            self.diags.push(
+                Diagnostic::error(&sptr, format!("cannot load subgraph `{file}`: {}", crate::dialect::NO_DIRECTORY))
+                    .hint("run the flow from its file, or store it with `weft serve --flow FILE` from the directory that holds its subgraphs"),
+            );
+            return None;
+        };
+        let path = base_dir.join(file);
         let loaded = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))
             .and_then(|text| {

@@ -41,7 +41,7 @@ fn cases() -> Vec<(String, u32, &'static str, &'static str)> {
         // 13. A stall phase Weft does not watch.
         (doc(&format!("blocks:\n  a:\n    type: linear\n    soul_ref: writer\n    stall_thresholds: {{first_tokn: 30}}\n{wf}")), 8, "unknown stall phase `first_tokn`", "did you mean `first_token`?"),
         // 14. A child workflow that is nowhere.
-        (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: child\n{wf}")), 7, "no workflow file for `child`", "workflows/"),
+        (doc(&format!("blocks:\n  a:\n    type: workflow\n    workflow_ref: child\n{wf}")), 7, "cannot load the workflow `child`: the flow was sent as text", "run the workflow from its file"),
         // 15. Code without main.
         (doc(&format!("blocks:\n  a:\n    type: code\n    code: |\n      def run(data):\n          return 1\n{wf}")), 7, "defines no `main` function", "def main(data)"),
         // 16. An unknown retry backoff.

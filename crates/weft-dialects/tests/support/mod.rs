@@ -31,7 +31,7 @@ pub fn engine(files: &Path, events: Arc<CollectingSink>, env: Env) -> Engine {
         .code_runner(Arc::new(weft_code::Sandboxes::new(worker, 1)))
         .secrets(serde_json::json!({"api_key": "s3cret"}))
         .sink(events);
-    for (name, action) in weft_actions::builtins(files.to_path_buf()) {
+    for (name, action) in weft_actions::builtins(files.to_path_buf(), Default::default()) {
         b = b.action(name, action);
     }
     b.build()
