@@ -37,10 +37,37 @@ pub(crate) enum Verb {
     Named,
 }
 
-/// The HTTP client the HTTP actions share, made when one first runs: building it reads
-/// the machine's CA certificates (hundreds of files), which a run without HTTP should
-/// not pay for at start-up.
-pub(crate) type SharedClient = std::sync::Arc<std::sync::OnceLock<reqwest::Client>>;
+/// The HTTP client the HTTP actions share, made when one first runs (building it reads
+/// the machine's CA certificates, hundreds of files, which a run without HTTP should
+/// not pay for at start-up), and the network policy it is built with.
+#[derive(Clone)]
+pub(crate) struct SharedClient {
+    client: std::sync::Arc<std::sync::OnceLock<reqwest::Client>>,
+    net: std::sync::Arc<weft_net::NetPolicy>,
+}
+
+impl SharedClient {
+    pub(crate) fn new(net: std::sync::Arc<weft_net::NetPolicy>) -> SharedClient {
+        SharedClient {
+            client: Default::default(),
+            net,
+        }
+    }
+
+    /// The client, built on first use; one that cannot be built is a config error.
+    fn get(&self) -> Result<&reqwest::Client, BlockError> {
+        if let Some(c) = self.client.get() {
+            return Ok(c);
+        }
+        let built = self.net.client().build().map_err(|e| {
+            fail(
+                ErrorKind::Config,
+                format!("cannot set up the HTTP client: {e}"),
+            )
+        })?;
+        Ok(self.client.get_or_init(|| built))
+    }
+}
 
 /// An HTTP action.
 pub(crate) struct Http {
@@ -119,12 +146,13 @@ impl Native for Http {
                 query.append_pair(k, &as_text(v));
             }
         }
+        self.client
+            .net
+            .check_url(&parsed)
+            .map_err(|d| fail(ErrorKind::Config, format!("{name} {url}: {d}")))?;
         let method = self.method(&call)?;
         let sends_body = !matches!(method, reqwest::Method::GET | reqwest::Method::HEAD);
-        let mut req = self
-            .client
-            .get_or_init(reqwest::Client::new)
-            .request(method, parsed);
+        let mut req = self.client.get()?.request(method, parsed);
         let timeout = match call.config.get("timeout_ms") {
             Some(v) => Duration::from_millis(v.as_u64().ok_or_else(|| {
                 fail(
@@ -173,12 +201,15 @@ impl Native for Http {
             ));
         }
         let mut resp = req.send().await.map_err(|e| {
+            let explained = weft_net::explain(&e);
             let kind = if e.is_timeout() {
                 ErrorKind::Timeout
+            } else if explained.starts_with("the network policy") {
+                ErrorKind::Config
             } else {
                 ErrorKind::Action
             };
-            fail(kind, format!("{name} {url}: {e}"))
+            fail(kind, format!("{name} {url}: {explained}"))
         })?;
         let status = resp.status().as_u16();
         let mut headers = serde_json::Map::new();

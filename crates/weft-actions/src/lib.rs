@@ -2,7 +2,8 @@
 //!
 //! Owns Weft's built-in `action` blocks, each a `Native` behind `weft-core`'s port:
 //! `file.read`, `file.write`, `file.append` (confined to one directory), `http.get`,
-//! `http.post`, `http.request` (any method), `json.parse` and `time.sleep`. Model calls
+//! `http.post`, `http.request` (any method, where the network policy lets them go),
+//! `json.parse` and `time.sleep`. Model calls
 //! are `llm` blocks, not actions.
 //!
 //! Must not depend on the engine or any dialect.
@@ -19,6 +20,7 @@ use weft_core::{BlockError, ErrorKind, Value};
 
 pub use files::FileRoot;
 use http::{Http, Verb};
+pub use weft_net::NetPolicy;
 
 fn param<'a>(call: &'a NativeCall, name: &str) -> Result<&'a Value, BlockError> {
     call.config.get(name).ok_or_else(|| {
@@ -79,10 +81,11 @@ impl Native for Sleep {
     }
 }
 
-/// Every built-in action, by name. File actions are confined to `files`.
-pub fn builtins(files: PathBuf) -> Vec<(&'static str, Arc<dyn Native>)> {
+/// Every built-in action, by name. File actions are confined to `files`; HTTP actions
+/// go where `net` lets them.
+pub fn builtins(files: PathBuf, net: Arc<NetPolicy>) -> Vec<(&'static str, Arc<dyn Native>)> {
     let root = Arc::new(FileRoot::new(files));
-    let client = http::SharedClient::default();
+    let client = http::SharedClient::new(net);
     vec![
         (
             "file.read",
@@ -109,8 +112,8 @@ pub const WRITING: &[&str] = &["file.write", "file.append", "http.post", "http.r
 
 /// Every built-in action, with those that write ([`WRITING`]) replaced by one that
 /// fails saying so: for a run that must leave no trace (a model testing its flow).
-pub fn without_writes(files: PathBuf) -> Vec<(&'static str, Arc<dyn Native>)> {
-    builtins(files)
+pub fn without_writes(files: PathBuf, net: Arc<NetPolicy>) -> Vec<(&'static str, Arc<dyn Native>)> {
+    builtins(files, net)
         .into_iter()
         .map(|(name, action)| {
             if WRITING.contains(&name) {

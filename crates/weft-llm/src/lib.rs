@@ -57,6 +57,16 @@ pub struct Router {
     cassette: Option<Arc<Cassette>>,
     env: Env,
     extra: HashMap<String, ProviderFactory>,
+    net: Arc<weft_net::NetPolicy>,
+}
+
+/// Variables a flow's `api_key_env` may not name: Weft's own configuration (its token,
+/// database, keys; a flow reads its secrets as `secrets.NAME`) and PostgreSQL's
+/// connection settings. The key a flow names is sent to the base URL it names.
+fn is_weft_s_own_variable(name: &str) -> bool {
+    (name.starts_with("WEFT_") && !name.starts_with("WEFT_SECRET_"))
+        || name.starts_with("PG")
+        || name == "DATABASE_URL"
 }
 
 /// Providers this build can reach.
@@ -117,7 +127,15 @@ impl Router {
             cassette: None,
             env: Arc::new(|k| std::env::var(k).ok()),
             extra: HashMap::new(),
+            net: Arc::new(weft_net::NetPolicy::open()),
         }
+    }
+
+    /// Sends every remote model call where `net` lets it go (the endpoint is checked
+    /// when the model is resolved, each connection and redirect when it is made).
+    pub fn with_net_policy(mut self, net: Arc<weft_net::NetPolicy>) -> Router {
+        self.net = net;
+        self
     }
 
     /// Adds the provider `name`, built by `factory`.
@@ -167,22 +185,21 @@ impl Router {
         Ok(router)
     }
 
-    /// The HTTP client every remote model shares (one connection pool).
+    /// The genai client every remote model shares, over the same HTTP client as
+    /// [`Router::http`] (one connection pool, one network policy).
     fn client(&self) -> Result<genai::Client, BlockError> {
+        let http = self.http()?;
         built_once(&self.client, || {
-            genai::Client::builder()
-                .with_web_config(
-                    genai::WebConfig::default().with_connect_timeout(Duration::from_secs(10)),
-                )
-                .build()
+            genai::Client::builder().with_reqwest(http).build()
         })
     }
 
     /// The plain HTTP client of Weft's own OpenAI and Ollama clients ([`openai_wire`],
-    /// [`ollama_wire`]), also shared.
+    /// [`ollama_wire`]), and under genai's: built with the network policy.
     fn http(&self) -> Result<reqwest::Client, BlockError> {
         built_once(&self.http, || {
-            reqwest::Client::builder()
+            self.net
+                .client()
                 .connect_timeout(Duration::from_secs(10))
                 .build()
         })
@@ -235,6 +252,22 @@ impl Router {
                 .and_then(Value::as_str)
         };
         let endpoint = provider.endpoint(text("base_url"), &*self.env)?;
+        if let Ok(url) = reqwest::Url::parse(&endpoint) {
+            self.net.check_url(&url).map_err(|d| {
+                BlockError::new(
+                    ErrorKind::Config,
+                    format!("the {} endpoint {endpoint}: {d}", provider.name()),
+                )
+            })?;
+        }
+        if let Some(own) = text("api_key_env").filter(|v| is_weft_s_own_variable(v)) {
+            return Err(BlockError::new(
+                ErrorKind::Config,
+                format!(
+                    "api_key_env may not name `{own}`: it holds Weft's own configuration, not a provider's key (a flow reads its secrets as `secrets.NAME`, from WEFT_SECRET_NAME)"
+                ),
+            ));
+        }
         let key_variable = text("api_key_env").or(provider.key_variable());
         let api_key = key_variable
             .and_then(|v| (self.env)(v))
