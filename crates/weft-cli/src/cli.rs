@@ -13,6 +13,29 @@ pub struct Cli {
     /// http://127.0.0.1:4318; default: $OTEL_EXPORTER_OTLP_ENDPOINT).
     #[arg(long, value_name = "URL", global = true)]
     pub otel: Option<String>,
+    /// Hosts, `*.domains`, addresses or CIDR ranges the flows' HTTP requests and model
+    /// calls may reach (repeat, or separate by commas; default: $WEFT_ALLOW_NET, else
+    /// anywhere not denied). Checked after DNS resolution and on every redirect.
+    #[arg(
+        long = "allow-net",
+        value_name = "HOST|CIDR",
+        global = true,
+        env = "WEFT_ALLOW_NET",
+        value_delimiter = ','
+    )]
+    pub allow_net: Vec<String>,
+    /// Hosts, `*.domains`, addresses or CIDR ranges they may never reach; wins over
+    /// --allow-net (default: $WEFT_DENY_NET). `weft serve`, `weft worker` and `weft mcp`
+    /// also refuse link-local and cloud metadata addresses (169.254.0.0/16,
+    /// fd00:ec2::254) unless --allow-net names them.
+    #[arg(
+        long = "deny-net",
+        value_name = "HOST|CIDR",
+        global = true,
+        env = "WEFT_DENY_NET",
+        value_delimiter = ','
+    )]
+    pub deny_net: Vec<String>,
 }
 
 /// Which part of the work a `weft serve` on a shared database does.

@@ -125,37 +125,39 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             working,
             effects,
             db,
-        } => {
-            let run = RunSettings::new(effects.files, effects.model);
-            let serving = Serving {
-                addr,
-                token_file,
-                max_runs: max_runs.map(|n| n as usize),
-                allow_mcp_approvals,
-                open,
-                role,
-                flows,
-                allowed_origins,
-                working: Working::from(&working),
-            };
-            serve(serving, &db, &run, settings).await
-        }
+        } => match service_run_settings(effects, &db, token_file.as_deref(), settings) {
+            Err(f) => Err(f),
+            Ok(run) => {
+                let serving = Serving {
+                    addr,
+                    token_file,
+                    max_runs: max_runs.map(|n| n as usize),
+                    allow_mcp_approvals,
+                    open,
+                    role,
+                    flows,
+                    allowed_origins,
+                    working: Working::from(&working),
+                };
+                serve(serving, &db, &run, settings).await
+            }
+        },
         Command::Worker {
             working,
             effects,
             db,
-        } => {
-            let run = RunSettings::new(effects.files, effects.model);
-            worker(Working::from(&working), &db, &run, settings).await
-        }
+        } => match service_run_settings(effects, &db, None, settings) {
+            Ok(run) => worker(Working::from(&working), &db, &run, settings).await,
+            Err(f) => Err(f),
+        },
         Command::Mcp {
             allow_mcp_approvals,
             effects,
             db,
-        } => {
-            let run = RunSettings::new(effects.files, effects.model);
-            mcp(allow_mcp_approvals, &db, &run, settings).await
-        }
+        } => match service_run_settings(effects, &db, None, settings) {
+            Ok(run) => mcp(allow_mcp_approvals, &db, &run, settings).await,
+            Err(f) => Err(f),
+        },
         Command::SandboxWorker { .. } | Command::ModelWorker { .. } => {
             unreachable!("handled before the runtime starts")
         }
@@ -172,6 +174,39 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             f.code
         }
     }
+}
+
+/// The settings of a long-lived service's runs: its files directory is its own
+/// ([`RunSettings::for_service`]), and its token file is one of Weft's own files, which
+/// no flow may read.
+fn service_run_settings(
+    effects: crate::cli::EffectArgs,
+    db: &DbArgs,
+    token_file: Option<&Path>,
+    settings: &Settings,
+) -> Result<RunSettings, Failure> {
+    let database = settings.db(db.db.as_deref());
+    let mut own: Vec<PathBuf> = Vec::new();
+    if let crate::settings::Database::File(path) = &database {
+        own.push(path.clone());
+        own.extend(["-wal", "-shm", "-journal"].map(|side| {
+            let mut name = path.as_os_str().to_owned();
+            name.push(side);
+            PathBuf::from(name)
+        }));
+    }
+    own.extend(token_file.map(Path::to_path_buf));
+    if let Some(token) = token_file {
+        weft_files::protect(token);
+    }
+    RunSettings::for_service(
+        effects.files,
+        effects.model,
+        &database,
+        &settings.data_dir,
+        &own,
+    )
+    .map_err(Failure::invalid)
 }
 
 /// The store `--db` or `WEFT_DB` names, for a command that drives runs itself.
@@ -328,7 +363,7 @@ async fn run(
     out: &OutputArgs,
     settings: &Settings,
 ) -> Result<u8, Failure> {
-    let (loaded, prepared) = load_prepared(flow, dialect.as_deref())?;
+    let loaded = load(flow, dialect.as_deref()).map_err(|e| Failure::invalid(e.render()))?;
     for w in &loaded.warnings {
         eprintln!("{}", w.render(&flow.display().to_string()));
     }
@@ -336,6 +371,10 @@ async fn run(
     let store = open_store(db, settings).await?;
     let run_settings = RunSettings::for_new_run(out);
     let session = session(store, settings, out, loaded.events.clone(), &run_settings)?;
+    // The engine checks what only it knows: its model providers and its secrets.
+    let prepared = session.engine.prepare(loaded.flow.clone()).map_err(|diags| {
+        Failure::invalid(render_diags(&flow.display().to_string(), &loaded, diags))
+    })?;
     if run_settings.model.is_none()
         && let Some(told) = unnamed_models(flow, &loaded)
     {

@@ -16,6 +16,7 @@ pub(crate) struct Adapters {
     code: Arc<weft_code::Sandboxes>,
     secrets: serde_json::Value,
     telemetry: Option<Arc<weft_otel::Telemetry>>,
+    net: Arc<weft_net::NetPolicy>,
 }
 
 impl Adapters {
@@ -26,7 +27,8 @@ impl Adapters {
             Failure::invalid("error: cannot find the weft binary for worker processes")
         })?;
         let router = weft_llm::Router::from_env(settings.model_env())
-            .map_err(|e| Failure::invalid(format!("error: {e}")))?;
+            .map_err(|e| Failure::invalid(format!("error: {e}")))?
+            .with_net_policy(settings.net.clone());
         #[cfg(feature = "local")]
         let router = router.with_provider(
             LOCAL_PROVIDER,
@@ -42,6 +44,7 @@ impl Adapters {
             code: Arc::new(weft_code::Sandboxes::new(worker, workers)),
             secrets: settings.secrets.clone(),
             telemetry: settings.telemetry.clone(),
+            net: settings.net.clone(),
         })
     }
 
@@ -61,9 +64,9 @@ impl Adapters {
             ))
             .secrets(self.secrets.clone());
         let actions = if writes {
-            weft_actions::builtins(run.files.clone())
+            weft_actions::builtins(run.files.clone(), self.net.clone())
         } else {
-            weft_actions::without_writes(run.files.clone())
+            weft_actions::without_writes(run.files.clone(), self.net.clone())
         };
         for (name, action) in actions {
             b = b.action(name, action);

@@ -46,6 +46,8 @@ pub(crate) fn local_models(program: PathBuf, dir: Option<PathBuf>) -> weft_llm::
             args: vec!["model-worker".into()],
         };
         let model = Arc::new(weft_local::LocalModel::new(command, path.clone(), timeout)?);
+        // The weights are Weft's: no flow's file actions may overwrite them.
+        weft_files::protect(&path);
         loaded.insert(path, model.clone());
         Ok(model as Arc<dyn weft_core::ports::Model>)
     })

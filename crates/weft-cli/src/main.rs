@@ -75,6 +75,19 @@ fn main() -> ExitCode {
         }
     };
     let mut settings = settings::Settings::from_process();
+    let service = matches!(
+        args.command,
+        cli::Command::Serve { .. } | cli::Command::Worker { .. } | cli::Command::Mcp { .. }
+    );
+    match weft_net::NetPolicy::new(&args.allow_net, &args.deny_net, service) {
+        Ok(net) => settings.net = std::sync::Arc::new(net),
+        Err(e) => {
+            eprintln!(
+                "error: {e}\n  hint: name a host (api.example.com), a domain (*.example.com), an address (127.0.0.1) or a range (10.0.0.0/8)"
+            );
+            return ExitCode::from(exit::INVALID);
+        }
+    }
     if let Err(e) = settings.start_telemetry(args.otel.as_deref()) {
         eprintln!(
             "error: {e}\n  hint: --otel and OTEL_EXPORTER_OTLP_ENDPOINT take a URL such as http://127.0.0.1:4318"

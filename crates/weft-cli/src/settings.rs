@@ -37,6 +37,9 @@ pub struct Settings {
     /// The run database when `--db` names none: `$WEFT_DB`, else
     /// `$XDG_DATA_HOME/weft/weft.db`, else `~/.local/share/weft/weft.db`.
     pub default_db: PathBuf,
+    /// Where Weft keeps its data by default: `$XDG_DATA_HOME/weft`, else
+    /// `~/.local/share/weft` (a PostgreSQL service's files directory is made here).
+    pub data_dir: PathBuf,
     /// `$WEFT_DURABILITY`: `power` syncs every commit to disk.
     pub durability: Durability,
     /// `secrets` for templates and code: each `WEFT_SECRET_<NAME>` variable as
@@ -57,6 +60,9 @@ pub struct Settings {
     /// The running trace export, once [`Settings::start_telemetry`] started it. Dropping
     /// the last handle sends what is queued.
     pub telemetry: Option<Arc<weft_otel::Telemetry>>,
+    /// Where the flows' HTTP requests and model calls may go (`--allow-net`,
+    /// `--deny-net`; a service's also refuses metadata addresses).
+    pub net: Arc<weft_net::NetPolicy>,
     /// The variables model providers read (API keys, base URLs, `WEFT_PRICES`, ...).
     vars: Arc<HashMap<String, String>>,
 }
@@ -69,14 +75,14 @@ impl Settings {
     ) -> Settings {
         let vars: HashMap<String, String> = vars.into_iter().collect();
         let get = |k: &str| vars.get(k).filter(|v| !v.is_empty()).map(String::as_str);
+        let data_dir = get("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .or_else(|| get("HOME").map(|h| Path::new(h).join(".local/share")))
+            .unwrap_or_else(|| PathBuf::from("."))
+            .join("weft");
         let default_db = match get("WEFT_DB") {
             Some(p) => PathBuf::from(p),
-            None => get("XDG_DATA_HOME")
-                .map(PathBuf::from)
-                .or_else(|| get("HOME").map(|h| Path::new(h).join(".local/share")))
-                .unwrap_or_else(|| PathBuf::from("."))
-                .join("weft")
-                .join("weft.db"),
+            None => data_dir.join("weft.db"),
         };
         let durability = match get("WEFT_DURABILITY") {
             Some("power") => Durability::Power,
@@ -93,6 +99,7 @@ impl Settings {
         );
         Settings {
             default_db,
+            data_dir,
             durability,
             secrets,
             models_dir: get("WEFT_MODELS").map(PathBuf::from),
@@ -101,6 +108,7 @@ impl Settings {
             program,
             otel: weft_otel::TelemetryConfig::resolve(None, |k| get(k).map(str::to_owned)),
             telemetry: None,
+            net: Arc::new(weft_net::NetPolicy::open()),
             vars: Arc::new(vars),
         }
     }

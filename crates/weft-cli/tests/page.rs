@@ -25,7 +25,7 @@ async fn a_page_that_reads_the_record_before_it_follows_the_journal(
     base: &str,
     run_id: &str,
 ) {
-    let store = SqliteStore::open(env.path("runs.db"), Durability::Process).unwrap();
+    let store = SqliteStore::open(env.db_file(), Durability::Process).unwrap();
     let paused = store.get_run(run_id).await.unwrap().unwrap();
     let lagging = RunRecord {
         status: RunStatus::Running,

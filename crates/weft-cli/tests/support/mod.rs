@@ -11,9 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// A scratch directory, the files directory of every command run through it, and its
-/// database: `runs.db` in it, or a fresh PostgreSQL database.
+/// database: `runs.db` in a private directory beside it (a server refuses a files
+/// directory that holds its database or token), or a fresh PostgreSQL database.
 pub struct Env {
     pub dir: tempfile::TempDir,
+    /// Where the database file, tokens and keys are kept: never the files directory.
+    pub private: tempfile::TempDir,
     /// What `WEFT_DB` names.
     pub db: String,
 }
@@ -21,8 +24,21 @@ pub struct Env {
 impl Env {
     pub fn new() -> Env {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runs.db").display().to_string();
-        Env { dir, db }
+        let private = tempfile::tempdir().unwrap();
+        let db = private.path().join("runs.db").display().to_string();
+        Env { dir, private, db }
+    }
+
+    /// The SQLite database file (for an `Env` made by [`Env::new`]).
+    pub fn db_file(&self) -> PathBuf {
+        PathBuf::from(&self.db)
+    }
+
+    /// Writes `text` to `name` in the private directory (a token, a key).
+    pub fn write_private(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.private.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
     }
 
     /// An `Env` whose database is a new one on the cluster `WEFT_TEST_POSTGRES` names
@@ -57,6 +73,7 @@ impl Env {
         let base = admin.rsplit_once('/').expect("a URL with a database").0;
         Some(Env {
             dir,
+            private: tempfile::tempdir().unwrap(),
             db: format!("{base}/{name}"),
         })
     }
