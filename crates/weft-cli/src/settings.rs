@@ -43,8 +43,8 @@ pub struct Settings {
     /// `$WEFT_DURABILITY`: `power` syncs every commit to disk.
     pub durability: Durability,
     /// `secrets` for templates and code: each `WEFT_SECRET_<NAME>` variable as
-    /// `secrets.<name>` (lower-cased). Only variables named so, never the whole
-    /// environment.
+    /// `secrets.<name>` (lower-cased) and as written. Only variables named so, never the
+    /// whole environment.
     pub secrets: serde_json::Value,
     /// `$WEFT_MODELS`: where `local/<name>` model files are found.
     pub models_dir: Option<PathBuf>,
@@ -88,13 +88,16 @@ impl Settings {
             Some("power") => Durability::Power,
             _ => Durability::Process,
         };
+        // Each secret is read by its name in lower case (`secrets.api_token`) or as the
+        // variable writes it (`secrets.API_TOKEN`).
         let secrets = serde_json::Value::Object(
             vars.iter()
                 .filter_map(|(k, v)| {
                     k.strip_prefix("WEFT_SECRET_")
                         .filter(|n| !n.is_empty())
-                        .map(|n| (n.to_lowercase(), serde_json::Value::String(v.clone())))
+                        .map(|n| (n, serde_json::Value::String(v.clone())))
                 })
+                .flat_map(|(n, v)| [(n.to_lowercase(), v.clone()), (n.to_owned(), v)])
                 .collect(),
         );
         Settings {
@@ -165,7 +168,7 @@ mod tests {
             ("HOME", "/root"),
             ("WEFT_SECRET_", "x"),
         ]);
-        assert_eq!(s.secrets, json!({"api_key": "k"}));
+        assert_eq!(s.secrets, json!({"api_key": "k", "API_KEY": "k"}));
     }
 
     #[test]

@@ -1232,3 +1232,33 @@ fn a_tea_run_whose_calls_name_no_model_says_so_once_up_front_where_one_could_be_
     assert_eq!(err.matches("no model").count(), 1, "said once: {err}");
 }
 
+/// A secret the flow reads and the environment does not hold stops the run before it
+/// starts, naming the variable to set; a secret is read by its name in lower case or as
+/// the variable writes it.
+#[test]
+fn an_unset_secret_is_an_error_before_the_run_starts() {
+    let env = Env::new();
+    let flow = env.write(
+        "secret.yaml",
+        "weft: 1\nname: secret\nroot:\n  transform: {output: \"Bearer {{ secrets.API_TOKEN }}\"}\n",
+    );
+    let flow = flow.to_str().unwrap();
+    let o = env.weft(&["run", flow, "-q"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(
+        said.contains("secret.yaml:4:") && said.contains("`secrets.API_TOKEN`, which is not set"),
+        "{said}"
+    );
+    assert!(said.contains("WEFT_SECRET_API_TOKEN"), "{said}");
+    let listed = env.weft(&["runs", "list", "--json"]);
+    assert!(listed.stdout.is_empty(), "no run was stored");
+    let o = env
+        .cmd()
+        .args(["run", flow, "-q"])
+        .env("WEFT_SECRET_API_TOKEN", "t0k")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout_json(&o), json!("Bearer t0k"));
+}

@@ -258,14 +258,18 @@ fn process_running(pid: u32) -> bool {
 }
 
 impl Engine {
-    /// Validates `flow` (its models too, against this engine's providers) and compiles
-    /// its expressions.
+    /// Validates `flow` (its models too, against this engine's providers, and the
+    /// secrets it reads, against this engine's) and compiles its expressions.
     pub fn prepare(&self, flow: impl Into<Arc<Flow>>) -> Result<Arc<Prepared>, Vec<Diagnostic>> {
         let flow = flow.into();
-        let unreachable = match &self.inner.models {
+        let mut unreachable = match &self.inner.models {
             Some(models) => models.check(&flow),
             None => Vec::new(),
         };
+        unreachable.extend(crate::secret_reads::unset_secrets(
+            &flow,
+            &self.inner.secrets,
+        ));
         let prepared = Prepared::new(flow)?;
         if unreachable.is_empty() {
             Ok(Arc::new(prepared))

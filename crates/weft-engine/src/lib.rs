@@ -20,6 +20,7 @@ mod exec;
 pub mod inspect;
 mod prepared;
 mod run;
+mod secret_reads;
 mod timers;
 mod underway;
 
