@@ -372,9 +372,12 @@ async fn run(
     let run_settings = RunSettings::for_new_run(out);
     let session = session(store, settings, out, loaded.events.clone(), &run_settings)?;
     // The engine checks what only it knows: its model providers and its secrets.
-    let prepared = session.engine.prepare(loaded.flow.clone()).map_err(|diags| {
-        Failure::invalid(render_diags(&flow.display().to_string(), &loaded, diags))
-    })?;
+    let prepared = session
+        .engine
+        .prepare(loaded.flow.clone())
+        .map_err(|diags| {
+            Failure::invalid(render_diags(&flow.display().to_string(), &loaded, diags))
+        })?;
     if run_settings.model.is_none()
         && let Some(told) = unnamed_models(flow, &loaded)
     {
