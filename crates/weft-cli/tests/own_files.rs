@@ -178,6 +178,26 @@ fn assert_refused(door: &str, out: &Value, sqlite: bool) {
     );
 }
 
+/// Starts a run of the flow `source` through `/v1/runs`, waits for it to end, and
+/// returns its id and record.
+async fn run_text(client: &reqwest::Client, base: &str, source: &str) -> (String, Value) {
+    let r: Value = client
+        .post(format!("{base}/v1/runs"))
+        .json(&json!({ "source": source }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = r["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    let run = ended(client, base, &id).await;
+    (id, run)
+}
+
 /// Waits for run `id` to end and returns its record.
 async fn ended(client: &reqwest::Client, base: &str, id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -229,20 +249,7 @@ fn flows_never_reach_the_servers_files(op: &Operator) {
     let mut seen = String::new();
     runtime.block_on(async {
         // /v1/runs with the flow's text.
-        let r: Value = client
-            .post(format!("{base}/v1/runs"))
-            .json(&json!({"source": flow}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let id = r["run_id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{r}"))
-            .to_owned();
-        let run = ended(&client, &base, &id).await;
+        let (id, run) = run_text(&client, &base, &flow).await;
         assert_eq!(run["status"], "completed", "{run}");
         assert_refused("/v1/runs", &run["output"], op.sqlite());
         seen.push_str(&run.to_string());
@@ -259,17 +266,7 @@ fn flows_never_reach_the_servers_files(op: &Operator) {
 
         // A file action over the database's hard link.
         if op.sqlite() {
-            let r: Value = client
-                .post(format!("{base}/v1/runs"))
-                .json(&json!({"source": WRITE_ACTION}))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            let id = r["run_id"].as_str().unwrap().to_owned();
-            let run = ended(&client, &base, &id).await;
+            let (id, run) = run_text(&client, &base, WRITE_ACTION).await;
             assert_eq!(run["status"], "failed", "{run}");
             assert!(run.to_string().contains("Weft's own files"), "{run}");
             run_ids.push(id);
@@ -461,16 +458,7 @@ fn a_server_s_flows_reach_only_what_the_network_policy_allows() {
     ];
     runtime.block_on(async {
         for (url, refusal) in cases {
-            let r: Value = client
-                .post(format!("{}/v1/runs", server.base))
-                .json(&json!({"source": get(url.clone())}))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            let run = ended(&client, &server.base, r["run_id"].as_str().unwrap()).await;
+            let (_, run) = run_text(&client, &server.base, &get(url.clone())).await;
             match refusal {
                 None => {
                     assert_eq!(run["status"], "completed", "{url}: {run}");
