@@ -27,7 +27,7 @@ pub struct Cli {
     /// Hosts, `*.domains`, addresses or CIDR ranges they may never reach; wins over
     /// --allow-net (default: $WEFT_DENY_NET). `weft serve`, `weft worker` and `weft mcp`
     /// also refuse link-local and cloud metadata addresses (169.254.0.0/16,
-    /// fd00:ec2::254) unless --allow-net names them.
+    /// fd00:ec2::254) unless an --allow-net address or range holds them.
     #[arg(
         long = "deny-net",
         value_name = "HOST|CIDR",

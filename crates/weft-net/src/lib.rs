@@ -117,17 +117,19 @@ impl NetPolicy {
         {
             return Err(denied(&target, format!("--deny-net {rule}")));
         }
-        let allowed = self.allowed_name(host) || self.allow.iter().any(|r| r.holds_addr(ip));
-        if !self.allow.is_empty() && !allowed {
+        let allowed_addr = self.allow.iter().any(|r| r.holds_addr(ip));
+        if !self.allow.is_empty() && !allowed_addr && !self.allowed_name(host) {
             return Err(denied(&target, not_allowed(&self.allow)));
         }
+        // Only an allowed address or range lifts the guard: an allowed name whose DNS
+        // answer is a metadata address must not reach it.
         if let Some(rule) = self.guarded.iter().find(|r| r.holds_addr(ip))
-            && !allowed
+            && !allowed_addr
         {
             return Err(denied(
                 &target,
                 format!(
-                    "{rule} is link-local or a cloud metadata address, refused on a server unless --allow-net names it"
+                    "{rule} is link-local or a cloud metadata address, refused on a server unless an --allow-net address or range holds it"
                 ),
             ));
         }
@@ -257,6 +259,12 @@ mod tests {
         assert!(
             p.check_addr("api.example.com", "10.1.1.1".parse().unwrap())
                 .is_ok()
+        );
+        let named = policy(&["api.example.com"], &[], true);
+        let metadata = "169.254.169.254".parse().unwrap();
+        assert!(
+            named.check_addr("api.example.com", metadata).is_err(),
+            "DNS to metadata"
         );
         let names = policy(&["*.example.com"], &[], false);
         assert!(names.check_url(&url("https://a.example.com/")).is_ok());
