@@ -176,9 +176,9 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
     }
 }
 
-/// The settings of a long-lived service's runs: its files directory is its own
-/// ([`RunSettings::for_service`]), and its token file is one of Weft's own files, which
-/// no flow may read.
+/// The settings of a long-lived service's runs: its database file and token file are
+/// registered as Weft's own before its files directory is chosen, which must hold
+/// neither ([`RunSettings::for_service`]).
 fn service_run_settings(
     effects: crate::cli::EffectArgs,
     db: &DbArgs,
@@ -186,27 +186,14 @@ fn service_run_settings(
     settings: &Settings,
 ) -> Result<RunSettings, Failure> {
     let database = settings.db(db.db.as_deref());
-    let mut own: Vec<PathBuf> = Vec::new();
     if let crate::settings::Database::File(path) = &database {
-        own.push(path.clone());
-        own.extend(["-wal", "-shm", "-journal"].map(|side| {
-            let mut name = path.as_os_str().to_owned();
-            name.push(side);
-            PathBuf::from(name)
-        }));
+        weft_files::protect_database(path);
     }
-    own.extend(token_file.map(Path::to_path_buf));
     if let Some(token) = token_file {
         weft_files::protect(token);
     }
-    RunSettings::for_service(
-        effects.files,
-        effects.model,
-        &database,
-        &settings.data_dir,
-        &own,
-    )
-    .map_err(Failure::invalid)
+    RunSettings::for_service(effects.files, effects.model, &database, &settings.data_dir)
+        .map_err(Failure::invalid)
 }
 
 /// The store `--db` or `WEFT_DB` names, for a command that drives runs itself.

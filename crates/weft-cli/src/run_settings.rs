@@ -30,14 +30,13 @@ impl RunSettings {
     /// `weft mcp`): `files`, else a directory of the service's own beside its database
     /// (`<database dir>/files`, or `<data dir>/files` for PostgreSQL), never the
     /// working directory, which is where operators keep the database and the token.
-    /// The directory is made now; one that holds any of `own` (the database, its side
-    /// files, the token) is refused, naming both.
+    /// The directory is made now; one that holds any of Weft's own files registered so
+    /// far (the database, its side files, the token) is refused, naming both.
     pub fn for_service(
         files: Option<PathBuf>,
         model: Option<String>,
         db: &Database,
         data_dir: &Path,
-        own: &[PathBuf],
     ) -> Result<RunSettings, String> {
         let files = absolute(files.unwrap_or_else(|| {
             match db {
@@ -55,12 +54,7 @@ impl RunSettings {
                 files.display()
             )
         })?;
-        let dir = files.canonicalize().unwrap_or_else(|_| files.clone());
-        if let Some(held) = own
-            .iter()
-            .map(|p| resolved(p))
-            .find(|p| p.starts_with(&dir))
-        {
+        if let Some(held) = weft_files::own_file_under(&files) {
             return Err(format!(
                 "error: the files directory {} holds {}, one of Weft's own files: every flow may read and write its files directory\n  hint: give the service a directory of its own with --files DIR, or leave --files out (it then uses files/ beside the database)",
                 files.display(),
@@ -105,17 +99,6 @@ fn absolute(path: PathBuf) -> PathBuf {
     std::path::absolute(&path).unwrap_or(path)
 }
 
-/// `path` with links resolved, as far as it exists.
-fn resolved(path: &Path) -> PathBuf {
-    match (path.canonicalize(), path.parent(), path.file_name()) {
-        (Ok(real), _, _) => real,
-        (Err(_), Some(dir), Some(name)) => dir
-            .canonicalize()
-            .map_or_else(|_| absolute(path.to_path_buf()), |d| d.join(name)),
-        _ => absolute(path.to_path_buf()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,24 +119,22 @@ mod tests {
     fn a_service_s_files_directory_is_its_own() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("weft.db");
-        let token = dir.path().join("token");
-        std::fs::write(&token, "t").unwrap();
-        let own = [db.clone(), token.clone()];
+        weft_files::protect_database(&db);
         let file = Database::File(db.clone());
-        let run = RunSettings::for_service(None, None, &file, dir.path(), &own).unwrap();
+        let run = RunSettings::for_service(None, None, &file, dir.path()).unwrap();
         assert_eq!(run.files, dir.path().join("files"));
         assert!(run.files.is_dir(), "made on start");
         let pg = Database::Postgres("postgres://h/d".into());
         let data = dir.path().join("data");
-        let run = RunSettings::for_service(None, None, &pg, &data, &own).unwrap();
+        let run = RunSettings::for_service(None, None, &pg, &data).unwrap();
         assert_eq!(run.files, data.join("files"));
-        let e = RunSettings::for_service(Some(dir.path().into()), None, &file, &data, &own)
-            .unwrap_err();
+        let e = RunSettings::for_service(Some(dir.path().into()), None, &file, &data).unwrap_err();
         assert!(e.contains(&dir.path().display().to_string()), "{e}");
-        assert!(e.contains(&db.display().to_string()), "{e}");
+        let held = dir.path().canonicalize().unwrap().join("weft.db");
+        assert!(e.contains(&held.display().to_string()), "{e}");
         let elsewhere = tempfile::tempdir().unwrap();
-        let run = RunSettings::for_service(Some(elsewhere.path().into()), None, &file, &data, &own)
-            .unwrap();
+        let run =
+            RunSettings::for_service(Some(elsewhere.path().into()), None, &file, &data).unwrap();
         assert_eq!(run.files, elsewhere.path());
     }
 

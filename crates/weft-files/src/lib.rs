@@ -12,7 +12,7 @@
 
 mod own_files;
 
-pub use own_files::{own_files, protect, protect_database};
+pub use own_files::{own_file_under, protect, protect_database};
 
 use std::fs::File;
 use std::path::{Component, Path, PathBuf};
@@ -73,7 +73,7 @@ impl FileRoot {
     /// directory that holds one of Weft's own files is refused too.
     pub fn resolve_to_move(&self, rel: &str) -> Result<PathBuf, PathError> {
         let full = self.resolve_in(rel, true)?;
-        if own_files::holds_own(&full) {
+        if own_files::own_file_under(&full).is_some() {
             return Err(PathError::Refused {
                 path: rel.to_owned(),
                 why: OWN_FILE,

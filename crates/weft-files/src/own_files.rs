@@ -62,18 +62,13 @@ pub(crate) fn is_own_open(meta: &std::fs::Metadata) -> bool {
     files.iter().any(|own| identity_of(own) == Some(id))
 }
 
-/// Whether moving or removing the directory `path` would carry one of Weft's own files
-/// with it.
-pub(crate) fn holds_own(path: &Path) -> bool {
+/// The first of Weft's own files that lies under the directory `path` (with links
+/// resolved), if any: moving or removing the directory would carry it along, and a
+/// files directory holding it would hand it to every flow.
+pub fn own_file_under(path: &Path) -> Option<PathBuf> {
     let dir = resolved(path);
     let files = OWN_FILES.read().unwrap_or_else(PoisonError::into_inner);
-    files.iter().any(|own| own.starts_with(&dir))
-}
-
-/// The paths registered, for a start-up check that a files directory holds none.
-pub fn own_files() -> Vec<PathBuf> {
-    let files = OWN_FILES.read().unwrap_or_else(PoisonError::into_inner);
-    files.clone()
+    files.iter().find(|own| own.starts_with(&dir)).cloned()
 }
 
 /// `path` with every link resolved; a file that does not exist yet is its resolved
@@ -126,8 +121,8 @@ mod tests {
         let plain = other.path().join("plain");
         std::fs::write(&plain, "data").unwrap();
         assert!(!is_own(&plain), "an equal copy is another file");
-        assert!(holds_own(dir.path()));
-        assert!(!holds_own(other.path()));
+        assert_eq!(own_file_under(dir.path()), Some(resolved(&db)));
+        assert_eq!(own_file_under(other.path()), None);
         let opened = std::fs::File::open(&hard).unwrap().metadata().unwrap();
         assert!(is_own_open(&opened));
     }
