@@ -201,15 +201,14 @@ impl Native for Http {
             ));
         }
         let mut resp = req.send().await.map_err(|e| {
-            let explained = weft_net::explain(&e);
             let kind = if e.is_timeout() {
                 ErrorKind::Timeout
-            } else if explained.starts_with("the network policy") {
+            } else if weft_net::denial(&e).is_some() {
                 ErrorKind::Config
             } else {
                 ErrorKind::Action
             };
-            fail(kind, format!("{name} {url}: {explained}"))
+            fail(kind, format!("{name} {url}: {}", weft_net::explain(&e)))
         })?;
         let status = resp.status().as_u16();
         let mut headers = serde_json::Map::new();

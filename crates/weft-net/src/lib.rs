@@ -190,15 +190,24 @@ impl reqwest::dns::Resolve for Resolver {
     }
 }
 
-/// Where a reqwest error came from, told as a person reads it: the policy's refusal
-/// when that is what stopped the request, else each cause in turn.
-pub fn explain(e: &reqwest::Error) -> String {
+/// The policy's refusal, when that is what stopped the request `e` (at resolution or
+/// at a redirect, where reqwest wraps it).
+pub fn denial(e: &reqwest::Error) -> Option<&Denied> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(cause) = source {
         if let Some(d) = cause.downcast_ref::<Denied>() {
-            return d.to_string();
+            return Some(d);
         }
         source = cause.source();
+    }
+    None
+}
+
+/// Where a reqwest error came from, told as a person reads it: the policy's refusal
+/// when that is what stopped the request, else each cause in turn.
+pub fn explain(e: &reqwest::Error) -> String {
+    if let Some(d) = denial(e) {
+        return d.to_string();
     }
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
