@@ -97,15 +97,12 @@ async fn agent_chat_ui_holds_a_conversation_with_weft() {
         .await;
     let thread = thread.as_str().unwrap().to_owned();
     let http = reqwest::Client::new();
-    let listed: Value = http
-        .post(format!("{api}/threads/search"))
-        .json(&serde_json::json!({"metadata": {"graph_id": "chat"}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = support::post_json(
+        &http,
+        &format!("{api}/threads/search"),
+        &serde_json::json!({"metadata": {"graph_id": "chat"}}),
+    )
+    .await;
     assert_eq!(listed[0]["thread_id"], thread.as_str(), "{listed}");
     assert_eq!(listed[0]["status"], "idle", "{listed}");
 

@@ -181,15 +181,12 @@ fn assert_refused(door: &str, out: &Value, sqlite: bool) {
 /// Starts a run of the flow `source` through `/v1/runs`, waits for it to end, and
 /// returns its id and record.
 async fn run_text(client: &reqwest::Client, base: &str, source: &str) -> (String, Value) {
-    let r: Value = client
-        .post(format!("{base}/v1/runs"))
-        .json(&json!({ "source": source }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let r: Value = support::post_json(
+        client,
+        &format!("{base}/v1/runs"),
+        &json!({ "source": source }),
+    )
+    .await;
     let id = r["run_id"]
         .as_str()
         .unwrap_or_else(|| panic!("{r}"))

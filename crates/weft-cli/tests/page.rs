@@ -81,15 +81,12 @@ fn example_text(name: &str) -> String {
 /// Starts a run of `source` through the API (with `?wait=20` when `wait`): the answer.
 async fn start_run(base: &str, source: &str, wait: bool) -> Value {
     let query = if wait { "?wait=20" } else { "" };
-    reqwest::Client::new()
-        .post(format!("{base}/v1/runs{query}"))
-        .json(&json!({ "source": source }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    support::post_json(
+        &reqwest::Client::new(),
+        &format!("{base}/v1/runs{query}"),
+        &json!({ "source": source }),
+    )
+    .await
 }
 
 /// What the streaming model says, a word every 150 ms.

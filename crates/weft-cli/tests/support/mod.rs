@@ -114,6 +114,19 @@ pub async fn get_json(client: &reqwest::Client, url: &str) -> Value {
     client.get(url).send().await.unwrap().json().await.unwrap()
 }
 
+/// The JSON a `POST` of `body` as JSON to `url` answers.
+pub async fn post_json(client: &reqwest::Client, url: &str, body: &Value) -> Value {
+    client
+        .post(url)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// Where `scripts/setup` installs the clients the tests drive the binary with
 /// (`${XDG_CACHE_HOME:-~/.cache}/weft`).
 pub fn client_cache() -> PathBuf {
