@@ -8,6 +8,7 @@
 //! from a record that says no other field can be there.
 
 pub(crate) mod state;
+pub(crate) mod steps;
 
 use indexmap::IndexMap;
 use weft_core::Diagnostic;

@@ -77,6 +77,9 @@ fn compile(mut doc: Value, map: &SourceMap, base_dir: Option<&Path>) -> Compiled
     let flow: Flow = serde_path_to_error::deserialize(doc)
         .map_err(|e| vec![map.locate(serde_diagnostic(&e))])?;
     let mut diags = Diagnostics::from(validate(&flow));
+    for d in crate::dataflow::steps::steps_reads(&flow) {
+        diags.push(d);
+    }
     if !diags.has_errors() {
         for mut d in unprovided_state_reads(&flow) {
             // The IR is the document: its pointer locates the read itself.
