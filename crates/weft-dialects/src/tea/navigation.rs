@@ -98,7 +98,7 @@ impl Compiler<'_> {
                 .get_index_of(name)
                 .and_then(|p| names.get_index(p + 1))
                 .map_or(END, |x| x);
-            self.check_fan_in_key(n, &ptr);
+            self.check_fan_in_key(n, &ptr, &names);
             if let Some(goto) = &n.goto {
                 self.goto(name, goto, &format!("{ptr}/goto"), next, &names, &mut edges);
             } else if let Some(out) = legacy.get(name) {
@@ -109,8 +109,10 @@ impl Compiler<'_> {
                     }
                 }
             } else if let Some(Value::String(f)) = &n.fan_in {
-                let to = self.target(f, &format!("{ptr}/fan_in"), &names)?;
-                edges.push(plain(name, to));
+                // An unknown name was reported with the key, whatever routes the node.
+                if let Some(to) = known_target(f, &names) {
+                    edges.push(plain(name, to));
+                }
             } else if let Some(f) = branch_fan_in.get(name) {
                 edges.push(plain(name, (*f).to_owned()));
             } else {
@@ -120,13 +122,18 @@ impl Compiler<'_> {
         Some((entry, edges))
     }
 
-    /// `fan_in: true` marks a join node; `fan_in: NODE` belongs to dynamic_parallel.
-    fn check_fan_in_key(&mut self, n: &Node, ptr: &str) {
+    /// `fan_in: true` marks a join node; `fan_in: NODE` belongs to dynamic_parallel and
+    /// names a node, even when a `goto` or legacy edges route the node instead.
+    fn check_fan_in_key(&mut self, n: &Node, ptr: &str, names: &IndexSet<&str>) {
         let dp = n.kind.as_deref() == Some("dynamic_parallel");
         match &n.fan_in {
             None => {}
             Some(Value::Bool(_)) if !dp => {}
-            Some(Value::String(_)) if dp => {}
+            Some(Value::String(f)) if dp => {
+                if known_target(f, names).is_none() {
+                    self.unknown_node(f, &format!("{ptr}/fan_in"), names);
+                }
+            }
             Some(_) if dp => self.diags.push(
                 Diagnostic::error(format!("{ptr}/fan_in"), "on a dynamic_parallel node, `fan_in` names the node that runs after every branch")
                     .hint("fan_in: aggregate"),
@@ -285,14 +292,11 @@ impl Compiler<'_> {
 
     /// A node name (or `__end__`) as a graph target.
     fn target(&mut self, to: &str, ptr: &str, names: &IndexSet<&str>) -> Option<String> {
-        if to == FINISH {
-            return Some(END.to_owned());
+        let known = known_target(to, names);
+        if known.is_none() {
+            self.unknown_node(to, ptr, names);
         }
-        if names.contains(to) {
-            return Some(to.to_owned());
-        }
-        self.unknown_node(to, ptr, names);
-        None
+        known
     }
 
     fn unknown_node(&mut self, name: &str, ptr: &str, names: &IndexSet<&str>) {
@@ -306,6 +310,15 @@ impl Compiler<'_> {
                 names.iter().copied().collect::<Vec<_>>().join(", ")
             ),
         ));
+    }
+}
+
+/// The node `to` names (`__end__` ends the run), if there is one.
+fn known_target(to: &str, names: &IndexSet<&str>) -> Option<String> {
+    if to == FINISH {
+        Some(END.to_owned())
+    } else {
+        names.contains(to).then(|| to.to_owned())
     }
 }
 

@@ -59,6 +59,13 @@ const CASES: &[(&str, u32, &str, &str)] = &[
         "unknown node `drafts`",
         "did you mean `draft`?",
     ),
+    // 8b. A dynamic_parallel's fan_in that names no node, though a goto routes it.
+    (
+        "name: t\nnodes:\n  - name: p\n    type: dynamic_parallel\n    items: \"{{ [1] }}\"\n    fan_in: rnak\n    goto: rank\n    steps: [{name: s, run: \"return {}\"}]\n  - name: rank\n    run: \"return {}\"\n",
+        6,
+        "unknown node `rnak`",
+        "did you mean `rank`?",
+    ),
     // 9. An edge from an unknown node.
     (
         "name: t\nnodes:\n  - name: a\n    run: \"return {}\"\nedges:\n  - {from: b, to: a}\n",
