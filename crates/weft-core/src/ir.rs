@@ -1148,6 +1148,11 @@ pub struct Edge {
     /// Taken together with the source's other matching parallel edges.
     #[serde(default, skip_serializing_if = "is_false")]
     pub parallel: bool,
+    /// Where the edge (its condition, when it has one) was written, when it came from a
+    /// file whose document the IR does not mirror; diagnostics about it are located here.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub origin: Option<Loc>,
 }
 
 /// Runs a named sub-flow of this flow.

@@ -50,19 +50,29 @@ pub fn check_code(flow: &Flow, runner: &dyn crate::ports::CodeRunner) -> Vec<Dia
     diags
 }
 
-/// Where the block that holds IR `pointer` was written: the origin of the innermost
-/// block on the pointer's path that has one. Dialects whose files do not mirror the IR
-/// locate diagnostics this way.
+/// Where the block or graph edge that holds IR `pointer` was written: the origin of
+/// the innermost one on the pointer's path that has one. Dialects whose files do not
+/// mirror the IR locate diagnostics this way.
 pub fn origin_at(flow: &Flow, pointer: &str) -> Option<crate::Loc> {
+    let on_path = |ptr: &str| {
+        pointer == ptr
+            || (pointer.starts_with(ptr) && pointer.as_bytes().get(ptr.len()) == Some(&b'/'))
+    };
     let mut best: Option<(usize, crate::Loc)> = None;
-    walk_blocks(flow, &mut |ptr, b| {
-        let on_path = pointer == ptr
-            || (pointer.starts_with(ptr) && pointer.as_bytes().get(ptr.len()) == Some(&b'/'));
-        if on_path
-            && let Some(loc) = b.origin
+    let mut consider = |ptr: &str, origin: Option<crate::Loc>| {
+        if on_path(ptr)
+            && let Some(loc) = origin
             && best.is_none_or(|(len, _)| ptr.len() > len)
         {
             best = Some((ptr.len(), loc));
+        }
+    };
+    walk_blocks(flow, &mut |ptr, b| {
+        consider(ptr, b.origin);
+        if let BlockKind::Graph(g) = &b.kind {
+            for (i, e) in g.edges.iter().enumerate() {
+                consider(&format!("{ptr}/graph/edges/{i}"), e.origin);
+            }
         }
     });
     best.map(|(_, loc)| loc)

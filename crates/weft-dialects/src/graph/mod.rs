@@ -212,6 +212,7 @@ impl Compiler<'_> {
                 when: None,
                 exit: e.exit.clone(),
                 parallel: false,
+                origin: None,
             })
             .collect();
         let graph = GraphSpec {

@@ -683,6 +683,7 @@ fn edge(from: &str, to: &str, exit: Option<&str>) -> Edge {
         when: None,
         exit: exit.map(str::to_owned),
         parallel: false,
+        origin: None,
     }
 }
 

@@ -122,6 +122,7 @@ mod tests {
             when: None,
             exit: None,
             parallel: false,
+            origin: None,
         }
     }
 

@@ -205,6 +205,7 @@ impl Compiler<'_> {
                     if let Some(to) = self.target(to, &format!("{rptr}/to"), names) {
                         edges.push(Edge {
                             when,
+                            origin: self.loc(&format!("{rptr}/if")).or(self.loc(&rptr)),
                             ..plain(from, to)
                         });
                     }
@@ -283,9 +284,13 @@ impl Compiler<'_> {
                 );
             }
         }
+        let origin = ["/when", "/condition/value", ""]
+            .iter()
+            .find_map(|at| self.loc(&format!("{ptr}{at}")));
         Some(Edge {
             when: when.map(Expr),
             parallel,
+            origin,
             ..plain(&e.from, to)
         })
     }
@@ -329,6 +334,7 @@ fn plain(from: &str, to: String) -> Edge {
         when: None,
         exit: None,
         parallel: false,
+        origin: None,
     }
 }
 

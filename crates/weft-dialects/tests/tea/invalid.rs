@@ -66,6 +66,26 @@ const CASES: &[(&str, u32, &str, &str)] = &[
         "unknown node `rnak`",
         "did you mean `rank`?",
     ),
+    // 8c. An invalid condition in a goto rule, located at the condition.
+    (
+        "name: t\nnodes:\n  - name: a\n    run: \"return {}\"\n    goto:\n      - {if: \"state.x >\", to: b}\n      - {to: b}\n  - name: b\n    run: \"return {}\"\n",
+        6,
+        "syntax error",
+        "Jinja2 expressions",
+    ),
+    // 8d. An invalid condition on a legacy edge, as a bare `when` and as a condition.
+    (
+        "name: t\nnodes:\n  - name: a\n    run: \"return {}\"\n  - name: b\n    run: \"return {}\"\nedges:\n  - {from: __start__, to: a}\n  - {from: a, to: b, when: \"state.x >\"}\n  - {from: b, to: __end__}\n",
+        9,
+        "syntax error",
+        "Jinja2 expressions",
+    ),
+    (
+        "name: t\nnodes:\n  - name: a\n    run: \"return {}\"\n  - name: b\n    run: \"return {}\"\nedges:\n  - {from: __start__, to: a}\n  - {from: a, to: b, condition: {type: expression, value: \"state.x >\"}, when: true}\n  - {from: b, to: __end__}\n",
+        9,
+        "syntax error",
+        "Jinja2 expressions",
+    ),
     // 9. An edge from an unknown node.
     (
         "name: t\nnodes:\n  - name: a\n    run: \"return {}\"\nedges:\n  - {from: b, to: a}\n",
