@@ -185,12 +185,12 @@ pub(crate) async fn store_flow_file(engine: &Engine, path: &Path) -> Result<Stri
         name => name.to_owned(),
     };
     source.name = name.clone();
-    let store = engine.store();
-    store.put_source(&source).await.map_err(store_err)?;
-    let saved = store
-        .save_version(&name, &source.id, now())
-        .await
-        .map_err(store_err)?;
+    let saved = engine.save_flow(&source, &name).await?.ok_or_else(|| {
+        Failure::invalid(format!(
+            "error: {}: the flow's name is empty",
+            path.display()
+        ))
+    })?;
     eprintln!(
         "stored {} as flow `{name}` version {}",
         path.display(),

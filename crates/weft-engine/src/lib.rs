@@ -13,6 +13,7 @@
 //! crate or know any dialect.
 
 mod budget;
+mod catalog;
 mod driver;
 mod event_log;
 mod events;

@@ -73,9 +73,11 @@ async fn store_version(
             (source, diagnostics)
         }
     };
-    let store = mcp.engine.store();
-    store.put_source(&source).await?;
-    let saved = store.save_version(name, &source.id, now_ms()).await?;
+    let saved = mcp
+        .engine
+        .save_flow(&source, name)
+        .await?
+        .ok_or_else(|| Failure::new("a flow is saved under a name that is not empty"))?;
     Ok(json!({
         "name": saved.name,
         "version": saved.version,

@@ -1,6 +1,8 @@
 //! `/v1/flows`: check and store a flow's text in any dialect, list stored flows, read
 //! one with its drawing. A flow's id is the content hash of its dialect and text, so
-//! posting the same flow twice names the same flow.
+//! posting the same flow twice names the same flow; a flow with a name is also the next
+//! version of that name (as `weft serve --flow` and MCP's `save_flow` make it), which
+//! LangGraph's clients see as an assistant and schedules and hooks name.
 
 use crate::App;
 use crate::listing::{Listed, Paging};
@@ -27,7 +29,8 @@ pub(crate) struct NewFlow {
     source: String,
     /// The dialect, when detection should not decide.
     dialect: Option<String>,
-    /// A name for the text in diagnostics (default `flow`).
+    /// The name the flow is saved under, as the next version of that name (default: the
+    /// name the flow gives itself); also the text's name in diagnostics.
     name: Option<String>,
 }
 
@@ -92,18 +95,18 @@ pub(crate) async fn create(
         new.dialect.as_deref(),
         new.name.as_deref(),
     )?;
-    let store = app.engine.store();
-    let known = store
+    let known = app
+        .engine
+        .store()
         .get_source(&checked.source.id)
         .await
         .map_err(EngineError::from)?
         .is_some();
-    if !known {
-        store
-            .put_source(&checked.source)
-            .await
-            .map_err(EngineError::from)?;
+    let mut source = checked.source.clone();
+    if let Some(name) = &new.name {
+        source.name = name.clone();
     }
+    let saved = app.engine.save_flow(&source, &source.name).await?;
     let status = if known {
         StatusCode::OK
     } else {
@@ -112,9 +115,10 @@ pub(crate) async fn create(
     Ok((
         status,
         Json(json!({
-            "flow_id": checked.source.id,
-            "name": checked.source.name,
-            "dialect": checked.source.dialect,
+            "flow_id": source.id,
+            "name": source.name,
+            "version": saved.map(|v| v.version),
+            "dialect": source.dialect,
             "diagnostics": checked.loaded.warnings,
             "graph": Diagram::of(checked.prepared.flow()),
         })),

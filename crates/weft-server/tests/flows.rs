@@ -194,3 +194,48 @@ async fn lists_page_with_cursors_to_the_end() {
         assert_eq!(pages, 3, "{list}: 3 + 3 + 1");
     }
 }
+
+/// A flow posted to `/v1/flows` is stored the one way every door stores flows: a flow
+/// with a name is the next version of that name, which LangGraph's clients find as an
+/// assistant; a name in the request is the name it is saved under.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_posted_flow_with_a_name_is_the_next_version_and_an_assistant() {
+    let s = server(None).await;
+    let (status, first) = s.post("/v1/flows", json!({"source": GATE})).await;
+    assert_eq!(
+        (status, first["version"].as_u64()),
+        (201, Some(1)),
+        "{first}"
+    );
+    let (_, again) = s.post("/v1/flows", json!({"source": GATE})).await;
+    assert_eq!(
+        again["version"], 1,
+        "the same text is the same version: {again}"
+    );
+    let changed = GATE.replace("input.n + 1", "input.n + 2");
+    let (_, second) = s.post("/v1/flows", json!({"source": changed})).await;
+    assert_eq!(second["version"], 2, "{second}");
+    let (status, found) = s
+        .post("/assistants/search", json!({"graph_id": "gate"}))
+        .await;
+    assert_eq!(status, 200, "{found}");
+    let ids: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["graph_id"].as_str())
+        .collect();
+    assert!(ids.contains(&"gate"), "{found}");
+    // A name in the request is the name it is saved under, as MCP's save_flow does.
+    let (_, saved) = s
+        .post(
+            "/v1/flows",
+            json!({"source": release_gate(), "name": "gate-editor"}),
+        )
+        .await;
+    assert_eq!(
+        (saved["name"].as_str(), saved["version"].as_u64()),
+        (Some("gate-editor"), Some(1)),
+        "{saved}"
+    );
+}
