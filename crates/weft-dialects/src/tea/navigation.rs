@@ -129,11 +129,10 @@ impl Compiler<'_> {
         match &n.fan_in {
             None => {}
             Some(Value::Bool(_)) if !dp => {}
-            Some(Value::String(f)) if dp => {
-                if known_target(f, names).is_none() {
-                    self.unknown_node(f, &format!("{ptr}/fan_in"), names);
-                }
+            Some(Value::String(f)) if dp && known_target(f, names).is_none() => {
+                self.unknown_node(f, &format!("{ptr}/fan_in"), names);
             }
+            Some(Value::String(_)) if dp => {}
             Some(_) if dp => self.diags.push(
                 Diagnostic::error(format!("{ptr}/fan_in"), "on a dynamic_parallel node, `fan_in` names the node that runs after every branch")
                     .hint("fan_in: aggregate"),
