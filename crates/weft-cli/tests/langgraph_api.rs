@@ -5,7 +5,10 @@
 //! `command={"resume": ...}`, rejoins a stream with `Last-Event-ID`, cancels, races runs
 //! under each `multitask_strategy`, and checks the refusals) and the JavaScript
 //! `@langchain/langgraph-sdk` (`tests/langgraph/client.mjs`: the same calls a front end
-//! makes); against the real binary, on a SQLite file and on PostgreSQL.
+//! makes), and `langgraph`'s own `RemoteGraph` (`tests/langgraph/remote_graph.py`:
+//! invoke, stream, state at checkpoints and history on a thread, as a node of a local
+//! `StateGraph`, an approval as an interrupt resumed with `Command(resume=...)`); against
+//! the real binary, on a SQLite file and on PostgreSQL.
 
 mod support;
 
@@ -44,6 +47,11 @@ fn converse(env: &Env) {
         &python,
         &[&format!("{here}/client.py"), base, "lg-token"],
         "langgraph ok",
+    );
+    client(
+        &python,
+        &[&format!("{here}/remote_graph.py"), base, "lg-token"],
+        "remote graph ok",
     );
     let script = format!("{here}/client.mjs");
     let modules = modules.to_str().unwrap();

@@ -72,6 +72,14 @@ pub(crate) fn router(app: App) -> Router {
             "/threads/{thread_id}/state",
             get(state::read).post(state::update),
         )
+        .route(
+            "/threads/{thread_id}/state/checkpoint",
+            post(state::at_checkpoint),
+        )
+        .route(
+            "/threads/{thread_id}/state/{checkpoint_id}",
+            get(state::at_checkpoint_id),
+        )
         .route("/threads/{thread_id}/history", post(state::history))
         .route(
             "/threads/{thread_id}/runs",

@@ -39,6 +39,16 @@ impl RunCreate {
     }
 }
 
+/// Whether a command's `goto` names nowhere: LangGraph's `RemoteGraph` sends a whole
+/// `Command`, whose unset `goto` is an empty list.
+fn no_goto(goto: &Value) -> bool {
+    match goto {
+        Value::Array(a) => a.is_empty(),
+        Value::String(s) => s.is_empty(),
+        _ => false,
+    }
+}
+
 /// `command`: only `resume` has a Weft meaning (the answer to an approval).
 #[derive(Deserialize, Default)]
 pub(crate) struct Command {
@@ -88,7 +98,7 @@ impl RunCreate {
             )));
         }
         if let Some(c) = &self.command
-            && (c.update.is_some() || c.goto.is_some())
+            && (c.update.is_some() || c.goto.as_ref().is_some_and(|g| !no_goto(g)))
         {
             return Err(LgError::invalid(
                 "`command.update` and `command.goto` are not supported by Weft: a command resumes an approval (`command: {resume: ...}`)",
@@ -98,5 +108,42 @@ impl RunCreate {
             return Err(LgError::invalid("give `input` or `command`, not both"));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(body: Value) -> RunCreate {
+        serde_json::from_value(body).unwrap()
+    }
+
+    #[test]
+    fn a_whole_command_as_remote_graph_sends_it_resumes() {
+        let sent = json!({"assistant_id": "a", "command": {"graph": null, "update": null, "resume": "approve", "goto": []}});
+        assert!(request(sent).refuse_unsupported().is_ok());
+        for set in [
+            json!({"goto": "node"}),
+            json!({"goto": ["node"]}),
+            json!({"update": {"k": 1}}),
+        ] {
+            let mut command = json!({"resume": "approve"});
+            command
+                .as_object_mut()
+                .unwrap()
+                .extend(set.as_object().unwrap().clone());
+            let r = request(json!({"assistant_id": "a", "command": command}));
+            assert!(r.refuse_unsupported().is_err(), "{set}");
+        }
+    }
+
+    #[test]
+    fn a_run_names_its_checkpoint_either_way() {
+        let new = request(json!({"assistant_id": "a", "checkpoint": {"checkpoint_id": "c1"}}));
+        assert_eq!(new.checkpoint_id(), Some("c1"));
+        let old = request(json!({"assistant_id": "a", "checkpoint_id": "c2"}));
+        assert_eq!(old.checkpoint_id(), Some("c2"));
     }
 }

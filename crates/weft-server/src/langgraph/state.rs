@@ -149,11 +149,152 @@ pub(crate) async fn update(
     })))
 }
 
-/// `POST /threads/{id}/history`.
+/// How many of a thread's checkpoints (its runs) are looked through for one a client
+/// names; a thread with more answers for its newest this many.
+const CHECKPOINTS_SEARCHED: usize = 100_000;
+
+/// One of a thread's checkpoints, newest first: the values a client wrote since the
+/// latest run, or the state a run left, with the run before it as its parent.
+enum Checkpoint {
+    Written,
+    AfterRun { run: String, parent: Option<String> },
+}
+
+impl Checkpoint {
+    fn id(&self, thread: &Thread) -> String {
+        match self {
+            Checkpoint::Written => written_checkpoint(thread),
+            Checkpoint::AfterRun { run, .. } => run.clone(),
+        }
+    }
+
+    /// The state at this checkpoint, as LangGraph's clients read it (`None` for a run
+    /// that is no longer stored).
+    async fn state(&self, app: &App, thread: &Thread) -> Result<Option<Value>, LgError> {
+        match self {
+            Checkpoint::Written => {
+                let latest = latest_run(app, thread).await?;
+                let values = thread.values.clone().unwrap_or_else(|| json!({}));
+                Ok(Some(state_written(thread, &values, latest.as_ref())))
+            }
+            Checkpoint::AfterRun { run, parent } => {
+                let run = app.engine.store().get_run(run).await?;
+                Ok(run.map(|r| state_after(thread, Some(&r), parent.as_deref())))
+            }
+        }
+    }
+}
+
+/// Thread `thread`'s checkpoints, newest first.
+async fn checkpoints(app: &App, thread: &Thread) -> Result<Vec<Checkpoint>, LgError> {
+    let runs = thread_store(app)?
+        .thread_runs(&thread.id, CHECKPOINTS_SEARCHED)
+        .await?;
+    let mut out = Vec::with_capacity(runs.len() + 1);
+    if thread.values.is_some() {
+        out.push(Checkpoint::Written);
+    }
+    for (i, run) in runs.iter().enumerate() {
+        out.push(Checkpoint::AfterRun {
+            run: run.clone(),
+            parent: runs.get(i + 1).cloned(),
+        });
+    }
+    Ok(out)
+}
+
+/// The checkpoint a client names: `{thread_id, checkpoint_ns, checkpoint_id}`, any of
+/// them left out.
+#[derive(Deserialize, Default)]
+pub(crate) struct Named {
+    #[serde(default)]
+    checkpoint_ns: Option<String>,
+    #[serde(default)]
+    checkpoint_id: Option<String>,
+    /// The thread is the path's; a client sends it too.
+    #[serde(default, rename = "thread_id")]
+    _thread_id: Option<String>,
+    #[serde(default, rename = "checkpoint_map")]
+    _map: Option<Value>,
+}
+
+impl Named {
+    /// A namespace other than the root names a subgraph's checkpoints: Weft's flows
+    /// have none.
+    fn in_a_subgraph(&self) -> bool {
+        self.checkpoint_ns
+            .as_deref()
+            .is_some_and(|ns| !ns.is_empty())
+    }
+}
+
+/// `POST /threads/{id}/state/checkpoint`: `{checkpoint, subgraphs}`, what LangGraph's
+/// `RemoteGraph` asks for every `get_state`.
+#[derive(Deserialize)]
+pub(crate) struct AtCheckpoint {
+    #[serde(default)]
+    checkpoint: Named,
+    #[serde(default, rename = "subgraphs")]
+    _subgraphs: bool,
+}
+
+pub(crate) async fn at_checkpoint(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    body: Result<Json<AtCheckpoint>, JsonRejection>,
+) -> Result<Json<Value>, LgError> {
+    let Json(at) = body?;
+    state_at(&app, &id, &at.checkpoint).await
+}
+
+/// `GET /threads/{id}/state/{checkpoint_id}` (the clients' older form).
+pub(crate) async fn at_checkpoint_id(
+    State(app): State<App>,
+    Path((id, checkpoint_id)): Path<(String, String)>,
+) -> Result<Json<Value>, LgError> {
+    let named = Named {
+        checkpoint_id: Some(checkpoint_id),
+        ..Named::default()
+    };
+    state_at(&app, &id, &named).await
+}
+
+/// The state of thread `id` at the checkpoint `named` names (its latest when it names
+/// none); a checkpoint the thread does not have is a `404`.
+async fn state_at(app: &App, id: &str, named: &Named) -> Result<Json<Value>, LgError> {
+    let not_found = |c: &str| LgError::not_found("Checkpoint", c);
+    if named.in_a_subgraph() {
+        return Err(not_found(named.checkpoint_ns.as_deref().unwrap_or("")));
+    }
+    let Some(wanted) = named.checkpoint_id.as_deref() else {
+        return read(State(app.clone()), Path(id.to_owned())).await;
+    };
+    let thread = find(app, id).await?;
+    for c in checkpoints(app, &thread).await? {
+        if c.id(&thread) == wanted {
+            return c
+                .state(app, &thread)
+                .await?
+                .map(Json)
+                .ok_or_else(|| not_found(wanted));
+        }
+    }
+    Err(not_found(wanted))
+}
+
+/// `POST /threads/{id}/history`: newest first, at most `limit`; `before` a checkpoint,
+/// only older ones; `metadata`, only those whose metadata holds each of its entries;
+/// `checkpoint` with a namespace other than the root names a subgraph (none here).
 #[derive(Deserialize, Default)]
 pub(crate) struct History {
     #[serde(default = "ten")]
     limit: usize,
+    #[serde(default)]
+    before: Option<Named>,
+    #[serde(default)]
+    metadata: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    checkpoint: Option<Named>,
 }
 
 fn ten() -> usize {
@@ -165,24 +306,33 @@ pub(crate) async fn history(
     Path(id): Path<String>,
     body: Option<Json<History>>,
 ) -> Result<Json<Vec<Value>>, LgError> {
-    let limit = body.map(|Json(h)| h.limit).unwrap_or_else(ten);
+    let h = body.map(|Json(h)| h).unwrap_or_else(|| History {
+        limit: ten(),
+        ..History::default()
+    });
     let thread = find(&app, &id).await?;
-    // One more than asked for: the oldest shown names its parent.
-    let ids = thread_store(&app)?
-        .thread_runs(&id, limit.saturating_add(1))
-        .await?;
-    let mut states = Vec::new();
-    if let Some(values) = &thread.values {
-        let latest = latest_run(&app, &thread).await?;
-        states.push(state_written(&thread, values, latest.as_ref()));
+    if h.checkpoint.as_ref().is_some_and(Named::in_a_subgraph) {
+        return Ok(Json(Vec::new()));
     }
-    for (i, run_id) in ids.iter().enumerate() {
-        if states.len() >= limit {
+    let all = checkpoints(&app, &thread).await?;
+    let start = match h.before.as_ref().and_then(|b| b.checkpoint_id.as_deref()) {
+        Some(before) => match all.iter().position(|c| c.id(&thread) == before) {
+            Some(at) => at + 1,
+            None => return Err(LgError::not_found("Checkpoint", before)),
+        },
+        None => 0,
+    };
+    let mut states = Vec::new();
+    for c in &all[start..] {
+        if states.len() >= h.limit {
             break;
         }
-        if let Some(run) = app.engine.store().get_run(run_id).await? {
-            let parent = ids.get(i + 1).map(String::as_str);
-            states.push(state_after(&thread, Some(&run), parent));
+        let Some(state) = c.state(&app, &thread).await? else {
+            continue;
+        };
+        let holds = |(k, v): (&String, &Value)| state["metadata"].get(k) == Some(v);
+        if h.metadata.as_ref().is_none_or(|m| m.iter().all(holds)) {
+            states.push(state);
         }
     }
     Ok(Json(states))
