@@ -244,7 +244,10 @@ pub async fn serve(
         shutdown.await;
         drop(stop);
     };
-    axum::serve(listener, app)
+    // The route table is built once here: serving the router itself rebuilds it for
+    // every connection (axum's `Service<IncomingStream>`), which cost each idle
+    // connection, an SSE follower's among them, ~130 KiB with all the doors' routes.
+    axum::serve(listener, app.into_make_service())
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(ServerError::Serve)
