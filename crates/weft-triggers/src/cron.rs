@@ -78,6 +78,17 @@ impl CronTimes {
             .map(|t| t.to_zoned(self.tz.clone()).to_string())
             .unwrap_or_else(|_| ms.to_string())
     }
+
+    /// `ms` as people read a time in this zone: `Mon 7 Dec 2026, 09:00 CET`.
+    pub fn show_for_people(&self, ms: i64) -> String {
+        Timestamp::from_millisecond(ms)
+            .map(|t| {
+                t.to_zoned(self.tz.clone())
+                    .strftime("%a %-d %b %Y, %H:%M %Z")
+                    .to_string()
+            })
+            .unwrap_or_else(|_| ms.to_string())
+    }
 }
 
 #[cfg(test)]
@@ -90,6 +101,15 @@ mod tests {
 
     fn shown(c: &CronTimes, times: Vec<i64>) -> Vec<String> {
         times.into_iter().map(|t| c.show(t)).collect()
+    }
+
+    #[test]
+    fn a_time_reads_as_people_read_it_in_the_schedule_s_zone() {
+        let paris = CronTimes::parse("0 9 * * *", "Europe/Paris").unwrap();
+        let at = ms("2026-12-07T08:00:00Z");
+        assert_eq!(paris.show_for_people(at), "Mon 7 Dec 2026, 09:00 CET");
+        let summer = ms("2026-07-06T07:00:00Z");
+        assert_eq!(paris.show_for_people(summer), "Mon 6 Jul 2026, 09:00 CEST");
     }
 
     #[test]

@@ -25,10 +25,38 @@ const STATUS_OF = {
 const RECHECK_MS = 150;
 const RECHECKS = 40;
 
+// `in 19 h`, `3 min ago`: how far `d` is from now, roughly.
+function relative(d) {
+  const s = Math.round((d - Date.now()) / 1000), a = Math.abs(s);
+  const n = a < 60 ? [a, "s"] : a < 3600 ? [Math.round(a / 60), "min"]
+    : a < 172800 ? [Math.round(a / 3600), "h"] : [Math.round(a / 86400), "days"];
+  return s >= 0 ? `in ${n[0]} ${n[1]}` : `${n[0]} ${n[1]} ago`;
+}
+
+// Times in the viewer's zone. A time written in a zone of its own (a schedule's,
+// `data-zone`) keeps that text and gains the viewer's time when their zone differs,
+// and how far off it is.
 function localTimes(root) {
+  const here = Intl.DateTimeFormat().resolvedOptions().timeZone;
   for (const t of root.querySelectorAll("time[datetime]")) {
     const d = new Date(t.getAttribute("datetime"));
-    if (!isNaN(d)) t.textContent = d.toLocaleString();
+    if (isNaN(d)) continue;
+    const zone = t.dataset.zone;
+    if (!zone) { t.textContent = d.toLocaleString(); continue; }
+    if (!t.dataset.said) t.dataset.said = t.textContent;
+    const yours = zone === here ? "" : `; your time ${d.toLocaleString(undefined,
+      { weekday: "short", hour: "2-digit", minute: "2-digit", timeZoneName: "short" })}`;
+    t.textContent = `${t.dataset.said} (${relative(d)}${yours})`;
+  }
+}
+
+// A run that has not ended shows its time so far, counting.
+function runningDurations() {
+  for (const el of document.querySelectorAll("[data-since]")) {
+    const ms = Date.now() - Number(el.dataset.since);
+    const s = Math.max(0, Math.floor(ms / 1000));
+    el.textContent = s < 60 ? `${s} s` : s < 3600 ? `${Math.floor(s / 60)} min ${s % 60} s`
+      : `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
   }
 }
 
@@ -392,6 +420,7 @@ window.addEventListener("popstate", () => {
 
 document.addEventListener("DOMContentLoaded", () => {
   localTimes(document);
+  setInterval(runningDurations, 1000);
   prefillNames(document);
   const live = document.querySelector("#live[data-run]");
   if (live) runView = new RunView(live);

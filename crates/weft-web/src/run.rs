@@ -110,7 +110,9 @@ fn header(run: &RunDetail, now: u64) -> Markup {
                 dt { "Run" } dd { code { (run.run_id) } }
                 @if let Some(d) = &run.dialect { dt { "Dialect" } dd { (d) } }
                 dt { "Started" } dd { (layout::time(run.created_ms)) }
-                dt { "Duration" } dd { (format::millis(took)) }
+                dt { "Duration" }
+                @if ended { dd { (format::millis(took)) } }
+                @else { dd data-since=(run.created_ms) { (format::millis(took)) } }
                 dt { "Tokens" } dd { (format::tokens(&run.usage)) }
                 dt { "Cost" } dd { (format::cost(&run.usage)) }
                 @if run.retries > 0 { dt { "Retries" } dd { (run.retries) } }

@@ -113,7 +113,8 @@ fn rows(runs: &[RunRecord]) -> Markup {
                 td { a href={ "/runs/" (r.id) } { (r.flow_name) } }
                 td { (r.dialect.as_deref().unwrap_or("–")) }
                 td { (layout::time(r.created_ms)) }
-                td { (format::millis(if ended { r.updated_ms } else { now } - r.created_ms)) }
+                @if ended { td { (format::millis(r.updated_ms - r.created_ms)) } }
+                @else { td data-since=(r.created_ms) { (format::millis(now - r.created_ms)) } }
                 td { (format::tokens(&r.usage)) }
                 td { (format::cost(&r.usage)) }
                 td { a href={ "/runs/" (r.id) } { code { (&r.id[..r.id.len().min(12)]) } } }

@@ -43,17 +43,18 @@ pub(crate) async fn page(State(engine): State<Engine>) -> Result<Response, PageE
 
 fn schedule(s: &Schedule, firings: &[Firing]) -> Markup {
     let cron = CronTimes::parse(&s.cron, &s.tz);
-    let next: Vec<String> = match &cron {
-        Ok(c) if !s.paused => c
-            .upcoming(now_ms() as i64, SHOWN_NEXT)
-            .into_iter()
-            .map(|t| c.show(t))
-            .collect(),
+    let next: Vec<i64> = match &cron {
+        Ok(c) if !s.paused => c.upcoming(now_ms() as i64, SHOWN_NEXT),
         _ => Vec::new(),
     };
-    let when = |ms: i64| match &cron {
-        Ok(c) => c.show(ms),
-        Err(_) => ms.to_string(),
+    // A time in the schedule's zone as people read it; the page's script adds the
+    // viewer's own time when their zone differs, and how far off it is.
+    let when = |ms: i64| {
+        let shown = match &cron {
+            Ok(c) => c.show_for_people(ms),
+            Err(_) => ms.to_string(),
+        };
+        html! { time datetime=(crate::format::iso(ms)) data-zone=(s.tz) { (shown) } }
     };
     html! {
         section.schedule id=(format!("schedule-{}", s.id)) {
@@ -67,7 +68,7 @@ fn schedule(s: &Schedule, firings: &[Firing]) -> Markup {
             @if let Err(e) = &cron { p.error { (e) } }
             @if !next.is_empty() {
                 h3 { "Next fire times" }
-                ol.next { @for t in &next { li { time { (t) } } } }
+                ol.next { @for t in &next { li { (when(*t)) } } }
             }
             h3 { "Latest firings" }
             @if firings.is_empty() { p.empty { "None yet." } }
@@ -79,7 +80,7 @@ fn schedule(s: &Schedule, firings: &[Firing]) -> Markup {
                     tbody {
                         @for f in firings {
                             tr {
-                                td { time { (when(f.fire_ms)) } }
+                                td { (when(f.fire_ms)) }
                                 td {
                                     (badge(f.outcome.as_str()))
                                     @if f.missed > 0 { " for " (f.missed + 1) " fire times" }
