@@ -270,30 +270,16 @@ fn flows_never_reach_the_servers_files(op: &Operator) {
         }
 
         // MCP: run_flow with the text, then test_flow (reads only, answers no model).
-        let ran = mcp_call(
-            &client,
-            &base,
-            "run_flow",
-            json!({"source": flow, "wait_seconds": 30}),
-        )
-        .await;
-        assert_refused("run_flow", &ran["output"], op.sqlite());
-        seen.push_str(&ran.to_string());
-        run_ids.push(
-            ran["run_id"]
-                .as_str()
-                .unwrap_or_else(|| panic!("{ran}"))
-                .to_owned(),
-        );
-        let tested = mcp_call(
-            &client,
-            &base,
-            "test_flow",
-            json!({"source": flow, "wait_seconds": 30}),
-        )
-        .await;
-        assert_refused("test_flow", &tested["output"], op.sqlite());
-        seen.push_str(&tested.to_string());
+        for tool in ["run_flow", "test_flow"] {
+            let args = json!({"source": flow, "wait_seconds": 30});
+            let ran = mcp_call(&client, &base, tool, args).await;
+            assert_refused(tool, &ran["output"], op.sqlite());
+            seen.push_str(&ran.to_string());
+            if tool == "run_flow" {
+                let id = ran["run_id"].as_str().unwrap_or_else(|| panic!("{ran}"));
+                run_ids.push(id.to_owned());
+            }
+        }
 
         // Saved over MCP, the flow is an assistant; run it through the LangGraph door.
         let saved = mcp_call(
