@@ -387,7 +387,12 @@ async fn run(
         flow_source: Some(loaded.flow_source()),
         ..RunOptions::default()
     };
-    let result = session.engine.start(prepared, input, opts).await?;
+    let result = session
+        .engine
+        .start(prepared, input, opts)
+        .await?
+        .end()
+        .await?;
     let result = wait_for_timers(&session.engine, result).await?;
     Ok(session.report(&result))
 }
@@ -774,7 +779,7 @@ async fn approve(
     let store = open_store(db, settings).await?;
     let (view, run) = continued_run(&*store, id, out).await;
     let session = session(store, settings, out, view, &run)?;
-    let result = session.engine.answer(id, step, answer).await?;
+    let result = session.engine.answer(id, step, answer).await?.end().await?;
     Ok(session.report(&result))
 }
 
@@ -826,6 +831,7 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
                 }
                 None => session.engine.resume(&id, force).await?,
             };
+            let result = result.end().await?;
             Ok(session.report(&result))
         }
         RunsCommand::Retry {
@@ -863,7 +869,12 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
             }
             let run = RunSettings::for_continued_run(&out, rec.settings.as_ref());
             let session = session(store, settings, &out, view, &run)?;
-            let result = session.engine.retry(&rec.id, changed_flow).await?;
+            let result = session
+                .engine
+                .retry(&rec.id, changed_flow)
+                .await?
+                .end()
+                .await?;
             Ok(session.report(&result))
         }
         RunsCommand::Cancel { id } => {

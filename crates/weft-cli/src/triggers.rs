@@ -248,10 +248,7 @@ async fn trigger_now(
         println!("{}", json!({"run_id": run_id, "status": "queued"}));
         return Ok(exit::OK);
     }
-    let result = engine.start_queued(&run_id).await?;
-    let result = result
-        .await
-        .map_err(|e| Failure::invalid(format!("error: run {run_id} stopped: {e}")))??;
+    let result = engine.start_queued(&run_id).await?.end().await?;
     println!("{}", result.to_json());
     Ok(if result.status == weft_core::ports::RunStatus::Completed {
         exit::OK

@@ -60,7 +60,12 @@ fn sqlite() -> (tempfile::TempDir, Arc<dyn Store>) {
 
 fn run(rt: &tokio::runtime::Runtime, e: &Engine, p: &Arc<Prepared>) {
     let r = rt
-        .block_on(e.start(p.clone(), Some(json!({"x": 1})), RunOptions::default()))
+        .block_on(async {
+            e.start(p.clone(), Some(json!({"x": 1})), RunOptions::default())
+                .await?
+                .end()
+                .await
+        })
         .unwrap();
     assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
 }
@@ -114,8 +119,13 @@ fn benches(c: &mut Criterion) {
         |b| {
             b.iter(|| {
                 rt.block_on(async {
-                    let runs = (0..10)
-                        .map(|_| durable.start(seq_handler.clone(), None, RunOptions::default()));
+                    let runs = (0..10).map(|_| async {
+                        durable
+                            .start(seq_handler.clone(), None, RunOptions::default())
+                            .await?
+                            .end()
+                            .await
+                    });
                     for r in futures::future::join_all(runs).await {
                         assert_eq!(r.unwrap().status, RunStatus::Completed);
                     }
@@ -151,11 +161,12 @@ fn benches(c: &mut Criterion) {
         |b| {
             b.iter(|| {
                 let r = rt
-                    .block_on(mem.start(
-                        fan.clone(),
-                        Some(fan_input.clone()),
-                        RunOptions::default(),
-                    ))
+                    .block_on(async {
+                        mem.start(fan.clone(), Some(fan_input.clone()), RunOptions::default())
+                            .await?
+                            .end()
+                            .await
+                    })
                     .unwrap();
                 assert_eq!(r.output.unwrap(), json!(10_000));
             })
@@ -227,11 +238,23 @@ fn benches(c: &mut Criterion) {
                 let start = Instant::now();
                 for _ in 0..iters {
                     let r = rt
-                        .block_on(pausing.start(approval.clone(), None, RunOptions::default()))
+                        .block_on(async {
+                            pausing
+                                .start(approval.clone(), None, RunOptions::default())
+                                .await?
+                                .end()
+                                .await
+                        })
                         .unwrap();
                     assert_eq!(r.status, RunStatus::Paused);
                     let r = rt
-                        .block_on(pausing.answer(&r.run_id, None, json!({"decision": "approve"})))
+                        .block_on(async {
+                            pausing
+                                .answer(&r.run_id, None, json!({"decision": "approve"}))
+                                .await?
+                                .end()
+                                .await
+                        })
                         .unwrap();
                     assert_eq!(r.status, RunStatus::Completed);
                 }

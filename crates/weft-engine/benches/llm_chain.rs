@@ -50,7 +50,11 @@ async fn run_many(engine: &Engine, flow: &Arc<Prepared>, n: usize) {
         let (engine, flow) = (engine.clone(), flow.clone());
         runs.spawn(async move {
             let input = json!({"topic": format!("topic {i}")});
-            engine.start(flow, Some(input), RunOptions::default()).await
+            engine
+                .start(flow, Some(input), RunOptions::default())
+                .await?
+                .end()
+                .await
         });
     }
     while let Some(r) = runs.join_next().await {

@@ -82,17 +82,35 @@ fn main() {
     // Warm up caches, prepared statements and the runtime before measuring.
     for _ in 0..100 {
         let r = rt
-            .block_on(engine.start(prepared.clone(), None, RunOptions::default()))
+            .block_on(async {
+                engine
+                    .start(prepared.clone(), None, RunOptions::default())
+                    .await?
+                    .end()
+                    .await
+            })
             .unwrap();
-        rt.block_on(engine.answer(&r.run_id, None, json!({"decision": "approve"})))
-            .unwrap();
+        rt.block_on(async {
+            engine
+                .answer(&r.run_id, None, json!({"decision": "approve"}))
+                .await?
+                .end()
+                .await
+        })
+        .unwrap();
     }
     let (heap0, rss0) = (LIVE.load(Ordering::SeqCst), rss_bytes());
     let t = Instant::now();
     let mut ids = Vec::with_capacity(runs);
     for _ in 0..runs {
         let r = rt
-            .block_on(engine.start(prepared.clone(), None, RunOptions::default()))
+            .block_on(async {
+                engine
+                    .start(prepared.clone(), None, RunOptions::default())
+                    .await?
+                    .end()
+                    .await
+            })
             .unwrap();
         assert_eq!(r.status, RunStatus::Paused);
         ids.push(r.run_id);
@@ -104,7 +122,13 @@ fn main() {
     let t = Instant::now();
     for id in &ids {
         let r = rt
-            .block_on(engine.answer(id, None, json!({"decision": "approve"})))
+            .block_on(async {
+                engine
+                    .answer(id, None, json!({"decision": "approve"}))
+                    .await?
+                    .end()
+                    .await
+            })
             .unwrap();
         assert_eq!(r.status, RunStatus::Completed);
     }

@@ -3,7 +3,7 @@
 //! reads the log from any point and then follows it, so a reconnect, a restart or a
 //! month's delay never loses an event; deltas are live only.
 
-use crate::driver::EngineError;
+use crate::error::EngineError;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};

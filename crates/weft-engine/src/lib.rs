@@ -14,20 +14,26 @@
 
 mod budget;
 mod catalog;
-mod driver;
+mod drive;
+mod error;
 mod event_log;
 mod events;
 mod exec;
 pub mod inspect;
+mod lifecycle;
+mod liveness;
+mod options;
 mod prepared;
 mod run;
+mod run_result;
 mod secret_reads;
-mod timers;
 mod underway;
 
-pub use driver::{EngineError, Revision, RunHandle, RunOptions, RunResult};
+pub use error::EngineError;
 pub use events::{CollectingSink, JsonlSink};
+pub use options::{Revision, RunOptions};
 pub use prepared::Prepared;
+pub use run_result::{RunHandle, RunResult};
 pub use underway::Underway;
 
 use std::collections::HashMap;

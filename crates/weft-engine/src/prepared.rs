@@ -62,3 +62,25 @@ impl Prepared {
         &self.warnings
     }
 }
+
+impl crate::Engine {
+    /// Validates `flow` (its models too, against this engine's providers, and the
+    /// secrets it reads, against this engine's) and compiles its expressions.
+    pub fn prepare(&self, flow: impl Into<Arc<Flow>>) -> Result<Arc<Prepared>, Vec<Diagnostic>> {
+        let flow = flow.into();
+        let mut unreachable = match &self.inner.models {
+            Some(models) => models.check(&flow),
+            None => Vec::new(),
+        };
+        unreachable.extend(crate::secret_reads::unset_secrets(
+            &flow,
+            &self.inner.secrets,
+        ));
+        let prepared = Prepared::new(flow)?;
+        if unreachable.is_empty() {
+            Ok(Arc::new(prepared))
+        } else {
+            Err(unreachable)
+        }
+    }
+}

@@ -9,8 +9,9 @@
 //! lapses, and a worker takes the run over from its journal, answer included.
 
 use crate::Engine;
-use crate::driver::{EngineError, RunHandle, RunResult};
+use crate::error::EngineError;
 use crate::events::{Emitter, now_ms};
+use crate::run_result::{RunHandle, RunResult};
 use std::sync::Arc;
 use std::time::Duration;
 use weft_core::event::EventKind;
@@ -56,6 +57,24 @@ impl Underway {
         matches!(self.on, On::Here(_))
     }
 
+    /// This run, holding `guard` (a server's run slot) until its drive in this process
+    /// ends or pauses; a run a worker drives holds nothing here, and drops it at once.
+    pub fn holding<G: Send + 'static>(self, guard: G) -> Underway {
+        match self.on {
+            On::Here(handle) => Underway::here(
+                self.run_id,
+                tokio::spawn(async move {
+                    let _guard = guard;
+                    joined(handle.await)
+                }),
+            ),
+            on => Underway {
+                run_id: self.run_id,
+                on,
+            },
+        }
+    }
+
     /// The run's result if it ends or pauses within `wait`, else `None` (it goes on
     /// either way). A run a worker drives is followed through the store meanwhile.
     pub async fn within(self, wait: Duration) -> Option<Result<RunResult, EngineError>> {
@@ -73,6 +92,16 @@ impl Underway {
         }
     }
 
+    /// Stops this process's drive of the run where it is, writing nothing, as if the
+    /// process had died: the run stays held by this process until it is resumed (or its
+    /// lease lapses). A run a worker drives goes on.
+    pub async fn abort(self) {
+        if let On::Here(handle) = self.on {
+            handle.abort();
+            let _ = handle.await;
+        }
+    }
+
     /// Waits until the run ends or pauses.
     pub async fn end(self) -> Result<RunResult, EngineError> {
         let handle = match self.on {
@@ -80,6 +109,16 @@ impl Underway {
             On::Workers(engine) => engine.follow_elsewhere(self.run_id),
         };
         joined(handle.await)
+    }
+}
+
+impl std::fmt::Debug for Underway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let on = if self.is_here() { "here" } else { "workers" };
+        f.debug_struct("Underway")
+            .field("run_id", &self.run_id)
+            .field("on", &on)
+            .finish()
     }
 }
 

@@ -33,13 +33,16 @@ async fn parallel_branches_really_run_concurrently() {
     let f = flow(
         "weft: 1\nname: p\nroot:\n  parallel:\n    branches:\n      a: {handler: {name: meet, config: {who: a}}}\n      b: {handler: {name: meet, config: {who: b}}}\n      c: {handler: {name: meet, config: {who: c}}}\n",
     );
-    let r = tokio::time::timeout(
-        Duration::from_secs(10),
-        h.engine.start(f, None, RunOptions::default()),
-    )
-    .await
-    .expect("branches deadlocked: they did not run concurrently")
-    .unwrap();
+    let run = h
+        .engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap();
+    let r = run
+        .within(Duration::from_secs(10))
+        .await
+        .expect("branches deadlocked: they did not run concurrently")
+        .unwrap();
     assert_eq!(r.status, RunStatus::Completed);
     assert_eq!(r.output.unwrap(), json!({"a": "a", "b": "b", "c": "c"}));
 }
@@ -505,6 +508,9 @@ async fn approvals_pause_durably_and_resume_in_a_new_engine_without_rerunning_st
             .engine
             .start(flow(yaml), None, RunOptions::default())
             .await
+            .unwrap()
+            .end()
+            .await
             .unwrap();
         assert_eq!(r.status, RunStatus::Paused);
         assert_eq!(r.waiting[0]["key"], "root/review");
@@ -529,6 +535,9 @@ async fn approvals_pause_durably_and_resume_in_a_new_engine_without_rerunning_st
     let r = h
         .engine
         .answer(&run_id, None, json!({"decision": "approve", "note": "ok"}))
+        .await
+        .unwrap()
+        .end()
         .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Completed);
@@ -564,6 +573,9 @@ root:
         .engine
         .start(flow(yaml), None, RunOptions::default())
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Paused);
     assert_eq!(
@@ -573,6 +585,9 @@ root:
     let r = h
         .engine
         .answer(&r.run_id, None, json!({"decision": "approve"}))
+        .await
+        .unwrap()
+        .end()
         .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Completed);
@@ -610,6 +625,9 @@ root:
     let r = h
         .engine
         .start(flow(yaml), None, RunOptions::default())
+        .await
+        .unwrap()
+        .end()
         .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Paused);
@@ -653,7 +671,14 @@ async fn a_failed_run_retries_from_its_failing_step() {
     assert_eq!(r.status, RunStatus::Failed);
     assert_eq!(r.error.as_ref().unwrap().path, "root/b");
     broken.store(false, Ordering::SeqCst);
-    let r = h.engine.retry(&r.run_id, None).await.unwrap();
+    let r = h
+        .engine
+        .retry(&r.run_id, None)
+        .await
+        .unwrap()
+        .end()
+        .await
+        .unwrap();
     assert_eq!(r.status, RunStatus::Completed);
     assert_eq!(r.output.unwrap(), "second done");
     assert_eq!(
@@ -803,6 +828,9 @@ async fn cancelling_a_running_run_stops_it() {
                 },
             )
             .await
+            .unwrap()
+            .end()
+            .await
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     h.engine.cancel("cancel-me").await.unwrap();
@@ -905,6 +933,9 @@ async fn a_resumed_race_replays_only_its_winner() {
         .engine
         .answer(&r.run_id, None, json!({"decision": "approve"}))
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert_eq!(done.status, RunStatus::Completed, "{:?}", done.error);
     assert_eq!(
@@ -989,6 +1020,9 @@ input: 3
         .engine
         .start(flow(yaml), None, RunOptions::default())
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
     assert_eq!(r.output.unwrap(), json!(12));
@@ -1034,10 +1068,22 @@ root:
         with: {key: "{{ step.idempotency_key }}", attempt: "{{ step.attempt }}", run: "{{ run.id }}", step: "{{ step.key }}"}
 "#,
     );
-    let r = engine.start(f, None, RunOptions::default()).await.unwrap();
+    let r = engine
+        .start(f, None, RunOptions::default())
+        .await
+        .unwrap()
+        .end()
+        .await
+        .unwrap();
     assert_eq!(r.status, RunStatus::Failed);
     up.store(true, Ordering::SeqCst);
-    let r = engine.retry(&r.run_id, None).await.unwrap();
+    let r = engine
+        .retry(&r.run_id, None)
+        .await
+        .unwrap()
+        .end()
+        .await
+        .unwrap();
     assert_eq!(r.status, RunStatus::Completed);
     let calls = calls.lock().unwrap().clone();
     let id = r.run_id.as_str();
@@ -1091,6 +1137,9 @@ async fn a_run_s_events_are_stored_and_followed_from_any_point() {
         .engine
         .answer(&paused.run_id, None, json!({"decision": "approve"}))
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert_eq!(done.status, RunStatus::Completed);
     while let Some(e) = follower.recv().await {
@@ -1138,6 +1187,9 @@ root:
     );
     let r = engine
         .start(f, None, weft_engine::RunOptions::default())
+        .await
+        .unwrap()
+        .end()
         .await
         .unwrap();
     assert_eq!(r.output.unwrap(), "from the stand-in");
@@ -1208,6 +1260,9 @@ async fn code_results_are_durable_before_a_step_reaches_outside_the_run() {
     let r = engine
         .start(flow(&yaml), None, RunOptions::default())
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
     let seen = seen.lock().unwrap().clone();
@@ -1251,14 +1306,14 @@ async fn cut_off_in_charge(
         Arc::new(weft_store::SqliteStore::open(db, weft_store::Durability::Process).unwrap());
     let called = Arc::new(tokio::sync::Notify::new());
     let h = harness(store, vec![charge(keys.clone(), Some(called.clone()))]);
-    let (id, drive) = h
+    let run = h
         .engine
-        .start_detached(flow(yaml), None, RunOptions::default())
+        .start(flow(yaml), None, RunOptions::default())
         .await
         .unwrap();
+    let id = run.run_id().to_owned();
     called.notified().await;
-    drive.abort();
-    let _ = drive.await;
+    run.abort().await;
     id
 }
 
@@ -1277,7 +1332,14 @@ async fn a_step_cut_off_mid_effect_repeats_with_its_key_or_fails_as_of_unknown_o
     let db = dir.path().join("repeat.db");
     let yaml = format!("weft: 1\nname: repeat\n{steps}}}\n");
     let id = cut_off_in_charge(&db, &yaml, &keys).await;
-    let r = later(&db).engine.resume(&id, false).await.unwrap();
+    let r = later(&db)
+        .engine
+        .resume(&id, false)
+        .await
+        .unwrap()
+        .end()
+        .await
+        .unwrap();
     assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
     let seen = std::mem::take(&mut *keys.lock().unwrap());
     assert_eq!(seen.len(), 2);
@@ -1289,7 +1351,14 @@ async fn a_step_cut_off_mid_effect_repeats_with_its_key_or_fails_as_of_unknown_o
     let yaml = format!("weft: 1\nname: once\n{steps}, on_unknown_outcome: fail}}\n");
     let id = cut_off_in_charge(&db, &yaml, &keys).await;
     let h = later(&db);
-    let r = h.engine.resume(&id, false).await.unwrap();
+    let r = h
+        .engine
+        .resume(&id, false)
+        .await
+        .unwrap()
+        .end()
+        .await
+        .unwrap();
     assert_eq!(r.status, RunStatus::Failed);
     let error = r.error.unwrap();
     assert_eq!(error.kind, ErrorKind::OutcomeUnknown, "{error:?}");
@@ -1299,7 +1368,14 @@ async fn a_step_cut_off_mid_effect_repeats_with_its_key_or_fails_as_of_unknown_o
         error.detail_field("idempotency_key"),
         Some(&json!(first[0]))
     );
-    let r = h.engine.retry(&id, None).await.unwrap();
+    let r = h
+        .engine
+        .retry(&id, None)
+        .await
+        .unwrap()
+        .end()
+        .await
+        .unwrap();
     assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);
     let seen = keys.lock().unwrap().clone();
     assert_eq!(seen.len(), 2);
@@ -1324,6 +1400,9 @@ root:
     );
     let r = engine
         .start(f, Some(json!({"name": "Ada"})), RunOptions::default())
+        .await
+        .unwrap()
+        .end()
         .await
         .unwrap();
     assert_eq!(r.output.unwrap(), "hi Ada");
@@ -1356,6 +1435,9 @@ root:
         .build();
     let r = engine
         .start(bad, Some(json!({})), RunOptions::default())
+        .await
+        .unwrap()
+        .end()
         .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Failed);
@@ -1408,6 +1490,9 @@ async fn a_code_step_s_large_output_is_stored_once_and_replayed_from_there() {
     let r = lua_engine(&db, Arc::new(weft_engine::CollectingSink::new()))
         .start(flow(&yaml), None, RunOptions::default())
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Paused, "{:?}", r.error);
     let conn = rusqlite::Connection::open(&db).unwrap();
@@ -1438,6 +1523,9 @@ async fn a_code_step_s_large_output_is_stored_once_and_replayed_from_there() {
     let events = Arc::new(weft_engine::CollectingSink::new());
     let r = lua_engine(&db, events.clone())
         .answer(&r.run_id, None, json!({"decision": "approve"}))
+        .await
+        .unwrap()
+        .end()
         .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Completed, "{:?}", r.error);

@@ -37,6 +37,9 @@ async fn steps_show_attempts_input_output_and_an_approval_that_waits() {
         .engine
         .start(flow(FLOW), None, RunOptions::default())
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Paused);
 
@@ -66,6 +69,9 @@ async fn steps_show_attempts_input_output_and_an_approval_that_waits() {
     let r = h
         .engine
         .answer(&r.run_id, None, json!({"decision": "approve"}))
+        .await
+        .unwrap()
+        .end()
         .await
         .unwrap();
     assert_eq!(r.status, RunStatus::Completed);

@@ -155,11 +155,17 @@ fn mangled_flows_never_panic() {
                 let Ok(p) = Prepared::new(l.flow) else { return };
                 if Instant::now() < run_budget {
                     ran += 1;
-                    let run = h
-                        .engine
-                        .start(std::sync::Arc::new(p), None, RunOptions::default());
-                    let _ = rt.block_on(async {
-                        tokio::time::timeout(Duration::from_millis(300), run).await
+                    rt.block_on(async {
+                        let started =
+                            h.engine
+                                .start(std::sync::Arc::new(p), None, RunOptions::default());
+                        if let Ok(run) = started.await {
+                            let id = run.run_id().to_owned();
+                            if run.within(Duration::from_millis(300)).await.is_none() {
+                                // Runs that outlive their budget must not pile up.
+                                let _ = h.engine.cancel(&id).await;
+                            }
+                        }
                     });
                 }
             }));

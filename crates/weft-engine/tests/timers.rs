@@ -103,6 +103,9 @@ async fn a_wait_with_or_approval_is_continued_early_by_a_person_with_their_decis
         .engine
         .answer(&paused.run_id, None, json!({"decision": "now"}))
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert_eq!(done.status, RunStatus::Completed, "{:?}", done.error);
     // The person's answer took the run: a timer that comes due later finds nothing.
@@ -121,6 +124,9 @@ async fn a_wait_until_a_past_time_goes_straight_on_and_a_bad_time_fails_clearly(
             Default::default(),
         )
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert_eq!(past.status, RunStatus::Completed, "{:?}", past.error);
     let bad = h
@@ -130,6 +136,9 @@ async fn a_wait_until_a_past_time_goes_straight_on_and_a_bad_time_fails_clearly(
             Some(json!({"at": "next tuesday"})),
             Default::default(),
         )
+        .await
+        .unwrap()
+        .end()
         .await
         .unwrap();
     assert_eq!(bad.status, RunStatus::Failed);

@@ -46,7 +46,7 @@ pub(crate) async fn run(
     let total = crate::progress::fixed_steps(checked.prepared.flow());
     let run = mcp
         .engine
-        .submit(checked.prepared.clone(), a.input, opts)
+        .start(checked.prepared.clone(), a.input, opts)
         .await?;
     let wait = args::wait(a.wait_seconds);
     answer_when_done(mcp, run, wait, progress.map(|p| (p, total))).await
@@ -170,7 +170,7 @@ pub(crate) async fn retry(
     a: RetryRun,
     progress: Option<Progress>,
 ) -> Result<Value, Failure> {
-    let run = mcp.engine.retry_detached(&a.run_id, None).await?;
+    let run = mcp.engine.retry(&a.run_id, None).await?;
     let wait = args::wait(a.wait_seconds);
     answer_when_done(mcp, run, wait, progress.map(|p| (p, None))).await
 }
@@ -192,7 +192,7 @@ pub(crate) async fn answer(
     let answer = json!({"decision": a.decision, "note": a.note});
     let run = mcp
         .engine
-        .answer_detached(&a.run_id, a.step.as_deref(), answer)
+        .answer(&a.run_id, a.step.as_deref(), answer)
         .await?;
     let wait = args::wait(a.wait_seconds);
     answer_when_done(mcp, run, wait, progress.map(|p| (p, None))).await

@@ -250,7 +250,7 @@ pub(crate) async fn update(
             "note": content["note"].as_str().unwrap_or_default(),
         });
         mcp.engine
-            .answer_detached(task_id, Some(&key), answer)
+            .answer(task_id, Some(&key), answer)
             .await
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
     }

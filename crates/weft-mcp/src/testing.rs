@@ -56,11 +56,12 @@ pub(crate) async fn test(mcp: &WeftMcp, a: TestFlow) -> Result<Value, Failure> {
         view: loaded.events.to_stored(),
         ..RunOptions::default()
     };
-    let (run_id, handle) = engine.start_detached(prepared, a.input, opts).await?;
+    let run = engine.start(prepared, a.input, opts).await?;
+    let run_id = run.run_id().to_owned();
     let wait = args::wait(a.wait_seconds).unwrap_or(DEFAULT_WAIT);
-    let result = match tokio::time::timeout(wait, handle).await {
-        Ok(joined) => joined.map_err(|e| Failure::new(format!("the test run stopped: {e}")))??,
-        Err(_) => {
+    let result = match run.within(wait).await {
+        Some(ended) => ended?,
+        None => {
             let _ = engine.cancel(&run_id).await;
             return Err(Failure::new(format!(
                 "the test run did not end or pause within {} s, and was cancelled",

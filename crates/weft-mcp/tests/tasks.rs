@@ -157,6 +157,9 @@ async fn a_run_paused_at_an_approval_is_a_task_asking_for_input_until_a_person_a
     s.engine
         .answer(&id, None, json!({"decision": "ship"}))
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     let done = s.until(&id, TaskStatus::Completed).await;
     let TaskPayload::Completed { result } = &done.payload else {

@@ -104,7 +104,13 @@ root:
         dialect: Some("native".into()),
         ..RunOptions::default()
     };
-    let r = engine.start(flow, None, opts).await.unwrap();
+    let r = engine
+        .start(flow, None, opts)
+        .await
+        .unwrap()
+        .end()
+        .await
+        .unwrap();
     assert_eq!(r.output.unwrap(), "IT IS SUNNY IN OSLO.");
     assert!(telemetry.flush(Duration::from_secs(5)));
     let spans = collector.spans();
@@ -180,6 +186,9 @@ async fn spans_of_one_run(yaml: &str) -> Vec<ReceivedSpan> {
     engine
         .start(flow, None, RunOptions::default())
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert!(telemetry.flush(Duration::from_secs(5)));
     collector.spans()
@@ -230,6 +239,9 @@ async fn a_resumed_run_is_a_linked_trace_that_does_not_repeat_its_calls() {
     let paused = e1
         .start(prepare(&e1, yaml), None, RunOptions::default())
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert_eq!(paused.status, weft_core::ports::RunStatus::Paused);
     drop(first); // sends what is queued
@@ -243,6 +255,9 @@ async fn a_resumed_run_is_a_linked_trace_that_does_not_repeat_its_calls() {
     let e2 = open(&second);
     let done = e2
         .answer(&paused.run_id, None, json!({"decision": "approve"}))
+        .await
+        .unwrap()
+        .end()
         .await
         .unwrap();
     assert_eq!(done.status, weft_core::ports::RunStatus::Completed);
@@ -295,6 +310,9 @@ async fn a_collector_that_never_answers_costs_a_run_nothing() {
         let r = engine
             .start(flow.clone(), None, RunOptions::default())
             .await
+            .unwrap()
+            .end()
+            .await
             .unwrap();
         assert_eq!(r.output.unwrap(), 4);
     }
@@ -325,6 +343,9 @@ async fn a_collector_that_is_down_fails_nothing() {
     );
     let r = engine
         .start(flow, None, RunOptions::default())
+        .await
+        .unwrap()
+        .end()
         .await
         .unwrap();
     assert_eq!(r.output.unwrap(), "done");

@@ -331,10 +331,7 @@ pub(crate) async fn approve(
     if let Some(by) = a.by.filter(|b| !b.trim().is_empty()) {
         answer["by"] = Value::String(by.trim().to_owned());
     }
-    let run = app
-        .engine
-        .answer_detached(&id, a.step.as_deref(), answer)
-        .await?;
+    let run = app.engine.answer(&id, a.step.as_deref(), answer).await?;
     let status = continued(&run);
     answer_when_done(run, status, wait.duration()).await
 }
@@ -357,7 +354,7 @@ pub(crate) async fn resume(
     Path(id): Path<String>,
     Params(wait): Params<Wait>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
-    let run = app.engine.resume_detached(&id, false).await?;
+    let run = app.engine.resume(&id, false).await?;
     let status = continued(&run);
     answer_when_done(run, status, wait.duration()).await
 }
@@ -369,7 +366,7 @@ pub(crate) async fn retry(
     Path(id): Path<String>,
     Params(wait): Params<Wait>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
-    let run = app.engine.retry_detached(&id, None).await?;
+    let run = app.engine.retry(&id, None).await?;
     let status = continued(&run);
     answer_when_done(run, status, wait.duration()).await
 }
@@ -404,7 +401,11 @@ pub(crate) async fn resume_orphans(engine: &Engine, slots: &crate::slots::Slots)
     for r in running {
         let engine = engine.clone();
         tokio::spawn(async move {
-            if let Err(e) = engine.resume(&r.id, false).await {
+            let resumed = match engine.resume(&r.id, false).await {
+                Ok(underway) => underway.end().await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = resumed {
                 eprintln!("weft serve: run {} was not resumed: {e}", r.id);
             }
         });

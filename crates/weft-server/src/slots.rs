@@ -3,8 +3,8 @@
 //! not held back. On a store shared with workers, every new run is queued for them.
 
 use std::sync::Arc;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use weft_engine::{Engine, EngineError, Prepared, RunHandle, RunOptions, RunResult, Underway};
+use tokio::sync::Semaphore;
+use weft_engine::{Engine, EngineError, Prepared, RunOptions, Underway};
 
 /// A run on its way, and whether it had to queue.
 pub(crate) struct Started {
@@ -37,7 +37,7 @@ impl Slots {
         let limit = match &self.limit {
             Some(limit) if !engine.continues_on_workers() => limit,
             _ => {
-                let underway = engine.submit(prepared, Some(input), opts).await?;
+                let underway = engine.start(prepared, Some(input), opts).await?;
                 return Ok(Started {
                     queued: !underway.is_here(),
                     underway,
@@ -45,24 +45,25 @@ impl Slots {
             }
         };
         if let Ok(permit) = limit.clone().try_acquire_owned() {
-            let (run_id, end) = engine.start_detached(prepared, Some(input), opts).await?;
+            let underway = engine.start(prepared, Some(input), opts).await?;
             return Ok(Started {
                 queued: false,
-                underway: Underway::here(run_id, holding(permit, end)),
+                underway: underway.holding(permit),
             });
         }
         let run_id = engine.enqueue(&prepared, Some(input), opts).await?;
-        let end = self.start_when_free(engine, run_id.clone());
+        let underway = self.start_when_free(engine, run_id);
         Ok(Started {
             queued: true,
-            underway: Underway::here(run_id, end),
+            underway,
         })
     }
 
     /// Waits for a slot, then takes queued run `run_id` and drives it in that slot.
-    pub(crate) fn start_when_free(&self, engine: &Engine, run_id: String) -> RunHandle {
+    pub(crate) fn start_when_free(&self, engine: &Engine, run_id: String) -> Underway {
         let (engine, limit) = (engine.clone(), self.limit.clone());
-        tokio::spawn(async move {
+        let id = run_id.clone();
+        let end = tokio::spawn(async move {
             let permit = match limit {
                 Some(l) => Some(
                     l.acquire_owned()
@@ -71,10 +72,9 @@ impl Slots {
                 ),
                 None => None,
             };
-            let end = engine.start_queued(&run_id).await?;
-            let _permit = permit;
-            flatten(end.await)
-        })
+            engine.start_queued(&id).await?.holding(permit).end().await
+        });
+        Underway::here(run_id, end)
     }
 
     /// Starts the runs a previous server left `queued` (listed newest first, as the
@@ -84,18 +84,4 @@ impl Slots {
             drop(self.start_when_free(engine, r.id));
         }
     }
-}
-
-/// `end`, holding `permit` until the run's drive ends.
-fn holding(permit: OwnedSemaphorePermit, end: RunHandle) -> RunHandle {
-    tokio::spawn(async move {
-        let _permit = permit;
-        flatten(end.await)
-    })
-}
-
-fn flatten(
-    joined: Result<Result<RunResult, EngineError>, tokio::task::JoinError>,
-) -> Result<RunResult, EngineError> {
-    joined.unwrap_or_else(|e| Err(EngineError::Refused(format!("the run's task stopped: {e}"))))
 }

@@ -99,12 +99,10 @@ async fn claim(
     for rec in claimed {
         let id = rec.id.clone();
         match engine.continue_claimed(rec).await {
-            Ok(handle) => {
+            Ok(underway) => {
                 driving.spawn(async move {
-                    match handle.await {
-                        Ok(Ok(_)) => {}
-                        Ok(Err(e)) => eprintln!("weft worker: run {id}: {e}"),
-                        Err(e) => eprintln!("weft worker: run {id} stopped: {e}"),
+                    if let Err(e) = underway.end().await {
+                        eprintln!("weft worker: run {id}: {e}");
                     }
                 });
             }

@@ -104,7 +104,12 @@ impl Runtime {
             scopes,
             ..RunOptions::default()
         };
-        Ok(self.engine.start(prepared, Some(input), opts).await?)
+        Ok(self
+            .engine
+            .start(prepared, Some(input), opts)
+            .await?
+            .end()
+            .await?)
     }
 }
 

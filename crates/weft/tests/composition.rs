@@ -167,6 +167,9 @@ async fn each_use_of_a_block_is_journaled_on_its_own() {
         .engine()
         .answer(&first.run_id, None, json!({"decision": "go"}))
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert_eq!(done.output.unwrap(), 11);
     assert_eq!(

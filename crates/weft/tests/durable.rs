@@ -54,6 +54,9 @@ async fn a_paused_rust_flow_resumes_in_a_new_runtime_without_repeating_steps() {
         .engine()
         .answer(&run_id, None, json!({"decision": "ship", "note": "go"}))
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert_eq!(done.output.unwrap(), "decision: ship");
     assert_eq!(

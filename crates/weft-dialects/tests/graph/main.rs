@@ -87,12 +87,18 @@ pub async fn run_with(
     let mut result = engine
         .start(prepared, input, RunOptions::default())
         .await
+        .expect("the engine drives the run")
+        .end()
+        .await
         .expect("the engine drives the run");
     if let Some(a) = answer
         && result.status == RunStatus::Paused
     {
         result = engine
             .answer(&result.run_id, None, a)
+            .await
+            .expect("the engine resumes the run")
+            .end()
             .await
             .expect("the engine resumes the run");
     }

@@ -286,6 +286,9 @@ async fn a_project_provider_sends_its_souls_to_its_endpoint() {
             weft_engine::RunOptions::default(),
         )
         .await
+        .unwrap()
+        .end()
+        .await
         .unwrap();
     assert_eq!(
         result.output.map(|o| o.to_value()),

@@ -125,6 +125,9 @@ pub async fn run_in(text: &str, dialect: &str, input: Value, dir: &Path, env: En
     let result = engine
         .start(load(text, dir, dialect), Some(input), RunOptions::default())
         .await
+        .expect("the engine drives the run")
+        .end()
+        .await
         .expect("the engine drives the run");
     Ran::new(result, events.events())
 }

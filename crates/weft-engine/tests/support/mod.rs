@@ -68,6 +68,9 @@ impl Harness {
             .start(flow, None, weft_engine::RunOptions::default())
             .await
             .expect("the engine could not drive the run")
+            .end()
+            .await
+            .expect("the engine could not drive the run")
     }
 
     pub fn kinds(&self) -> Vec<EventKind> {

@@ -276,7 +276,7 @@ async fn answer_run(door: &Door, rec: &RunRecord, answer: Value) -> Result<Under
     Ok(door
         .app
         .engine
-        .answer_detached(&rec.id, key.as_deref(), answer)
+        .answer(&rec.id, key.as_deref(), answer)
         .await?)
 }
 

@@ -330,10 +330,7 @@ async fn resume_run(
         .await?
         .checked_sub(1);
     let events = app.engine.follow(&run.id, after);
-    let underway = app
-        .engine
-        .answer_detached(&run.id, None, answer_of(resume))
-        .await?;
+    let underway = app.engine.answer(&run.id, None, answer_of(resume)).await?;
     Ok(Begun {
         underway: Some(underway),
         thread_id: thread.id.clone(),

@@ -1,9 +1,10 @@
-//! Waking runs whose `wait` came due: the timer's answer is journaled as the run is
+//! Wake: a run whose `wait` came due goes on. The timer's answer is journaled as the run is
 //! taken from `paused` (the first process to wake it, or a person answering its
 //! `or_approval`, wins), and the run goes on here or on the workers.
 
 use crate::Engine;
-use crate::driver::{EngineError, Entry};
+use crate::drive::Entry;
+use crate::error::EngineError;
 use crate::underway::Underway;
 use weft_core::event::{EventKind, now_ms};
 use weft_core::ir::WAIT_ELAPSED;
@@ -60,12 +61,6 @@ impl Engine {
         let fired = EventKind::TimerFired {
             key: first.to_string(),
         };
-        if self.continues_on_workers() {
-            return self.hand_over(rec, Some(fired)).await.map(Some);
-        }
-        let id = rec.id.clone();
-        let handle =
-            self.spawn(|e| async move { e.continue_run(rec, Entry::Answered(fired)).await });
-        Ok(Some(Underway::here(id, handle)))
+        self.go_on(rec, Entry::Answered(fired)).await.map(Some)
     }
 }
