@@ -13,7 +13,8 @@ use std::sync::Arc;
 use weft_core::ports::{RunStatus, Store};
 use weft_core::{Diagnostic, Severity};
 use weft_dialects::{EventView, LoadError, Loaded};
-use weft_engine::{Engine, EngineError, Prepared, Revision, RunOptions, RunResult};
+use weft_engine::{Engine, EngineError, Prepared, RunResult};
+use weft_service::{How, Service};
 
 /// A command's failure: what to print and the exit code.
 pub(crate) struct Failure {
@@ -311,23 +312,14 @@ fn load(flow: &Path, dialect: Option<&str>) -> Result<Loaded, LoadError> {
     weft_dialects::load_file(flow, dialect)
 }
 
-/// Loads and prepares a flow; diagnostics are rendered against the file.
-fn load_prepared(flow: &Path, dialect: Option<&str>) -> Result<(Loaded, Arc<Prepared>), Failure> {
-    let loaded = load(flow, dialect).map_err(|e| Failure::invalid(e.render()))?;
-    let file = flow.display().to_string();
-    let unreachable = crate::engines::unknown_providers(&loaded.flow);
-    let prepared = Prepared::new(loaded.flow.clone())
-        .map_err(|diags| Failure::invalid(render_diags(&file, &loaded, diags)))?;
-    if !unreachable.is_empty() {
-        return Err(Failure::invalid(render_diags(&file, &loaded, unreachable)));
-    }
-    Ok((loaded, Arc::new(prepared)))
+fn render_diags(file: &str, loaded: &Loaded, diags: Vec<Diagnostic>) -> String {
+    render_located(file, loaded.locate_all(diags))
 }
 
-fn render_diags(file: &str, loaded: &Loaded, diags: Vec<Diagnostic>) -> String {
-    loaded
-        .locate_all(diags)
-        .into_iter()
+/// Diagnostics located in `file` already, one after another.
+fn render_located(file: &str, diags: Vec<Diagnostic>) -> String {
+    diags
+        .iter()
         .map(|d| d.render(file))
         .collect::<Vec<_>>()
         .join("\n")
@@ -359,40 +351,29 @@ async fn run(
     let run_settings = RunSettings::for_new_run(out);
     let session = session(store, settings, out, loaded.events.clone(), &run_settings)?;
     // The engine checks what only it knows: its model providers and its secrets.
-    let prepared = session
-        .engine
-        .prepare(loaded.flow.clone())
-        .map_err(|diags| {
-            Failure::invalid(render_diags(&flow.display().to_string(), &loaded, diags))
-        })?;
+    let service = Service::new(session.engine.clone(), Some(run_settings.to_value()));
+    let checked = service
+        .prepare(loaded)
+        .map_err(|diags| Failure::invalid(render_located(&flow.display().to_string(), diags)))?;
     if run_settings.model.is_none()
-        && let Some(told) = unnamed_models(flow, &loaded)
+        && let Some(told) = unnamed_models(flow, checked.loaded())
     {
         eprintln!("{told}");
         if let Some(p) = &session.progress {
             p.no_model_told();
         }
     }
-    let opts = RunOptions {
-        source: Some(
+    let how = How {
+        file: Some(
             std::fs::canonicalize(flow)
                 .unwrap_or_else(|_| flow.to_path_buf())
                 .display()
                 .to_string(),
         ),
-        source_hash: Some(loaded.source_hash.clone()),
-        dialect: Some(loaded.dialect.to_owned()),
-        view: loaded.events.to_stored(),
-        settings: Some(run_settings.to_value()),
-        flow_source: Some(loaded.flow_source()),
-        ..RunOptions::default()
+        ..How::default()
     };
-    let result = session
-        .engine
-        .start(prepared, input, opts)
-        .await?
-        .end()
-        .await?;
+    let started = service.start(&checked, input, how).await?;
+    let result = started.underway.end().await?;
     let result = wait_for_timers(&session.engine, result).await?;
     Ok(session.report(&result))
 }
@@ -844,7 +825,7 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
                 .await
                 .map_err(|e| Failure::invalid(format!("error: {e}")))?
                 .ok_or_else(|| Failure::invalid(format!("error: no run with id `{id}`")))?;
-            let mut changed_flow = None;
+            let mut changed = None;
             let mut view = weft_dialects::view_of_run(&rec);
             if let Some(src) = rec.source.as_deref().map(Path::new).filter(|p| p.exists()) {
                 let now = std::fs::read(src)
@@ -858,17 +839,25 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
                             rec.id
                         )));
                     }
-                    let (loaded, prepared) = load_prepared(src, rec.dialect.as_deref())?;
-                    changed_flow = Some(Revision {
-                        flow: prepared,
-                        source_hash: Some(loaded.source_hash.clone()),
-                        view: loaded.events.to_stored(),
-                    });
-                    view = loaded.events;
+                    let loaded = load(src, rec.dialect.as_deref())
+                        .map_err(|e| Failure::invalid(e.render()))?;
+                    view = loaded.events.clone();
+                    changed = Some((src, loaded));
                 }
             }
             let run = RunSettings::for_continued_run(&out, rec.settings.as_ref());
             let session = session(store, settings, &out, view, &run)?;
+            // Checked by the engine that runs it: its models and secrets too.
+            let changed_flow = match changed {
+                Some((src, loaded)) => {
+                    let service = Service::new(session.engine.clone(), None);
+                    let checked = service.prepare(loaded).map_err(|diags| {
+                        Failure::invalid(render_located(&src.display().to_string(), diags))
+                    })?;
+                    Some(checked.revision())
+                }
+                None => None,
+            };
             let result = session
                 .engine
                 .retry(&rec.id, changed_flow)

@@ -162,10 +162,10 @@ pub(crate) async fn mcp(
     let engine = serving_engine(store, &adapters, run, false);
     let options = weft_mcp::McpOptions {
         allow_approvals,
-        run_settings: Some(run.to_value()),
         test_engines: Some(adapters.test_engines(run)),
     };
-    weft_mcp::WeftMcp::new(engine, options)
+    let service = weft_service::Service::new(engine, Some(run.to_value()));
+    weft_mcp::WeftMcp::new(service, options)
         .serve_stdio()
         .await
         .map_err(|e| Failure::invalid(format!("error: {e}")))?;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use weft_core::event::now_ms;
 use weft_core::ports::Store;
 use weft_engine::Engine;
+use weft_service::Service;
 use weft_triggers::manage::{self, ManageError, NewHook, NewSchedule};
 use weft_triggers::{CronTimes, Launcher};
 
@@ -25,21 +26,11 @@ fn now() -> i64 {
     now_ms() as i64
 }
 
-/// A launcher over `engine` that leaves the runs it stores for `start`.
-fn launcher(engine: Engine, start: weft_triggers::StartQueued) -> Launcher {
-    Launcher {
-        engine,
-        run_settings: None,
-        start,
-    }
-}
-
-/// One that only manages (it starts nothing).
+/// One that only manages: its engine's runs are left to the workers, so that it
+/// starts nothing itself.
 fn managing(store: Arc<dyn Store>) -> Launcher {
-    launcher(
-        Engine::builder(store).build(),
-        Arc::new(|_: &Engine, _: String| {}),
-    )
+    let engine = Engine::builder(store).continue_on_workers().build();
+    Launcher::new(Service::new(engine, None))
 }
 
 fn print(v: &Value) {
@@ -161,7 +152,7 @@ async fn stored_flow(l: &Launcher, spec: &str) -> Result<(String, Option<u32>), 
 
 /// Loads, checks and stores the flow file at `path` as the next version of its name.
 async fn store_file(l: &Launcher, path: &Path) -> Result<String, Failure> {
-    store_flow_file(&l.engine, path).await
+    store_flow_file(l.engine(), path).await
 }
 
 /// Loads, checks and stores the flow file at `path` in `engine`'s store as the next
@@ -169,16 +160,17 @@ async fn store_file(l: &Launcher, path: &Path) -> Result<String, Failure> {
 pub(crate) async fn store_flow_file(engine: &Engine, path: &Path) -> Result<String, Failure> {
     let loaded =
         weft_dialects::load_file(path, None).map_err(|e| Failure::invalid(format!("{e}")))?;
-    if let Err(d) = engine.prepare(loaded.flow.clone()) {
-        let shown: Vec<String> = loaded
-            .locate_all(d)
-            .iter()
-            .map(|d| d.render(&path.display().to_string()))
-            .collect();
-        return Err(Failure::invalid(shown.join("\n")));
-    }
-    let mut source = loaded.flow_source();
-    let name = match loaded.flow.name.as_str() {
+    let checked = Service::new(engine.clone(), None)
+        .prepare(loaded)
+        .map_err(|d| {
+            let shown: Vec<String> = d
+                .iter()
+                .map(|d| d.render(&path.display().to_string()))
+                .collect();
+            Failure::invalid(shown.join("\n"))
+        })?;
+    let mut source = checked.source();
+    let name = match checked.flow().name.as_str() {
         "" => path
             .file_stem()
             .map_or("flow".into(), |s| s.to_string_lossy().into_owned()),
@@ -232,23 +224,19 @@ async fn trigger_now(
 ) -> Result<u8, Failure> {
     let run = RunSettings::new(effects.files, effects.model);
     let adapters = crate::engines::Adapters::new(settings)?;
-    let engine = serving_engine(store, &adapters, &run, false);
-    let (sent, started) = tokio::sync::oneshot::channel();
-    let sent = std::sync::Mutex::new(Some(sent));
-    let start: weft_triggers::StartQueued = Arc::new(move |_: &Engine, id: String| {
-        if let Some(tx) = sent.lock().ok().and_then(|mut s| s.take()) {
-            let _ = tx.send(id);
-        }
-    });
-    let mut l = launcher(engine.clone(), start);
-    l.run_settings = Some(run.to_value());
+    // On a database the workers share, the run is left to them; else it runs here.
+    let engine = serving_engine(store, &adapters, &run, shared);
+    let l = Launcher::new(Service::new(engine.clone(), Some(run.to_value())));
     let firing = manage::trigger_now(&l, id, now()).await?;
-    let run_id = started.await.ok().or(firing.run_id).unwrap_or_default();
+    let run_id = firing.run_id.unwrap_or_default();
     if shared {
         println!("{}", json!({"run_id": run_id, "status": "queued"}));
         return Ok(exit::OK);
     }
-    let result = engine.start_queued(&run_id).await?.end().await?;
+    let result = engine
+        .follow_elsewhere(run_id)
+        .await
+        .map_err(|e| Failure::invalid(format!("error: the run stopped: {e}")))??;
     println!("{}", result.to_json());
     Ok(if result.status == weft_core::ports::RunStatus::Completed {
         exit::OK

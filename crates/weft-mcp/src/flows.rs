@@ -5,21 +5,12 @@ use crate::WeftMcp;
 use crate::args::{self, EditFlow, FlowView, GetFlow, SaveFlow, ValidateFlow};
 use crate::failure::Failure;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use weft_core::Diagnostic;
-use weft_core::diagram::Diagram;
 use weft_core::ports::{FlowSource, FlowVersion};
-use weft_dialects::Loaded;
-use weft_engine::Prepared;
+use weft_service::Checked;
 
 /// The name diagnostics give a flow's text.
 const SHOWN_AS: &str = "flow";
-
-/// A flow's text that loads and validates.
-pub(crate) struct Checked {
-    pub(crate) loaded: Loaded,
-    pub(crate) prepared: Arc<Prepared>,
-}
 
 /// Loads and validates `text`; its problems, located, when it is invalid.
 pub(crate) fn check(
@@ -27,13 +18,7 @@ pub(crate) fn check(
     text: &str,
     dialect: Option<&str>,
 ) -> Result<Checked, Vec<Diagnostic>> {
-    let loaded =
-        weft_dialects::load_str(text, SHOWN_AS, None, dialect).map_err(|e| e.diagnostics)?;
-    let prepared = mcp
-        .engine
-        .prepare(loaded.flow.clone())
-        .map_err(|diags| loaded.locate_all(diags))?;
-    Ok(Checked { loaded, prepared })
+    mcp.service.check(text, dialect, Some(SHOWN_AS))
 }
 
 pub(crate) fn validate(mcp: &WeftMcp, a: ValidateFlow) -> Result<Value, Failure> {
@@ -41,10 +26,10 @@ pub(crate) fn validate(mcp: &WeftMcp, a: ValidateFlow) -> Result<Value, Failure>
     Ok(match check(mcp, text, a.dialect.as_deref()) {
         Ok(c) => json!({
             "valid": true,
-            "dialect": c.loaded.dialect,
-            "name": c.loaded.flow.name,
-            "diagnostics": c.loaded.warnings,
-            "graph": Diagram::of(c.prepared.flow()),
+            "dialect": c.dialect(),
+            "name": c.flow().name,
+            "diagnostics": c.warnings(),
+            "graph": c.diagram(),
         }),
         Err(diagnostics) => json!({"valid": false, "diagnostics": diagnostics}),
     })
@@ -59,7 +44,7 @@ async fn store_version(
     force: bool,
 ) -> Result<Value, Failure> {
     let (source, warnings) = match check(mcp, text, dialect) {
-        Ok(c) => (c.loaded.flow_source(), c.loaded.warnings),
+        Ok(c) => (c.source(), c.warnings().to_vec()),
         Err(diagnostics) if !force => return Err(Failure::invalid_flow(diagnostics)),
         Err(diagnostics) => {
             let dialect = dialect.unwrap_or("native");
@@ -140,7 +125,7 @@ pub(crate) async fn get(mcp: &WeftMcp, a: GetFlow) -> Result<Value, Failure> {
         FlowView::Structure => {
             shown["document"] = document(&source.text)?;
             shown["graph"] = match check(mcp, &source.text, Some(&source.dialect)) {
-                Ok(c) => json!(Diagram::of(c.prepared.flow())),
+                Ok(c) => json!(c.diagram()),
                 Err(_) => Value::Null,
             };
         }

@@ -50,8 +50,6 @@ pub struct McpOptions {
     /// its own run's pause; a person answers on the page, over the API or with `weft
     /// approve`.
     pub allow_approvals: bool,
-    /// Settings stored with each run this server starts (see `RunRecord::settings`).
-    pub run_settings: Option<serde_json::Value>,
     /// Engines for `test_flow`; without them the tool says it is not offered here.
     pub test_engines: Option<TestEngines>,
 }
@@ -60,16 +58,20 @@ pub struct McpOptions {
 #[derive(Clone)]
 pub struct WeftMcp {
     pub(crate) engine: Engine,
+    /// Checks flows and starts runs, as every front end does (with the host's run
+    /// settings and run limit).
+    pub(crate) service: weft_service::Service,
     pub(crate) options: McpOptions,
     /// `test_flow` tasks, which no store keeps.
     pub(crate) tests: tasks::TestTasks,
 }
 
 impl WeftMcp {
-    /// The server for `engine`.
-    pub fn new(engine: Engine, options: McpOptions) -> WeftMcp {
+    /// The server over `service`'s engine, starting runs through it.
+    pub fn new(service: weft_service::Service, options: McpOptions) -> WeftMcp {
         WeftMcp {
-            engine,
+            engine: service.engine().clone(),
+            service,
             options,
             tests: tasks::TestTasks::default(),
         }

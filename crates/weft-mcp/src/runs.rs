@@ -8,8 +8,8 @@ use crate::progress::Progress;
 use serde_json::{Value, json};
 use std::time::Duration;
 use weft_core::ports::{RunQuery, RunRecord, RunStatus};
+use weft_engine::Underway;
 use weft_engine::inspect::{StepDetail, StepStatus};
-use weft_engine::{RunOptions, Underway};
 
 /// Events one `get_run` returns at most; `next_after` pages on.
 const EVENTS_PER_CALL: usize = 200;
@@ -34,20 +34,12 @@ pub(crate) async fn run(
     };
     let checked =
         crate::flows::check(mcp, &text, dialect.as_deref()).map_err(Failure::invalid_flow)?;
-    let loaded = &checked.loaded;
-    let opts = RunOptions {
-        source_hash: Some(loaded.source_hash.clone()),
-        dialect: Some(loaded.dialect.to_owned()),
-        view: loaded.events.to_stored(),
-        settings: mcp.options.run_settings.clone(),
-        flow_source: Some(loaded.flow_source()),
-        ..RunOptions::default()
-    };
-    let total = crate::progress::fixed_steps(checked.prepared.flow());
+    let total = crate::progress::fixed_steps(checked.flow());
     let run = mcp
-        .engine
-        .start(checked.prepared.clone(), a.input, opts)
-        .await?;
+        .service
+        .start(&checked, a.input, weft_service::How::default())
+        .await?
+        .underway;
     let wait = args::wait(a.wait_seconds);
     answer_when_done(mcp, run, wait, progress.map(|p| (p, total))).await
 }

@@ -58,10 +58,10 @@ impl From<ManageError> for Failure {
     }
 }
 
-/// The launcher of this server's engine: a triggered run starts here, or waits for the
-/// workers when they drive the engine's runs.
+/// The launcher of this server's service: a triggered run starts here (within its run
+/// limit), or waits for the workers when they drive the engine's runs.
 fn launcher(mcp: &WeftMcp) -> Launcher {
-    Launcher::here_or_on_workers(mcp.engine.clone(), mcp.options.run_settings.clone())
+    Launcher::new(mcp.service.clone())
 }
 
 fn now() -> i64 {

@@ -11,7 +11,6 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 use weft_core::Flow;
 use weft_core::ir::{Block, BlockKind, ModelDef};
-use weft_engine::RunOptions;
 
 /// The model unanswered blocks ask.
 const LOCAL_MODEL: &str = "local/smollm2";
@@ -49,14 +48,16 @@ pub(crate) async fn test(mcp: &WeftMcp, a: TestFlow) -> Result<Value, Failure> {
         .hint("answers are keyed by each llm block's id (or step_id); get_flow view=structure shows them"));
     }
     let engine = engines();
-    let prepared = engine
-        .prepare(flow)
-        .map_err(|d| Failure::invalid_flow(loaded.locate_all(d)))?;
-    let opts = RunOptions {
-        view: loaded.events.to_stored(),
-        ..RunOptions::default()
+    let answered = weft_dialects::Loaded {
+        flow: std::sync::Arc::new(flow),
+        ..loaded
     };
-    let run = engine.start(prepared, a.input, opts).await?;
+    let service = weft_service::Service::new(engine.clone(), None);
+    let checked = service.prepare(answered).map_err(Failure::invalid_flow)?;
+    let run = service
+        .start(&checked, a.input, weft_service::How::default())
+        .await?
+        .underway;
     let run_id = run.run_id().to_owned();
     let wait = args::wait(a.wait_seconds).unwrap_or(DEFAULT_WAIT);
     let result = match run.within(wait).await {

@@ -31,7 +31,7 @@ async fn session(options: McpOptions) -> Session {
     };
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
-        let running = WeftMcp::new(engine, options)
+        let running = WeftMcp::new(weft_service::Service::new(engine, None), options)
             .serve(server_end)
             .await
             .unwrap();
@@ -317,10 +317,13 @@ async fn a_client_of_the_current_revision_is_served() {
     let engine = weft_engine::Engine::builder(Arc::new(store)).build();
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
-        let running = WeftMcp::new(engine, McpOptions::default())
-            .serve(server_end)
-            .await
-            .unwrap();
+        let running = WeftMcp::new(
+            weft_service::Service::new(engine, None),
+            McpOptions::default(),
+        )
+        .serve(server_end)
+        .await
+        .unwrap();
         let _ = running.waiting().await;
     });
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt};

@@ -60,7 +60,7 @@ async fn session(tasks: bool) -> Session {
         test_engines: Some(test_engines),
         ..McpOptions::default()
     };
-    let server = WeftMcp::new(engine.clone(), options);
+    let server = WeftMcp::new(weft_service::Service::new(engine.clone(), None), options);
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
         let running = server.serve(server_end).await.unwrap();

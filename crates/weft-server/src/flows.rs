@@ -15,11 +15,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::sync::Arc;
-use weft_core::diagram::Diagram;
-use weft_core::ports::{Cursor, FlowSource};
-use weft_dialects::Loaded;
-use weft_engine::{Engine, EngineError, Prepared};
+use weft_core::ports::Cursor;
+use weft_engine::EngineError;
+use weft_service::{Checked, FlowError};
 
 /// `POST /v1/flows`.
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -34,49 +32,14 @@ pub(crate) struct NewFlow {
     name: Option<String>,
 }
 
-/// A flow's text that loads and validates, ready to run.
-pub(crate) struct Checked {
-    pub(crate) loaded: Loaded,
-    pub(crate) prepared: Arc<Prepared>,
-    pub(crate) source: FlowSource,
-}
-
-/// Loads and validates `text`; an invalid flow is a `400` with its located diagnostics.
-pub(crate) fn check(
-    engine: &Engine,
-    text: &str,
-    dialect: Option<&str>,
-    name: Option<&str>,
-) -> Result<Checked, Problem> {
-    let name = name.unwrap_or("flow");
-    let loaded = weft_dialects::load_str(text, name, None, dialect)
-        .map_err(|e| Problem::invalid_flow(e.diagnostics))?;
-    let prepared = engine
-        .prepare(loaded.flow.clone())
-        .map_err(|diags| Problem::invalid_flow(loaded.locate_all(diags)))?;
-    let source = loaded.flow_source();
-    Ok(Checked {
-        loaded,
-        prepared,
-        source,
-    })
-}
-
 /// The stored flow `id`, checked again (a newer Weft may read it differently).
 pub(crate) async fn stored(app: &App, id: &str) -> Result<Checked, Problem> {
-    let source = app
-        .engine
-        .store()
-        .get_source(id)
-        .await
-        .map_err(EngineError::from)?
-        .ok_or_else(|| no_such_flow(id))?;
-    check(
-        &app.engine,
-        &source.text,
-        Some(&source.dialect),
-        Some(&source.name),
-    )
+    app.service.stored(id).await.map_err(|e| match e {
+        FlowError::NoSuchId(id) => no_such_flow(&id),
+        FlowError::Invalid(diagnostics) => Problem::invalid_flow(diagnostics),
+        FlowError::Store(e) => EngineError::from(e).into(),
+        other => Problem::new(StatusCode::NOT_FOUND, "no such flow").detail(other.to_string()),
+    })
 }
 
 fn no_such_flow(id: &str) -> Problem {
@@ -89,20 +52,18 @@ pub(crate) async fn create(
     body: Result<Json<NewFlow>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let Json(new) = body.map_err(bad_body)?;
-    let checked = check(
-        &app.engine,
-        &new.source,
-        new.dialect.as_deref(),
-        new.name.as_deref(),
-    )?;
+    let checked = app
+        .service
+        .check(&new.source, new.dialect.as_deref(), new.name.as_deref())
+        .map_err(Problem::invalid_flow)?;
+    let mut source = checked.source();
     let known = app
         .engine
         .store()
-        .get_source(&checked.source.id)
+        .get_source(&source.id)
         .await
         .map_err(EngineError::from)?
         .is_some();
-    let mut source = checked.source.clone();
     if let Some(name) = &new.name {
         source.name = name.clone();
     }
@@ -119,8 +80,8 @@ pub(crate) async fn create(
             "name": source.name,
             "version": saved.map(|v| v.version),
             "dialect": source.dialect,
-            "diagnostics": checked.loaded.warnings,
-            "graph": Diagram::of(checked.prepared.flow()),
+            "diagnostics": checked.warnings(),
+            "graph": checked.diagram(),
         })),
     ))
 }
@@ -164,19 +125,14 @@ pub(crate) async fn show(
     });
     // A flow stored by an older Weft that this one reads differently is still shown,
     // with why it no longer loads instead of its drawing.
-    match check(
-        &app.engine,
-        &source.text,
-        Some(&source.dialect),
-        Some(&source.name),
-    ) {
+    match app.service.check_source(&source) {
         Ok(checked) => {
-            shown["graph"] = json!(Diagram::of(checked.prepared.flow()));
-            shown["diagnostics"] = json!(checked.loaded.warnings);
+            shown["graph"] = json!(checked.diagram());
+            shown["diagnostics"] = json!(checked.warnings());
         }
-        Err(problem) => {
+        Err(diagnostics) => {
             shown["graph"] = Value::Null;
-            shown["diagnostics"] = json!(problem.diagnostics);
+            shown["diagnostics"] = json!(diagnostics);
         }
     }
     Ok(Json(shown))

@@ -35,7 +35,6 @@ mod metrics;
 mod problem;
 mod runs;
 mod schedules;
-mod slots;
 mod worker;
 
 pub use config::{ConfigError, ServerConfig};
@@ -51,12 +50,10 @@ use weft_engine::Engine;
 #[derive(Clone)]
 pub(crate) struct App {
     pub(crate) engine: Engine,
-    /// Settings stored with each run this server starts (see `RunRecord::settings`).
-    pub(crate) run_settings: Option<serde_json::Value>,
+    /// Checks flows and starts runs (within the server's run limit, with its settings).
+    pub(crate) service: weft_service::Service,
     /// The server's own gauges.
     pub(crate) live: Arc<metrics::Live>,
-    /// How many new runs may run at once.
-    pub(crate) slots: slots::Slots,
     /// Starts the runs of schedules and webhooks.
     pub(crate) launcher: weft_triggers::Launcher,
     /// What this process's triggers did.
@@ -73,58 +70,34 @@ impl App {
     }
 }
 
-/// The launcher of trigger runs over `engine`: a run it stores `queued` starts within
-/// `slots`, or waits for the workers when they drive the engine's runs.
-fn launcher(
-    engine: &Engine,
-    config: &ServerConfig,
-    slots: &slots::Slots,
-) -> weft_triggers::Launcher {
-    let slots = slots.clone();
-    let start: weft_triggers::StartQueued = if engine.continues_on_workers() {
-        Arc::new(|_: &Engine, _: String| {})
-    } else {
-        Arc::new(move |engine: &Engine, run_id: String| {
-            drop(slots.start_when_free(engine, run_id));
-        })
-    };
-    weft_triggers::Launcher {
-        engine: engine.clone(),
-        run_settings: config.run_settings.clone(),
-        start,
-    }
+/// The service of a server over `engine`: its run settings and run limit.
+fn service(engine: &Engine, config: &ServerConfig) -> weft_service::Service {
+    weft_service::Service::new(engine.clone(), config.run_settings.clone())
+        .with_run_limit(config.max_runs)
 }
 
 /// The API's routes over `engine`, with the configuration's token, body limit and run
 /// limit.
 pub fn router(engine: Engine, config: &ServerConfig) -> Router {
-    router_with(
-        engine,
-        config,
-        slots::Slots::new(config.max_runs),
-        Arc::default(),
-    )
+    router_with(service(&engine, config), config, Arc::default())
 }
 
 fn router_with(
-    engine: Engine,
+    service: weft_service::Service,
     config: &ServerConfig,
-    slots: slots::Slots,
     counters: Arc<weft_triggers::Counters>,
 ) -> Router {
     let app = App {
-        launcher: launcher(&engine, config, &slots),
-        engine,
-        run_settings: config.run_settings.clone(),
+        launcher: weft_triggers::Launcher::new(service.clone()),
+        engine: service.engine().clone(),
+        service,
         live: Arc::default(),
-        slots,
         counters,
     };
     let mcp = weft_mcp::WeftMcp::new(
-        app.engine.clone(),
+        app.service.clone(),
         weft_mcp::McpOptions {
             allow_approvals: config.allow_mcp_approvals,
-            run_settings: config.run_settings.clone(),
             test_engines: config.test_engines.clone(),
         },
     )
@@ -231,15 +204,18 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    let app_slots = slots::Slots::new(config.max_runs);
+    let service = service(&engine, &config);
     if !engine.continues_on_workers() {
-        runs::resume_orphans(&engine, &app_slots).await;
+        runs::resume_orphans(&service).await;
     }
     let counters = Arc::<weft_triggers::Counters>::default();
     let (stop, stopped) = tokio::sync::watch::channel(());
-    let triggered = launcher(&engine, &config, &app_slots);
-    serve_triggers(triggered, counters.clone(), stopped);
-    let app = router_with(engine, &config, app_slots, counters);
+    serve_triggers(
+        weft_triggers::Launcher::new(service.clone()),
+        counters.clone(),
+        stopped,
+    );
+    let app = router_with(service, &config, counters);
     let shutdown = async move {
         shutdown.await;
         drop(stop);
@@ -264,7 +240,7 @@ pub fn serve_triggers(
     let until = |mut rx: tokio::sync::watch::Receiver<()>| async move {
         let _ = rx.changed().await;
     };
-    let engine = launcher.engine.clone();
+    let engine = launcher.engine().clone();
     tokio::spawn(weft_triggers::serve_timers(
         engine,
         counters.clone(),

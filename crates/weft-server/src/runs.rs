@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use weft_core::ports::{Cursor, RunQuery, RunRecord, RunStatus, StoreError};
 use weft_core::value::Shared;
-use weft_engine::{Engine, EngineError, RunOptions, Underway};
+use weft_engine::{Engine, EngineError, Underway};
+use weft_service::How;
 
 /// The longest `?wait=` honoured, in seconds.
 const MAX_WAIT_S: f64 = 300.0;
@@ -64,12 +65,10 @@ pub(crate) async fn create(
     let key = idempotency::key(&headers)?;
     let checked = match (&new.flow_id, &new.source) {
         (Some(id), None) if new.dialect.is_none() => crate::flows::stored(&app, id).await?,
-        (None, Some(text)) => crate::flows::check(
-            &app.engine,
-            text,
-            new.dialect.as_deref(),
-            new.name.as_deref(),
-        )?,
+        (None, Some(text)) => app
+            .service
+            .check(text, new.dialect.as_deref(), new.name.as_deref())
+            .map_err(Problem::invalid_flow)?,
         _ => {
             return Err(
                 Problem::new(StatusCode::BAD_REQUEST, "invalid request").detail(
@@ -78,11 +77,7 @@ pub(crate) async fn create(
             );
         }
     };
-    let crate::flows::Checked {
-        loaded,
-        prepared,
-        source,
-    } = checked;
+    let prepared = checked.prepared();
     // The input the run will have, so that a repeated request can be compared with it.
     let input = new
         .input
@@ -90,20 +85,15 @@ pub(crate) async fn create(
         .unwrap_or_else(|| json!({}));
     let run_id = key.as_deref().map(idempotency::run_id);
     if let Some(id) = &run_id
-        && let Some(existing) = idempotency::existing(&app.engine, id, &prepared, &input).await?
+        && let Some(existing) = idempotency::existing(&app.engine, id, prepared, &input).await?
     {
         return Ok(existing);
     }
-    let started = start(
-        &app,
-        &loaded,
-        &prepared,
-        source,
-        input.clone(),
-        run_id.clone(),
-        app.run_settings.clone(),
-    )
-    .await;
+    let how = How {
+        run_id: run_id.clone(),
+        ..How::default()
+    };
+    let started = app.service.start(&checked, Some(input.clone()), how).await;
     match (started, &run_id) {
         (Ok(s), _) => {
             let status = if s.queued { "queued" } else { "running" };
@@ -111,38 +101,12 @@ pub(crate) async fn create(
         }
         // Two requests with one key at the same moment: the other created the run.
         (Err(EngineError::Store(StoreError::Conflict(_))), Some(id)) => {
-            idempotency::existing(&app.engine, id, &prepared, &input)
+            idempotency::existing(&app.engine, id, prepared, &input)
                 .await?
                 .ok_or_else(|| EngineError::NotFound(id.clone()).into())
         }
         (Err(e), _) => Err(e.into()),
     }
-}
-
-/// Starts a run of a checked flow with `input`, within the server's run limit (or for
-/// the workers): the run keeps the flow's text, dialect and event view, and `settings`
-/// (the server's own, or those with what a door must read back about the run).
-pub(crate) async fn start(
-    app: &App,
-    loaded: &weft_dialects::Loaded,
-    prepared: &std::sync::Arc<weft_engine::Prepared>,
-    source: weft_core::ports::FlowSource,
-    input: Value,
-    run_id: Option<String>,
-    settings: Option<Value>,
-) -> Result<crate::slots::Started, EngineError> {
-    let opts = RunOptions {
-        run_id,
-        source_hash: Some(loaded.source_hash.clone()),
-        dialect: Some(loaded.dialect.to_owned()),
-        view: loaded.events.to_stored(),
-        settings,
-        flow_source: Some(source),
-        ..RunOptions::default()
-    };
-    app.slots
-        .start(&app.engine, prepared.clone(), input, opts)
-        .await
 }
 
 /// `200` with the run's result if it ends or pauses within `wait`, else `202` with the
@@ -382,14 +346,15 @@ pub(crate) async fn cancel(
 /// Resumes, on their own tasks, the runs a server that died left `running` (those whose
 /// recorded owner process is gone; a run another live process drives is left alone) and
 /// starts the ones it left `queued`.
-pub(crate) async fn resume_orphans(engine: &Engine, slots: &crate::slots::Slots) {
+pub(crate) async fn resume_orphans(service: &weft_service::Service) {
+    let engine = service.engine();
     let every = usize::MAX >> 1;
     if let Ok(queued) = engine
         .store()
         .list_runs(&RunQuery::in_status(RunStatus::Queued, every))
         .await
     {
-        slots.restart_queued(engine, queued);
+        service.restart_queued(queued);
     }
     let Ok(running) = engine
         .store()

@@ -54,11 +54,8 @@ pub async fn work(
     let (_stop, stopped) = tokio::sync::watch::channel(());
     if config.triggers {
         // The runs its schedules store `queued` are claimed like any other.
-        let launcher = weft_triggers::Launcher {
-            engine: engine.clone(),
-            run_settings: config.run_settings.clone(),
-            start: Arc::new(|_: &Engine, _: String| {}),
-        };
+        let service = weft_service::Service::new(engine.clone(), config.run_settings.clone());
+        let launcher = weft_triggers::Launcher::new(service.leaving_queued_runs());
         crate::serve_triggers(launcher, Arc::default(), stopped);
     }
     loop {

@@ -4,21 +4,14 @@
 
 use std::sync::Arc;
 use weft_core::ports::{RunRecord, Store};
-use weft_engine::{Engine, RunOptions};
+use weft_engine::Engine;
+use weft_service::{FlowError, How, Service};
 
-/// Starts runs a trigger has stored `queued`: drives them in this process (within the
-/// server's limits) or leaves them to the workers of a shared store.
-pub type StartQueued = Arc<dyn Fn(&Engine, String) + Send + Sync>;
-
-/// Makes and starts the runs of triggers.
+/// Makes and starts the runs of triggers, through the service every front end uses (its
+/// run limit included).
 #[derive(Clone)]
 pub struct Launcher {
-    /// The engine that drives (or queues) the runs.
-    pub engine: Engine,
-    /// The settings stored with every run (see `RunRecord::settings`).
-    pub run_settings: Option<serde_json::Value>,
-    /// How a stored queued run gets going.
-    pub start: StartQueued,
+    service: Service,
 }
 
 /// Why a trigger's run could not be made.
@@ -34,28 +27,20 @@ pub enum LaunchError {
 }
 
 impl Launcher {
-    /// A launcher whose runs start on their own tasks in this process, or are left to
-    /// the workers when they drive `engine`'s runs
-    /// ([`Engine::continues_on_workers`]); with no run limit of a server's.
-    pub fn here_or_on_workers(engine: Engine, run_settings: Option<serde_json::Value>) -> Launcher {
-        let start: StartQueued = if engine.continues_on_workers() {
-            Arc::new(|_: &Engine, _: String| {})
-        } else {
-            Arc::new(|engine: &Engine, id: String| {
-                let engine = engine.clone();
-                tokio::spawn(async move { engine.start_queued(&id).await.map(drop) });
-            })
-        };
-        Launcher {
-            engine,
-            run_settings,
-            start,
-        }
+    /// A launcher whose runs start through `service`: on tasks of this process within
+    /// its run limit, or left to the workers when they drive its engine's runs.
+    pub fn new(service: Service) -> Launcher {
+        Launcher { service }
+    }
+
+    /// The engine that drives (or queues) the runs.
+    pub fn engine(&self) -> &Engine {
+        self.service.engine()
     }
 
     /// The store the engine keeps runs in.
     pub fn store(&self) -> &Arc<dyn Store> {
-        self.engine.store()
+        self.service.store()
     }
 
     /// A new `queued` run of version `version` (latest when `None`) of the stored flow
@@ -66,58 +51,38 @@ impl Launcher {
         version: Option<u32>,
         input: serde_json::Value,
     ) -> Result<RunRecord, LaunchError> {
-        let store = self.store();
-        let store_err = |e: weft_core::ports::StoreError| LaunchError::Store(e.to_string());
-        let found = store
-            .flow_version(name, version)
+        let saved = self
+            .service
+            .saved(name, version)
             .await
-            .map_err(store_err)?
-            .ok_or_else(|| {
-                let which = version.map_or("any version".to_owned(), |v| format!("version {v}"));
-                LaunchError::Flow(format!(
-                    "no stored flow `{name}` ({which}); save one with `weft schedules add FILE` or the save_flow tool"
-                ))
-            })?;
-        let source = store
-            .get_source(&found.flow_id)
-            .await
-            .map_err(store_err)?
-            .ok_or_else(|| {
-                LaunchError::Flow(format!(
-                    "the text of flow `{name}` version {} is missing",
-                    found.version
-                ))
-            })?;
-        let loaded =
-            weft_dialects::load_str(&source.text, &source.name, None, Some(&source.dialect))
-                .map_err(|e| LaunchError::Flow(format!("flow `{name}` does not load now: {e}")))?;
-        let prepared = self.engine.prepare(loaded.flow.clone()).map_err(|d| {
-            let shown: Vec<String> = loaded
-                .locate_all(d)
-                .iter()
-                .map(|d| d.render(name))
-                .collect();
-            LaunchError::Flow(format!(
-                "flow `{name}` is not valid now: {}",
-                shown.join("; ")
-            ))
-        })?;
-        let opts = RunOptions {
-            source_hash: Some(loaded.source_hash.clone()),
-            dialect: Some(loaded.dialect.to_owned()),
-            view: loaded.events.to_stored(),
-            settings: self.run_settings.clone(),
-            flow_source: Some(source),
-            ..RunOptions::default()
-        };
-        self.engine
-            .new_record(&prepared, Some(input), opts)
+            .map_err(|e| flow_error(name, e))?;
+        self.service
+            .new_record(&saved.checked, input, How::default())
             .await
             .map_err(|e| LaunchError::Store(e.to_string()))
     }
 
-    /// Starts stored queued run `run_id`.
+    /// Starts stored queued run `run_id` (when a slot frees; a worker takes it when
+    /// workers drive the runs).
     pub fn start(&self, run_id: String) {
-        (self.start)(&self.engine, run_id)
+        drop(self.service.start_queued(run_id));
+    }
+}
+
+/// `e` as a trigger reports it about flow `name`.
+fn flow_error(name: &str, e: FlowError) -> LaunchError {
+    match e {
+        FlowError::Store(e) => LaunchError::Store(e.to_string()),
+        FlowError::NoSuchName { .. } => LaunchError::Flow(format!(
+            "{e}; save one with `weft schedules add FILE` or the save_flow tool"
+        )),
+        FlowError::Invalid(diagnostics) => {
+            let shown: Vec<String> = diagnostics.iter().map(|d| d.render(name)).collect();
+            LaunchError::Flow(format!(
+                "flow `{name}` is not valid now: {}",
+                shown.join("; ")
+            ))
+        }
+        e => LaunchError::Flow(e.to_string()),
     }
 }

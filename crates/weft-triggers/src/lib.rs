@@ -22,7 +22,7 @@ pub mod timers;
 pub use counters::Counters;
 
 pub use cron::CronTimes;
-pub use launch::{LaunchError, Launcher, StartQueued};
+pub use launch::{LaunchError, Launcher};
 pub use scheduler::run_schedules;
 pub use timers::serve_timers;
 

@@ -228,7 +228,7 @@ impl Firer<'_> {
 
     async fn cancel_previous(&self, recent: &Recent) {
         if let Some(prev) = &recent.previous_run
-            && let Err(e) = self.launcher.engine.cancel(prev).await
+            && let Err(e) = self.launcher.engine().cancel(prev).await
         {
             eprintln!(
                 "weft: schedule {}: cannot cancel run {prev}: {e}",

@@ -28,7 +28,10 @@ fn world() -> World {
         weft_store::SqliteStore::open(dir.path().join("w.db"), weft_store::Durability::Process)
             .unwrap(),
     );
-    let launcher = Launcher::here_or_on_workers(Engine::builder(store.clone()).build(), None);
+    let launcher = Launcher::new(weft_service::Service::new(
+        Engine::builder(store.clone()).build(),
+        None,
+    ));
     World {
         _dir: dir,
         store,
@@ -152,7 +155,7 @@ async fn a_run_that_goes_on_makes_the_next_firing_skip_or_queue() {
     // The first run ends: the oldest queued firing starts, the other waits for it.
     let first = w.triggers().firings("every-second", 10).await.unwrap();
     let first_run = first.last().unwrap().run_id.clone().unwrap();
-    w.launcher.engine.cancel(&first_run).await.unwrap();
+    w.launcher.engine().cancel(&first_run).await.unwrap();
     w.at(13_500).await;
     assert_eq!(
         w.outcomes().await,

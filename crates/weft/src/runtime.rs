@@ -9,7 +9,8 @@ use serde_json::Value;
 use std::sync::Arc;
 use weft_core::ir;
 use weft_core::ports::{EventSink, ModelResolver, Scopes, Store};
-use weft_engine::{Engine, RunOptions, RunResult};
+use weft_engine::{Engine, RunResult};
+use weft_service::{How, Service};
 
 /// Runs blocks built with this crate. Cheap to clone.
 #[derive(Clone)]
@@ -100,16 +101,13 @@ impl Runtime {
         let input: Value =
             serde_json::to_value(input).map_err(|e| BuildError::Input(e.to_string()))?;
         let prepared = self.engine.prepare(flow).map_err(BuildError::Invalid)?;
-        let opts = RunOptions {
+        let how = How {
             scopes,
-            ..RunOptions::default()
+            ..How::default()
         };
-        Ok(self
-            .engine
-            .start(prepared, Some(input), opts)
-            .await?
-            .end()
-            .await?)
+        let service = Service::new(self.engine.clone(), None);
+        let started = service.start_built(prepared, Some(input), how).await?;
+        Ok(started.underway.end().await?)
     }
 }
 

@@ -167,23 +167,15 @@ fn graph_of(body: Result<Json<Value>, JsonRejection>) -> Result<Value, ApiError>
 /// Checks `graph` and starts a run of it with its own initial input.
 async fn start(app: &App, graph: &Value) -> Result<Underway, ApiError> {
     let text = serde_json::to_string(graph).unwrap_or_default();
-    let checked = crate::flows::check(&app.engine, &text, Some(DIALECT), Some("graph"))?;
-    let input = checked
-        .prepared
-        .flow()
-        .input
-        .clone()
-        .unwrap_or_else(|| json!(""));
-    let started = crate::runs::start(
-        app,
-        &checked.loaded,
-        &checked.prepared,
-        checked.source,
-        input,
-        None,
-        app.run_settings.clone(),
-    )
-    .await?;
+    let checked = app
+        .service
+        .check(&text, Some(DIALECT), Some("graph"))
+        .map_err(crate::Problem::invalid_flow)?;
+    let input = checked.flow().input.clone().unwrap_or_else(|| json!(""));
+    let started = app
+        .service
+        .start(&checked, Some(input), weft_service::How::default())
+        .await?;
     Ok(started.underway)
 }
 

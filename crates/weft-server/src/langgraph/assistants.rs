@@ -8,7 +8,6 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use weft_core::diagram::Diagram;
 use weft_core::ports::FlowVersion;
 
 /// The flow an assistant id names: the latest version of the stored flow of that name.
@@ -89,7 +88,7 @@ pub(crate) async fn graph(
 ) -> Result<Json<Value>, LgError> {
     let v = flow_of(&app, &id).await?;
     let checked = crate::flows::stored(&app, &v.flow_id).await?;
-    Ok(Json(json!(Diagram::of(checked.prepared.flow()))))
+    Ok(Json(json!(checked.diagram())))
 }
 
 /// `GET /assistants/{id}/schemas`: Weft flows declare no JSON Schema for their input,

@@ -189,7 +189,7 @@ async fn record_dropped(app: &crate::App, thread_id: &str, new: &NewRun, ended: 
         now,
     );
     run.flow_id = Some(new.flow_id.clone());
-    run.settings = super::start::settings_with(app.run_settings.clone(), thread_id, new);
+    run.settings = super::start::settings_with(app.service.run_settings().cloned(), thread_id, new);
     match ended {
         Ended::Cancelled => run.status = RunStatus::Cancelled,
         Ended::Failed(why) => {

@@ -117,7 +117,7 @@ pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Resul
     let new = NewRun {
         run_id: uuid::Uuid::now_v7().to_string(),
         strategy,
-        flow_hash: checked.prepared.hash().to_owned(),
+        flow_hash: checked.prepared().hash().to_owned(),
         flow_id: flow.flow_id,
         flow: flow.name,
         input: req.input.unwrap_or(Value::Null),
@@ -199,7 +199,7 @@ pub(crate) async fn start_now(
     thread: &Thread,
     new: &NewRun,
     base: Option<Value>,
-    checked: crate::flows::Checked,
+    checked: weft_service::Checked,
 ) -> Result<weft_engine::Underway, LgError> {
     let mut input = with_input(base.unwrap_or_else(|| json!({})), new.input.clone());
     super::messages::normalize(&mut input, &new.run_id);
@@ -222,17 +222,12 @@ pub(crate) async fn start_now(
             .merge_thread_metadata(&thread.id, &named, now)
             .await?;
     }
-    let settings = settings_with(app.run_settings.clone(), &thread.id, new);
-    let started = crate::runs::start(
-        app,
-        &checked.loaded,
-        &checked.prepared,
-        checked.source,
-        input,
-        Some(new.run_id.clone()),
-        settings,
-    )
-    .await?;
+    let how = weft_service::How {
+        run_id: Some(new.run_id.clone()),
+        settings: settings_with(app.service.run_settings().cloned(), &thread.id, new),
+        ..weft_service::How::default()
+    };
+    let started = app.service.start(&checked, Some(input), how).await?;
     Ok(started.underway)
 }
 

@@ -7,9 +7,11 @@ use tokio::sync::Semaphore;
 use weft_engine::{Engine, EngineError, Prepared, RunOptions, Underway};
 
 /// A run on its way, and whether it had to queue.
-pub(crate) struct Started {
-    pub(crate) queued: bool,
-    pub(crate) underway: Underway,
+pub struct Started {
+    /// Whether it waits, `queued`, for a slot of the run limit or for a worker.
+    pub queued: bool,
+    /// The run.
+    pub underway: Underway,
 }
 
 /// Starts new runs within a limit, or at once without one, or leaves them to workers.
@@ -75,13 +77,5 @@ impl Slots {
             engine.start_queued(&id).await?.holding(permit).end().await
         });
         Underway::here(run_id, end)
-    }
-
-    /// Starts the runs a previous server left `queued` (listed newest first, as the
-    /// store lists them), oldest first.
-    pub(crate) fn restart_queued(&self, engine: &Engine, queued: Vec<weft_core::ports::RunRecord>) {
-        for r in queued.into_iter().rev() {
-            drop(self.start_when_free(engine, r.id));
-        }
     }
 }
