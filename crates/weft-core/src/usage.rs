@@ -6,9 +6,11 @@ use serde::{Deserialize, Serialize};
 /// Tokens a call consumed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens.
+    /// Prompt tokens (none when a record does not say: older ones wrote `{}`).
+    #[serde(default)]
     pub input_tokens: u64,
     /// Completion tokens.
+    #[serde(default)]
     pub output_tokens: u64,
     /// Cost in US dollars, when known.
     #[serde(default)]

@@ -10,8 +10,10 @@
 
 mod memory;
 mod postgres;
+mod run_row;
 mod sqlite;
 mod thread_row;
+mod trigger_docs;
 
 pub use memory::MemoryStore;
 pub use postgres::{DEFAULT_LEASE, PostgresStore};

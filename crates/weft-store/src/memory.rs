@@ -277,11 +277,8 @@ impl Store for MemoryStore {
         // The runs lock is held while the entry is appended, so the status change and the
         // entry are one step; no method takes these two locks in the other order.
         let mut runs = self.runs.lock().map_err(|_| poisoned())?;
-        let run = runs
-            .get_mut(&claim.run_id)
-            .ok_or_else(|| StoreError::Conflict(format!("no run with id `{}`", claim.run_id)))?;
-        let owner_ok = claim.owner_was.as_ref().is_none_or(|o| *o == run.owner);
-        if !claim.from.contains(&run.status) || !owner_ok {
+        let run = runs.get_mut(&claim.run_id).ok_or_else(|| claim.missing())?;
+        if !claim.may_take(run) {
             return Ok(Claimed::Lost(Box::new(run.clone())));
         }
         run.status = weft_core::ports::RunStatus::Running;

@@ -381,6 +381,21 @@ pub struct Claim {
     pub entry: Option<JournalEntry>,
 }
 
+impl Claim {
+    /// Whether the claim may take run `now` as it is: still in one of the statuses the
+    /// claimant saw, and with the owner it saw when it said which. The one rule every
+    /// store applies, inside its own atomic step.
+    pub fn may_take(&self, now: &RunRecord) -> bool {
+        let owner_ok = self.owner_was.as_ref().is_none_or(|o| *o == now.owner);
+        self.from.contains(&now.status) && owner_ok
+    }
+
+    /// The error for a claim of a run no store holds.
+    pub fn missing(&self) -> StoreError {
+        StoreError::Conflict(format!("no run with id `{}`", self.run_id))
+    }
+}
+
 /// What became of a [`Claim`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Claimed {

@@ -2,6 +2,7 @@
 
 use super::leases::{Leases, NOW_MS};
 use super::pg_err;
+use crate::run_row::RunRow;
 use deadpool_postgres::{Client, GenericClient};
 use std::time::Instant;
 use tokio_postgres::Row;
@@ -19,54 +20,38 @@ fn json_col<T: serde::Serialize + ?Sized>(v: Option<&T>) -> Option<String> {
     v.and_then(|v| serde_json::to_string(v).ok())
 }
 
-/// A JSON column of run `id`, read back.
-fn parse_col(
-    id: &str,
-    column: &str,
-    text: Option<&str>,
-) -> Result<Option<serde_json::Value>, StoreError> {
-    text.map(|t| {
-        serde_json::from_str(t).map_err(|e| {
-            StoreError::Corrupt(format!(
-                "the {column} of run {id} does not read as JSON: {e}"
-            ))
-        })
-    })
-    .transpose()
-}
-
+/// A run's row, read by column name.
 fn from_row(r: &Row) -> Result<RunRecord, StoreError> {
-    let id: String = r.get(0);
-    let status: &str = r.get(7);
-    let usage: &str = r.get(12);
-    let retries: i32 = r.get(19);
-    Ok(RunRecord {
-        flow_hash: r.get(1),
-        flow_name: r.get(2),
-        source: r.get(3),
-        source_hash: r.get(4),
-        dialect: r.get(5),
-        input: parse_col(&id, "input", r.get(6))?.unwrap_or(serde_json::Value::Null),
-        status: RunStatus::parse(status).unwrap_or(RunStatus::Failed),
-        output: parse_col(&id, "output", r.get(8))?.map(weft_core::value::Shared::new),
-        state: parse_col(&id, "state", r.get(9))?.map(weft_core::value::Shared::new),
-        error: parse_col(&id, "error", r.get(10))?,
-        waiting: parse_col(&id, "waiting", r.get(11))?,
-        usage: serde_json::from_str::<Usage>(usage).unwrap_or_default(),
-        owner: r.get(13),
-        created_ms: r.get(14),
-        updated_ms: r.get(15),
-        scopes: parse_col(&id, "scopes", r.get(16))?
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default(),
-        view: parse_col(&id, "view", r.get(17))?,
-        settings: parse_col(&id, "settings", r.get(18))?,
-        retries: u32::try_from(retries).unwrap_or(0),
-        flow_id: r.get(20),
-        wake_ms: r.get(21),
-        lease_until_ms: if status == "running" { r.get(22) } else { None },
-        id,
-    })
+    let column = |e: tokio_postgres::Error| {
+        StoreError::Corrupt(format!("a run's row does not read back: {e}"))
+    };
+    let retries: i32 = r.try_get("retries").map_err(column)?;
+    RunRow {
+        id: r.try_get("id").map_err(column)?,
+        flow_hash: r.try_get("flow_hash").map_err(column)?,
+        flow_name: r.try_get("flow_name").map_err(column)?,
+        source: r.try_get("source").map_err(column)?,
+        source_hash: r.try_get("source_hash").map_err(column)?,
+        dialect: r.try_get("dialect").map_err(column)?,
+        input: r.try_get("input").map_err(column)?,
+        status: r.try_get("status").map_err(column)?,
+        output: r.try_get("output").map_err(column)?,
+        state: r.try_get("state").map_err(column)?,
+        error: r.try_get("error").map_err(column)?,
+        waiting: r.try_get("waiting").map_err(column)?,
+        usage: r.try_get("usage").map_err(column)?,
+        owner: r.try_get("owner").map_err(column)?,
+        created_ms: r.try_get("created_ms").map_err(column)?,
+        updated_ms: r.try_get("updated_ms").map_err(column)?,
+        scopes: r.try_get("scopes").map_err(column)?,
+        view: r.try_get("view").map_err(column)?,
+        settings: r.try_get("settings").map_err(column)?,
+        retries: i64::from(retries),
+        flow_id: r.try_get("flow_id").map_err(column)?,
+        wake_ms: r.try_get("wake_ms").map_err(column)?,
+        lease_until_ms: r.try_get("lease_expires_ms").map_err(column)?,
+    }
+    .into_run()
 }
 
 /// Inserts run `run` (`insert`: a second run with its id is a conflict) or replaces it.
@@ -288,10 +273,7 @@ pub(super) async fn claim(
     let since = Instant::now();
     let tx = client.transaction().await.map_err(|e| pg_err("claim", e))?;
     let Some(found) = get(&tx, &claim.run_id).await? else {
-        return Err(StoreError::Conflict(format!(
-            "no run with id `{}`",
-            claim.run_id
-        )));
+        return Err(claim.missing());
     };
     let locked = tx
         .query_one(
@@ -301,8 +283,7 @@ pub(super) async fn claim(
         .await
         .map_err(|e| pg_err("claim", e))?;
     let current = from_row(&locked)?;
-    let owner_ok = claim.owner_was.as_ref().is_none_or(|o| *o == current.owner);
-    if !claim.from.contains(&current.status) || !owner_ok {
+    if !claim.may_take(&current) {
         return Ok(Claimed::Lost(Box::new(current)));
     }
     let epoch: i64 = tx

@@ -5,13 +5,12 @@
 //! written).
 
 use super::{PostgresStore, pg_err, runs};
+use crate::trigger_docs::{FiringRow, exists_already, key_column, read_doc, write_doc};
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use weft_core::ports::{
-    DueTimer, Firing, FiringOutcome, Hook, RunRecord, Schedule, StoreError, TriggerStore,
-};
+use weft_core::ports::{DueTimer, Firing, Hook, RunRecord, Schedule, StoreError, TriggerStore};
 
 async fn put_doc(
     client: &impl GenericClient,
@@ -20,7 +19,7 @@ async fn put_doc(
     doc: &impl Serialize,
     create: bool,
 ) -> Result<(), StoreError> {
-    let text = serde_json::to_string(doc).map_err(|e| StoreError::backend(table, e))?;
+    let text = write_doc(table, doc)?;
     let column = key_column(table);
     let on_conflict = if create {
         "DO NOTHING".to_owned()
@@ -37,20 +36,9 @@ async fn put_doc(
         .await
         .map_err(|e| pg_err(table, e))?;
     if written == 0 {
-        return Err(StoreError::Conflict(format!(
-            "`{key}` exists already in {table}"
-        )));
+        return Err(exists_already(table, key));
     }
     Ok(())
-}
-
-fn key_column(table: &str) -> &'static str {
-    if table == "hooks" { "name" } else { "id" }
-}
-
-fn read_doc<T: DeserializeOwned>(table: &str, key: &str, text: &str) -> Result<T, StoreError> {
-    serde_json::from_str(text)
-        .map_err(|e| StoreError::Corrupt(format!("{table} `{key}` does not read back: {e}")))
 }
 
 async fn get_doc<T: DeserializeOwned>(
@@ -102,20 +90,20 @@ async fn delete_doc(
         .map_err(|e| pg_err(table, e))
 }
 
+/// A firing of schedule `schedule_id`, read by column name.
 fn firing_from_row(schedule_id: &str, r: &tokio_postgres::Row) -> Result<Firing, StoreError> {
-    let outcome: &str = r.get(1);
-    let missed: i32 = r.get(3);
-    Ok(Firing {
-        schedule_id: schedule_id.to_owned(),
-        fire_ms: r.get(0),
-        outcome: FiringOutcome::parse(outcome).ok_or_else(|| {
-            StoreError::Corrupt(format!("a firing of `{schedule_id}` is `{outcome}`"))
-        })?,
-        run_id: r.get(2),
-        missed: u32::try_from(missed).unwrap_or(0),
-        at_ms: r.get(4),
-        error: r.get(5),
-    })
+    let column =
+        |e: tokio_postgres::Error| StoreError::Corrupt(format!("a firing does not read back: {e}"));
+    let missed: i32 = r.try_get("missed").map_err(column)?;
+    FiringRow {
+        fire_ms: r.try_get("fire_ms").map_err(column)?,
+        outcome: r.try_get("outcome").map_err(column)?,
+        run_id: r.try_get("run_id").map_err(column)?,
+        missed: i64::from(missed),
+        at_ms: r.try_get("at_ms").map_err(column)?,
+        error: r.try_get("error").map_err(column)?,
+    }
+    .into_firing(schedule_id)
 }
 
 #[async_trait]

@@ -17,10 +17,11 @@
 //! chunks (one row per event in `events`) are moved into chunks when they are opened
 //! (schema 8).
 
+use super::err;
 use super::shared_values::{
     SharedValues, StoredValue, ValueReader, carried, restore_carried, without_carried,
 };
-use super::{by_run, err};
+use super::writer::by_run;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::borrow::Cow;
@@ -30,15 +31,6 @@ use std::sync::Arc;
 use weft_core::event::{Event, EventKind};
 use weft_core::ports::StoreError;
 use weft_core::value::Shared;
-
-/// Schema 8: the rows of `events` (schema 5 to 7) as chunks of one event each.
-pub(super) const MIGRATION: &str = "
-    CREATE TABLE IF NOT EXISTS events (
-        run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
-        PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
-    INSERT OR IGNORE INTO event_chunks (run_id, first_seq, last_seq, body)
-        SELECT run_id, seq, seq, '[' || json_set(body, '$.seq', seq) || ']' FROM events;
-    DROP TABLE events;";
 
 /// What a chunk holds of an event: its position, time and kind.
 #[derive(serde::Serialize)]

@@ -15,24 +15,13 @@
 //! before chunks (one row per entry in `journal`) are moved into chunks when they are
 //! opened (schema 9).
 
+use super::err;
 use super::shared_values::{SharedValues, StoredValue, ValueReader};
-use super::{by_run, err};
+use super::writer::by_run;
 use rusqlite::{Connection, params};
 use std::sync::Arc;
 use weft_core::ports::{EntryKind, JournalEntry, StoreError};
 use weft_core::value::{Kind, Shared, SharedMap};
-
-/// Schema 9: the rows of `journal` (schema 1 to 8) as chunks of one entry each, in the
-/// order they were appended.
-pub(super) const MIGRATION: &str = "
-    CREATE TABLE IF NOT EXISTS journal (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
-        key TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL);
-    INSERT INTO journal_chunks (run_id, results, entries)
-        SELECT run_id, kind = 'result',
-               json_array(json_object('key', key, 'kind', kind, 'value', json(value)))
-        FROM journal ORDER BY seq;
-    DROP TABLE journal;";
 
 /// One entry as JSON, serialized by the appending task rather than the writer thread:
 /// the entry's value is made and dropped on the task's own thread (a tree of allocations

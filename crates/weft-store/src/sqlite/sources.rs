@@ -125,3 +125,22 @@ pub(super) fn named(conn: &Connection) -> Result<Vec<FlowVersion>, StoreError> {
     })
     .map_err(|e| err("flow_versions", e))
 }
+
+/// Stores a prepared flow's IR under its hash (once: the same hash is the same flow).
+pub(super) fn put_flow(conn: &Connection, hash: &str, ir: &str) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT OR IGNORE INTO flows (hash, ir) VALUES (?1, ?2)",
+        params![hash, ir],
+    )
+    .map(|_| ())
+    .map_err(|e| err("flows", e))
+}
+
+/// The IR stored under `hash`.
+pub(super) fn get_flow(conn: &Connection, hash: &str) -> Result<Option<String>, StoreError> {
+    conn.query_row("SELECT ir FROM flows WHERE hash = ?1", params![hash], |r| {
+        r.get(0)
+    })
+    .optional()
+    .map_err(|e| err("flows", e))
+}

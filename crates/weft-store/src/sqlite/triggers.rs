@@ -4,14 +4,14 @@
 //! schedule at one instant exactly one writes.
 
 use super::run_values::RunValues;
-use super::{SqliteStore, err, write_run};
+use super::runs::write_run;
+use super::{SqliteStore, err};
+use crate::trigger_docs::{FiringRow, exists_already, key_column, read_doc, write_doc};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use weft_core::ports::{
-    DueTimer, Firing, FiringOutcome, Hook, RunRecord, Schedule, StoreError, TriggerStore,
-};
+use weft_core::ports::{DueTimer, Firing, Hook, RunRecord, Schedule, StoreError, TriggerStore};
 
 /// The trigger tables (created on open, as every table is).
 pub(super) const SCHEMA: &str =
@@ -26,12 +26,12 @@ pub(super) const SCHEMA: &str =
 fn put_doc(
     conn: &Connection,
     table: &str,
-    key_column: &str,
     key: &str,
     doc: &impl Serialize,
     create: bool,
 ) -> Result<(), StoreError> {
-    let text = serde_json::to_string(doc).map_err(|e| err(table, e))?;
+    let key_column = key_column(table);
+    let text = write_doc(table, doc)?;
     let verb = if create {
         "INSERT OR IGNORE"
     } else {
@@ -44,24 +44,17 @@ fn put_doc(
         )
         .map_err(|e| err(table, e))?;
     if written == 0 {
-        return Err(StoreError::Conflict(format!(
-            "`{key}` exists already in {table}"
-        )));
+        return Err(exists_already(table, key));
     }
     Ok(())
-}
-
-fn read_doc<T: DeserializeOwned>(table: &str, key: &str, text: &str) -> Result<T, StoreError> {
-    serde_json::from_str(text)
-        .map_err(|e| StoreError::Corrupt(format!("{table} `{key}` does not read back: {e}")))
 }
 
 fn get_doc<T: DeserializeOwned>(
     conn: &Connection,
     table: &str,
-    key_column: &str,
     key: &str,
 ) -> Result<Option<T>, StoreError> {
+    let key_column = key_column(table);
     let text: Option<String> = conn
         .query_row(
             &format!("SELECT doc FROM {table} WHERE {key_column} = ?1"),
@@ -73,11 +66,8 @@ fn get_doc<T: DeserializeOwned>(
     text.map(|t| read_doc(table, key, &t)).transpose()
 }
 
-fn all_docs<T: DeserializeOwned>(
-    conn: &Connection,
-    table: &str,
-    key_column: &str,
-) -> Result<Vec<T>, StoreError> {
+fn all_docs<T: DeserializeOwned>(conn: &Connection, table: &str) -> Result<Vec<T>, StoreError> {
+    let key_column = key_column(table);
     let mut stmt = conn
         .prepare(&format!(
             "SELECT {key_column}, doc FROM {table} ORDER BY {key_column}"
@@ -90,12 +80,8 @@ fn all_docs<T: DeserializeOwned>(
     rows.iter().map(|(k, t)| read_doc(table, k, t)).collect()
 }
 
-fn delete_doc(
-    conn: &Connection,
-    table: &str,
-    key_column: &str,
-    key: &str,
-) -> Result<bool, StoreError> {
+fn delete_doc(conn: &Connection, table: &str, key: &str) -> Result<bool, StoreError> {
+    let key_column = key_column(table);
     conn.execute(
         &format!("DELETE FROM {table} WHERE {key_column} = ?1"),
         params![key],
@@ -161,8 +147,6 @@ fn start_queued_firing(
 }
 
 /// A firing's columns: fire time, outcome, run, missed count, when, error.
-type FiringRow = (i64, String, Option<String>, u32, i64, Option<String>);
-
 fn firings(conn: &Connection, schedule_id: &str, limit: usize) -> Result<Vec<Firing>, StoreError> {
     let mut stmt = conn
         .prepare_cached(
@@ -173,31 +157,19 @@ fn firings(conn: &Connection, schedule_id: &str, limit: usize) -> Result<Vec<Fir
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let rows: Vec<FiringRow> = stmt
         .query_map(params![schedule_id, limit], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-            ))
+            Ok(FiringRow {
+                fire_ms: r.get("fire_ms")?,
+                outcome: r.get("outcome")?,
+                run_id: r.get("run_id")?,
+                missed: r.get("missed")?,
+                at_ms: r.get("at_ms")?,
+                error: r.get("error")?,
+            })
         })
         .and_then(|rows| rows.collect())
         .map_err(|e| err("firings", e))?;
     rows.into_iter()
-        .map(|(fire_ms, outcome, run_id, missed, at_ms, error)| {
-            Ok(Firing {
-                schedule_id: schedule_id.to_owned(),
-                fire_ms,
-                outcome: FiringOutcome::parse(&outcome).ok_or_else(|| {
-                    StoreError::Corrupt(format!("a firing of `{schedule_id}` is `{outcome}`"))
-                })?,
-                run_id,
-                missed,
-                at_ms,
-                error,
-            })
-        })
+        .map(|row| row.into_firing(schedule_id))
         .collect()
 }
 
@@ -224,15 +196,15 @@ fn due_timers(conn: &Connection, until_ms: i64, limit: usize) -> Result<Vec<DueT
 impl TriggerStore for SqliteStore {
     async fn put_schedule(&self, s: &Schedule, create: bool) -> Result<(), StoreError> {
         let s = s.clone();
-        self.with(move |c| put_doc(c, "schedules", "id", &s.id, &s, create))
+        self.with(move |c| put_doc(c, "schedules", &s.id, &s, create))
             .await
     }
     async fn schedule(&self, id: &str) -> Result<Option<Schedule>, StoreError> {
         let id = id.to_owned();
-        self.with(move |c| get_doc(c, "schedules", "id", &id)).await
+        self.with(move |c| get_doc(c, "schedules", &id)).await
     }
     async fn schedules(&self) -> Result<Vec<Schedule>, StoreError> {
-        self.with(|c| all_docs(c, "schedules", "id")).await
+        self.with(|c| all_docs(c, "schedules")).await
     }
     async fn delete_schedule(&self, id: &str) -> Result<bool, StoreError> {
         let id = id.to_owned();
@@ -240,7 +212,7 @@ impl TriggerStore for SqliteStore {
             let tx = c.unchecked_transaction().map_err(|e| err("schedules", e))?;
             tx.execute("DELETE FROM firings WHERE schedule_id = ?1", params![id])
                 .map_err(|e| err("firings", e))?;
-            let existed = delete_doc(&tx, "schedules", "id", &id)?;
+            let existed = delete_doc(&tx, "schedules", &id)?;
             tx.commit().map_err(|e| err("schedules", e))?;
             Ok(existed)
         })
@@ -271,20 +243,19 @@ impl TriggerStore for SqliteStore {
     }
     async fn put_hook(&self, h: &Hook, create: bool) -> Result<(), StoreError> {
         let h = h.clone();
-        self.with(move |c| put_doc(c, "hooks", "name", &h.name, &h, create))
+        self.with(move |c| put_doc(c, "hooks", &h.name, &h, create))
             .await
     }
     async fn hook(&self, name: &str) -> Result<Option<Hook>, StoreError> {
         let name = name.to_owned();
-        self.with(move |c| get_doc(c, "hooks", "name", &name)).await
+        self.with(move |c| get_doc(c, "hooks", &name)).await
     }
     async fn hooks(&self) -> Result<Vec<Hook>, StoreError> {
-        self.with(|c| all_docs(c, "hooks", "name")).await
+        self.with(|c| all_docs(c, "hooks")).await
     }
     async fn delete_hook(&self, name: &str) -> Result<bool, StoreError> {
         let name = name.to_owned();
-        self.with(move |c| delete_doc(c, "hooks", "name", &name))
-            .await
+        self.with(move |c| delete_doc(c, "hooks", &name)).await
     }
     async fn due_timers(&self, until_ms: i64, limit: usize) -> Result<Vec<DueTimer>, StoreError> {
         self.with(move |c| due_timers(c, until_ms, limit)).await
