@@ -10,6 +10,7 @@ use crate::source_map::SourceMap;
 use crate::view::EventView;
 use serde_json::Value;
 use std::path::Path;
+use weft_core::{Diagnostic, Flow};
 
 /// How sure a dialect is that a document is written in it. Detection takes the most
 /// confident dialect; two at the same level are an ambiguity the user resolves with
@@ -59,6 +60,43 @@ impl<'a> CompileContext<'a> {
             base_dir,
             depth: self.depth + 1,
         }
+    }
+}
+
+impl CompileContext<'_> {
+    /// Reads and parses the file at `path` that this document includes, and compiles it
+    /// with `compile` in a context nested in this one (the file's own source map and
+    /// directory, one level deeper); its problems, rendered against its path, when it
+    /// does not load.
+    pub fn include<T>(
+        &self,
+        path: &Path,
+        compile: impl FnOnce(Value, &CompileContext<'_>) -> Result<T, Vec<Diagnostic>>,
+    ) -> Result<T, String> {
+        let shown = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+        let (doc, map) = crate::source_map::parse(&text).map_err(|d| d.render(&shown))?;
+        let nested = self.nested(&map, path.parent());
+        compile(doc, &nested).map_err(|problems| {
+            problems
+                .iter()
+                .map(|d| d.render(&shown))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+    }
+
+    /// [`CompileContext::include`] of a flow written in Weft's native format or, when
+    /// detection does not find it native, in `own` (the including document's dialect).
+    pub fn include_flow(&self, path: &Path, own: &dyn Dialect) -> Result<Flow, String> {
+        self.include(path, |doc, nested| {
+            let dialect = match crate::registry::detect(&doc) {
+                Ok(d) if d.name() == "native" => d,
+                _ => own,
+            };
+            dialect.compile(doc, nested).map(|(flow, _)| flow)
+        })
     }
 }
 

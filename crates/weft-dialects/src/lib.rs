@@ -14,19 +14,19 @@
 //! Must not depend on the engine: it produces a [`Flow`] and diagnostics, nothing runs.
 
 mod blocks;
-mod dataflow;
-mod diagnostics;
 mod dialect;
 mod graph;
 pub mod native;
-mod python_body;
 pub mod registry;
-mod schema;
+mod shared;
 mod souls;
-pub mod source_map;
 mod tea;
-mod template_text;
 pub mod view;
+
+// The shared pieces keep their crate paths (`crate::dataflow`, ...): every dialect
+// reaches them the same way.
+pub use shared::source_map;
+pub(crate) use shared::{dataflow, diagnostics, python_body, schema, template_text};
 
 use std::path::Path;
 use weft_core::{Diagnostic, Flow};

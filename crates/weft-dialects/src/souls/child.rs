@@ -316,28 +316,17 @@ impl Compiler<'_> {
             );
             return None;
         };
-        let loaded = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))
-            .and_then(|text| {
-                let (v, m) = crate::source_map::parse(&text)
-                    .map_err(|d| d.render(&path.display().to_string()))?;
-                let interface = v
-                    .get("interface")
-                    .and_then(|i| serde_json::from_value::<Interface>(i.clone()).ok());
-                let nested = CompileContext {
-                    map: &m,
-                    base_dir: path.parent(),
-                    depth: self.depth + 1,
-                };
-                compile(v, &nested)
-                    .map(|(f, _)| (f, interface))
-                    .map_err(|ds| {
-                        ds.iter()
-                            .map(|d| d.render(&path.display().to_string()))
-                            .collect::<Vec<_>>()
-                            .join("\n")
-                    })
-            });
+        let here = CompileContext {
+            map: self.map,
+            base_dir: self.base_dir,
+            depth: self.depth,
+        };
+        let loaded = here.include(path, |v, nested| {
+            let interface = v
+                .get("interface")
+                .and_then(|i| serde_json::from_value::<Interface>(i.clone()).ok());
+            compile(v, nested).map(|(f, _)| (f, interface))
+        });
         match loaded {
             Ok((flow, interface)) => {
                 // A child's provider aliases serve its blocks from the parent's flow.

@@ -5,6 +5,22 @@
 //! transitions reach; a loop's inner blocks run inside the loop. Every block writes its
 //! output to `state.results[<id>]` (a dispatch also `results["<id>.<exit>"]`), so the
 //! run state is the one that tool keeps: `results`, `shared_memory`, `metadata`.
+//!
+//! Where each kind of block is compiled:
+//!
+//! | Block | File |
+//! | --- | --- |
+//! | `linear`, `synthesize` | [`blocks`] |
+//! | `gate`, `code`, `dispatch`, `loop` | [`kinds`] |
+//! | `workflow` (a child workflow file) | [`child`] |
+//! | a block's shared fields (`inputs`, `outputs`, `retry_config`, `routes`, ...) | [`common`] |
+//! | conditions (`output_conditions`, `routes`, `exit_conditions`) | [`conditions`] |
+//! | reads of a result no path can have written (the dataflow check) | [`order`] |
+//! | `assertions` (and the LLM judge) | [`assertions`], [`checks`], [`custom_checks`] |
+//! | souls' tools (`http`, `file_io`, `delegate`, Python, requests) | [`tools`], [`listed_tools`] |
+//! | providers | [`providers`] |
+//! | a project's `custom/` files | [`project`] |
+//! | `eval:` | [`eval`] |
 
 mod assertions;
 mod blocks;

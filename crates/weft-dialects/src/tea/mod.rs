@@ -4,6 +4,34 @@
 //! state, and navigation (`goto`, legacy `edges`, implicit chaining) becomes the graph's
 //! edges. The run starts with its input as the state and ends with the final state as
 //! its output. Choices the spec leaves open are written in `docs/dialects/tea.md`.
+//!
+//! Where each kind of node is compiled:
+//!
+//! | Node | File |
+//! | --- | --- |
+//! | `run:` / `script:` (Python, Lua, Prolog) | this file (`run_block`), [`code`] |
+//! | `steps:` | this file (`steps`) |
+//! | `subgraph:` | this file (`subgraph`, read through `CompileContext::include_flow`) |
+//! | `type: while_loop` | this file (`while_loop`) |
+//! | `type: dynamic_parallel` | [`dynamic_parallel`] |
+//! | `uses:` a built-in action (`http.*`, `json.parse`, `file.*`, ...) | [`actions`] |
+//! | `uses: llm.call` and TEA's other model actions | [`llm`] |
+//! | `uses: llm.embed` / `embedding.*` | [`embed`] |
+//! | `uses: reflection.loop` | [`reflection`] |
+//! | `uses: reason.cot` | [`reasoning`] |
+//! | `uses: reason.self_correct` | [`self_correct`] |
+//! | `uses: reason.react` | [`react`] |
+//! | `uses: retry.loop` | [`retry`] |
+//! | `uses: validate.extraction` | [`extraction`] |
+//! | `uses: agent.dispatch` / `.parallel` | [`agents`] |
+//! | `uses: agent.sequential` | [`agent_chain`] |
+//! | `uses: agent.coordinate` | [`coordinate`] |
+//! | `uses: plan.*` | [`planning`] |
+//! | `uses: code.execute` / `actions.code_execute` | [`code_execute`] |
+//! | `uses: lua.eval` / `prolog.query` | [`browser`] |
+//! | `uses:` a TEA service Weft does not offer | [`foreign`] |
+//! | `interrupt_before` / `interrupt_after` (approvals) | [`interrupts`] |
+//! | navigation (`goto`, `edges`, fan-in) | [`navigation`] |
 
 mod actions;
 mod agent_chain;
@@ -42,7 +70,6 @@ use crate::view::EventView;
 use doc::{Node, TeaDoc};
 use indexmap::IndexMap;
 use serde_json::{Value, json};
-use std::path::Path;
 use weft_core::ir::{
     Block, BlockKind, CodeLimits, CodeSpec, Expr, Flow, GraphSpec, LoopSpec, ModelDef, SubFlowSpec,
     TransformSpec, ValueTemplate,
@@ -103,8 +130,7 @@ fn compile(doc: Value, cx: &CompileContext<'_>) -> Compiled {
     let tea: TeaDoc = read_document(doc, cx.map)?;
     let mut c = Compiler {
         map: cx.map,
-        base_dir: cx.base_dir,
-        depth: cx.depth,
+        cx,
         diags: Diagnostics::new(),
         models: IndexMap::new(),
         flows: IndexMap::new(),
@@ -161,8 +187,9 @@ fn node_locations(tea: &TeaDoc, map: &SourceMap) -> std::collections::HashMap<Lo
 /// What compiling one file accumulates.
 pub(crate) struct Compiler<'a> {
     map: &'a SourceMap,
-    base_dir: Option<&'a Path>,
-    depth: u32,
+    /// Where the document is compiled: the directory its subgraphs are read from, and
+    /// how deeply it is nested.
+    cx: &'a CompileContext<'a>,
     diags: Diagnostics,
     models: IndexMap<String, ModelDef>,
     flows: IndexMap<String, Flow>,
@@ -753,11 +780,11 @@ impl Compiler<'_> {
             );
             return None;
         }
-        if self.depth >= MAX_SUBGRAPH_DEPTH {
+        if self.cx.depth >= MAX_SUBGRAPH_DEPTH {
             self.diags.push(Diagnostic::error(&sptr, format!("subgraphs nest deeper than {MAX_SUBGRAPH_DEPTH} files; is one including itself?")));
             return None;
         }
-        let Some(base_dir) = self.base_dir else {
+        let Some(base_dir) = self.cx.base_dir else {
             self.diags.push(
                 Diagnostic::error(&sptr, format!("cannot load subgraph `{file}`: {}", crate::dialect::NO_DIRECTORY))
                     .hint("run the flow from its file, or store it with `weft serve --flow FILE` from the directory that holds its subgraphs"),
@@ -765,30 +792,7 @@ impl Compiler<'_> {
             return None;
         };
         let path = base_dir.join(file);
-        let loaded = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))
-            .and_then(|text| {
-                let (v, m) = crate::source_map::parse(&text)
-                    .map_err(|d| d.render(&path.display().to_string()))?;
-                let dir = path.parent();
-                let nested = CompileContext {
-                    map: &m,
-                    base_dir: dir,
-                    depth: self.depth + 1,
-                };
-                // A subgraph may be written in Weft's native format or in tea.
-                let dialect = match crate::registry::detect(&v) {
-                    Ok(d) if d.name() == "native" => d,
-                    _ => &Tea as &dyn Dialect,
-                };
-                let compiled = dialect.compile(v, &nested);
-                compiled.map(|(f, _)| f).map_err(|ds| {
-                    ds.iter()
-                        .map(|d| d.render(&path.display().to_string()))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                })
-            });
+        let loaded = self.cx.include_flow(&path, &Tea);
         let flow = match loaded {
             Ok(f) => f,
             Err(m) => {
