@@ -114,3 +114,69 @@ impl EventId {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_stream_sends_values_unless_it_asks_for_other_modes() {
+        assert_eq!(Modes::parse(None).unwrap(), Modes::default());
+        assert_eq!(Modes::parse(Some(&json!(null))).unwrap(), Modes::default());
+        assert_eq!(Modes::parse(Some(&json!([]))).unwrap(), Modes::default());
+        assert_eq!(
+            Modes::parse(Some(&json!("updates"))).unwrap().to_json(),
+            json!(["updates"])
+        );
+    }
+
+    #[test]
+    fn modes_keep_their_order_once_each_and_unsent_ones_send_nothing() {
+        let modes = Modes::parse(Some(&json!([
+            "debug",
+            "tasks",
+            "values",
+            "debug",
+            "checkpoints"
+        ])))
+        .unwrap();
+        assert_eq!(modes.to_json(), json!(["debug", "values"]));
+        assert!(modes.has(Mode::Debug) && !modes.has(Mode::Updates));
+        // Only modes Weft does not send: a stream of the run's end alone.
+        assert_eq!(
+            Modes::parse(Some(&json!(["tools"]))).unwrap().to_json(),
+            json!([])
+        );
+    }
+
+    #[test]
+    fn an_unknown_mode_or_shape_is_refused_naming_what_is_known() {
+        let unknown = Modes::parse(Some(&json!(["values", "everything"]))).unwrap_err();
+        assert_eq!(unknown.status, axum::http::StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(
+            unknown.detail.contains("`everything`"),
+            "{}",
+            unknown.detail
+        );
+        assert!(
+            unknown.detail.contains("messages-tuple"),
+            "{}",
+            unknown.detail
+        );
+        let shape = Modes::parse(Some(&json!({"values": true}))).unwrap_err();
+        assert!(
+            shape.detail.contains("a mode or a list of modes"),
+            "{}",
+            shape.detail
+        );
+    }
+
+    #[test]
+    fn an_event_id_is_a_stored_event_and_a_part_of_it() {
+        assert_eq!(EventId::parse(" 12-3 "), Some(EventId { seq: 12, part: 3 }));
+        for bad in ["12", "12-", "-3", "a-1", "12-x", ""] {
+            assert_eq!(EventId::parse(bad), None, "{bad}");
+        }
+    }
+}

@@ -342,3 +342,133 @@ pub(crate) fn node_name(path: &str) -> Option<&str> {
     let own = last.starts_with("__") || last.parse::<u64>().is_ok() || path == "root";
     (!own && !last.is_empty()).then_some(last)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_core::event::Event;
+
+    fn translation(modes: Value, from_start: bool) -> Translation {
+        let who = Streamed {
+            run_id: "r1".into(),
+            thread_id: "t1".into(),
+            flow: "chat".into(),
+        };
+        Translation::new(who, Modes::parse(Some(&modes)).unwrap(), from_start)
+    }
+
+    fn event(seq: u64, kind: EventKind) -> Arc<SharedEvent> {
+        Arc::new(SharedEvent::new(Event {
+            run_id: Arc::from("r1"),
+            seq,
+            at_ms: 1_000,
+            kind,
+        }))
+    }
+
+    fn delta(text: &str) -> Arc<SharedEvent> {
+        event(
+            3,
+            EventKind::LlmDelta {
+                path: Arc::from("root/answer"),
+                text: text.into(),
+            },
+        )
+    }
+
+    fn names(parts: &[Part]) -> Vec<&str> {
+        parts.iter().map(|p| p.name).collect()
+    }
+
+    #[test]
+    fn a_node_is_the_last_part_of_a_step_path_but_not_a_dialect_s_own() {
+        assert_eq!(node_name("root/graph/answer"), Some("answer"));
+        for own in ["root", "root/__start__", "root/map/3", "root/"] {
+            assert_eq!(node_name(own), None, "{own}");
+        }
+    }
+
+    #[test]
+    fn token_deltas_go_out_live_as_chunks_of_one_message() {
+        let mut t = translation(json!(["messages-tuple", "messages"]), false);
+        let first = t.delta(&delta("Hel"));
+        assert_eq!(
+            names(&first),
+            ["messages/metadata", "messages/partial", "messages"]
+        );
+        assert!(first.iter().all(|p| p.live), "deltas are never replayed");
+        let second = t.delta(&delta("lo"));
+        // The metadata once; `messages` mode sends the text so far, the tuple the chunk.
+        assert_eq!(names(&second), ["messages/partial", "messages"]);
+        assert_eq!(second[0].data[0]["content"], "Hello");
+        assert_eq!(second[1].data[0]["content"], "lo");
+        assert_eq!(second[1].data[1]["langgraph_node"], "answer");
+        assert_eq!(second[1].data[0]["id"], first[2].data[0]["id"]);
+    }
+
+    #[test]
+    fn a_model_step_that_streamed_is_not_sent_again_whole() {
+        let done = EventKind::StepCompleted {
+            path: Arc::from("root/answer"),
+            kind: "llm".into(),
+            elapsed_us: 5,
+            replayed: false,
+            exit: None,
+            output: Some(Shared::new(json!("Hello"))),
+        };
+        let e = event(4, done);
+        let mut quiet = translation(json!(["updates", "messages-tuple"]), false);
+        let mut parts = Vec::new();
+        quiet.step_completed(&mut parts, &e, "root/answer", "llm", &json!("Hello"));
+        assert_eq!(names(&parts), ["updates", "messages"]);
+        assert_eq!(parts[0].data, json!({"answer": "Hello"}));
+        assert_eq!(parts[1].data[0]["type"], "ai");
+
+        quiet.delta(&delta("Hello"));
+        let mut again = Vec::new();
+        quiet.step_completed(&mut again, &e, "root/answer", "llm", &json!("Hello"));
+        assert_eq!(names(&again), ["updates"]);
+    }
+
+    #[test]
+    fn deltas_before_their_step_s_start_wait_for_it_on_a_stream_from_the_start() {
+        let mut t = translation(json!("messages-tuple"), true);
+        t.held.as_mut().unwrap().push(delta("early"));
+        let other = event(
+            3,
+            EventKind::LlmDelta {
+                path: Arc::from("root/other"),
+                text: "x".into(),
+            },
+        );
+        t.held.as_mut().unwrap().push(other);
+        let released = t.release("root/answer");
+        assert_eq!(released.len(), 1);
+        assert_eq!(
+            t.held.as_ref().unwrap().len(),
+            1,
+            "another step's delta waits on"
+        );
+        // A rejoin holds nothing back.
+        assert!(
+            translation(json!("values"), false)
+                .release("root/answer")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_chain_event_names_the_flow_or_the_node_and_its_parent() {
+        let t = translation(json!("events"), false);
+        let flow = t.chain_event("on_chain_start", "", "chat", json!({}));
+        assert_eq!(
+            (flow["run_id"].as_str(), &flow["parent_ids"]),
+            (Some("r1"), &json!([]))
+        );
+        let node = t.chain_event("on_chain_end", "root/answer", "answer", json!({}));
+        assert_eq!(node["run_id"], "r1:root/answer");
+        assert_eq!(node["parent_ids"], json!(["r1"]));
+        assert_eq!(node["metadata"]["langgraph_node"], "answer");
+        assert_eq!(node["metadata"]["thread_id"], "t1");
+    }
+}

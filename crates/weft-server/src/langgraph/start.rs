@@ -402,3 +402,118 @@ pub(crate) fn strategy_of(run: &RunRecord) -> &str {
         .and_then(Value::as_str)
         .unwrap_or("enqueue")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_run(modes: &Value, strategy: Option<&str>) -> NewRun {
+        NewRun {
+            run_id: "r1".into(),
+            strategy: Strategy::parse(strategy).unwrap(),
+            flow_hash: "h".into(),
+            flow_id: "f".into(),
+            flow: "flow".into(),
+            input: Value::Null,
+            modes: Modes::parse(Some(modes)).unwrap(),
+        }
+    }
+
+    #[test]
+    fn input_replaces_values_by_key_and_appends_messages_replacing_by_id() {
+        let base = json!({
+            "topic": "old",
+            "kept": 1,
+            "messages": [{"id": "m1", "content": "hi"}, {"id": "m2", "content": "there"}]
+        });
+        let input = json!({
+            "topic": "new",
+            "messages": [{"id": "m2", "content": "edited"}, {"id": null, "content": "next"}]
+        });
+        assert_eq!(
+            with_input(base, input),
+            json!({
+                "topic": "new",
+                "kept": 1,
+                "messages": [
+                    {"id": "m1", "content": "hi"},
+                    {"id": "m2", "content": "edited"},
+                    {"id": null, "content": "next"}
+                ]
+            })
+        );
+        // No input keeps the values; an input that is not an object replaces them.
+        assert_eq!(with_input(json!({"a": 1}), Value::Null), json!({"a": 1}));
+        assert_eq!(with_input(json!({"a": 1}), json!("text")), json!("text"));
+        assert_eq!(with_input(Value::Null, json!({"a": 2})), json!({"a": 2}));
+    }
+
+    #[test]
+    fn a_resume_value_becomes_an_approval_answer_whatever_its_shape() {
+        let answer = |decision: &str, note: &str| json!({"decision": decision, "note": note});
+        assert_eq!(answer_of(json!(true)), answer("approve", ""));
+        assert_eq!(answer_of(json!(false)), answer("reject", ""));
+        assert_eq!(answer_of(json!("ship")), answer("ship", ""));
+        // Agent Chat UI's human-in-the-loop answers: `type` and `args`.
+        assert_eq!(
+            answer_of(json!([{"type": "edit", "args": "shorter"}])),
+            answer("edit", "shorter")
+        );
+        assert_eq!(
+            answer_of(json!({"decision": "hold", "note": "wait"})),
+            answer("hold", "wait")
+        );
+        assert_eq!(answer_of(json!({})), answer("approve", ""));
+        assert_eq!(answer_of(json!([])), answer("approve", ""));
+    }
+
+    #[test]
+    fn what_the_door_keeps_about_a_run_reads_back_beside_the_server_s_settings() {
+        let new = new_run(&json!(["updates", "messages-tuple"]), Some("interrupt"));
+        let settings = settings_with(Some(json!({"files": "/srv"})), "t1", &new);
+        let mut run = RunRecord::new("r1".into(), "h".into(), "flow".into(), json!({}), 1);
+        run.settings = settings;
+        assert_eq!(run.settings.as_ref().unwrap()["files"], "/srv");
+        assert_eq!(thread_of(&run), Some("t1"));
+        assert_eq!(strategy_of(&run), "interrupt");
+        assert_eq!(
+            modes_of(&run).to_json(),
+            json!(["updates", "messages-tuple"])
+        );
+        // A run the door did not start: no thread, LangGraph's defaults.
+        let plain = RunRecord::new("r2".into(), "h".into(), "flow".into(), json!({}), 1);
+        assert_eq!((thread_of(&plain), strategy_of(&plain)), (None, "enqueue"));
+        assert_eq!(modes_of(&plain), Modes::default());
+    }
+
+    #[test]
+    fn an_unknown_strategy_is_refused_naming_the_known_ones() {
+        for (given, name) in [
+            (None, "enqueue"),
+            (Some("reject"), "reject"),
+            (Some("rollback"), "rollback"),
+        ] {
+            assert_eq!(Strategy::parse(given).unwrap().name(), name);
+        }
+        let e = Strategy::parse(Some("later")).unwrap_err();
+        assert!(
+            e.detail.contains("reject, enqueue, interrupt or rollback"),
+            "{}",
+            e.detail
+        );
+    }
+
+    #[test]
+    fn a_paused_run_does_not_hold_its_thread() {
+        let mut run = RunRecord::new("r".into(), "h".into(), "flow".into(), json!({}), 1);
+        for (status, active) in [
+            (RunStatus::Queued, true),
+            (RunStatus::Running, true),
+            (RunStatus::Paused, false),
+            (RunStatus::Completed, false),
+        ] {
+            run.status = status;
+            assert_eq!(is_active(&run), active, "{status:?}");
+        }
+    }
+}
