@@ -37,6 +37,9 @@ fn converse(env: &Env, transport: &str, place: &str, secret: &str) {
 
 #[test]
 fn a_model_builds_runs_and_inspects_a_flow_over_stdio() {
+    if support::left_out_of_fast_profile("the MCP Python SDK") {
+        return;
+    }
     let env = Env::new();
     let db = env.db_file();
     converse(
@@ -49,6 +52,9 @@ fn a_model_builds_runs_and_inspects_a_flow_over_stdio() {
 
 #[test]
 fn the_same_conversation_over_http_on_weft_serve() {
+    if support::left_out_of_fast_profile("the MCP Python SDK") {
+        return;
+    }
     let env = Env::new();
     let token = env.write_private("token", "s3cret-token\n");
     let served = support::Served::start_args(&env, &[], &["--token-file", token.to_str().unwrap()]);

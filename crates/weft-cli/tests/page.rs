@@ -107,6 +107,9 @@ const WARNED_NATIVE: &str = "weft: 1\nname: count\nstate: {count: 0}\nroot:\n  l
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_starts_watches_approves_and_retries_runs_in_a_browser() {
+    if support::left_out_of_fast_profile("Chromium") {
+        return;
+    }
     let env = Env::new();
     let served = Served::start(&env);
     let base = served.base.clone();
@@ -323,6 +326,9 @@ async fn a_person_starts_watches_approves_and_retries_runs_in_a_browser() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_follows_a_schedule_s_firings_to_their_runs() {
+    if support::left_out_of_fast_profile("Chromium") {
+        return;
+    }
     let env = Env::new();
     let flow = env.write(
         "tick.yaml",

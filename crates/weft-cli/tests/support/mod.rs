@@ -44,6 +44,9 @@ impl Env {
     /// An `Env` whose database is a new one on the cluster `WEFT_TEST_POSTGRES` names
     /// (`scripts/test` starts one); `None`, with a note, when none is named outside CI.
     pub fn on_postgres() -> Option<Env> {
+        if left_out_of_fast_profile("PostgreSQL") {
+            return None;
+        }
         let Ok(admin) = std::env::var("WEFT_TEST_POSTGRES") else {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -137,6 +140,17 @@ pub fn client_cache() -> PathBuf {
 }
 
 /// `path`, one of the clients `scripts/setup` installs (a clear failure when missing).
+/// Whether the fast test profile (`scripts/test --fast`: `WEFT_TEST_FAST` set) leaves
+/// out a test that needs `what` (a browser, PostgreSQL, Node, a Python client), saying
+/// so: the edit loop runs everything else, the full suite runs it all.
+pub fn left_out_of_fast_profile(what: &str) -> bool {
+    if std::env::var_os("WEFT_TEST_FAST").is_none() {
+        return false;
+    }
+    eprintln!("note: the fast test profile leaves out what needs {what} (scripts/test runs it)");
+    true
+}
+
 pub fn installed_client(path: PathBuf) -> PathBuf {
     assert!(
         path.exists(),

@@ -31,6 +31,10 @@ pub async fn all(dir: &tempfile::TempDir) -> Vec<(&'static str, Arc<dyn Store>)>
 /// The URL of a new, empty database on the test cluster; `None` (with a note) when no
 /// cluster was named outside CI.
 pub async fn fresh_postgres() -> Option<String> {
+    if std::env::var_os("WEFT_TEST_FAST").is_some() {
+        eprintln!("note: the fast test profile leaves out PostgreSQL (scripts/test runs it)");
+        return None;
+    }
     let Ok(admin) = std::env::var("WEFT_TEST_POSTGRES") else {
         assert!(
             std::env::var_os("CI").is_none(),
