@@ -88,7 +88,8 @@ pub(crate) fn json_len_within(v: &impl serde::Serialize, limit: u64) -> Option<u
 }
 
 /// Lua blocks whose time limit is at most this run on the calling thread, without a
-/// hand-off (1.7 µs instead of about 28 µs a call).
+/// hand-off to a blocking thread, which costs far more than such a block
+/// (docs/performance.md measures both).
 pub const INLINE_MAX_MS: u64 = 20;
 
 /// Runs `work` (the rest of a Lua call) where blocking is allowed: on this thread when

@@ -1,9 +1,9 @@
 //! Newline-delimited messages read from a non-blocking pipe, polling it for a short
 //! while before going to sleep.
 //!
-//! Why spin: on this kind of machine (a small VM), waking a sleeping process costs about
-//! 30 µs, so a plain pipe round trip costs about 60 µs even when the other side answers
-//! at once. Both ends of the sandbox channel therefore poll for a few tens of
+//! Why spin: waking a sleeping process costs more than a short block takes (on a small
+//! VM, by far: docs/performance.md), so a plain pipe round trip costs two wake-ups even
+//! when the other side answers at once. Both ends of the sandbox channel therefore poll for a few tens of
 //! microseconds (the time a short block takes) before they block; a busy pipeline never
 //! sleeps, and an idle one burns at most one window of CPU per message.
 

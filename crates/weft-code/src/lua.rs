@@ -28,7 +28,7 @@ const ENVIRONMENT: &str = "__weft_environment";
 /// What every chunk is compiled as: it takes its environment from [`ENVIRONMENT`] (a
 /// global of the state, out of the code's reach once `_ENV` is replaced), on the
 /// source's first line so that line numbers stay the source's own. mlua's
-/// `set_environment` compiled a helper chunk on every call: 5% of a Lua step.
+/// `set_environment` compiles a helper chunk on every call, a cost every Lua step paid.
 fn with_environment_argument(source: &str) -> String {
     format!("local _ENV = {ENVIRONMENT}; {source}")
 }

@@ -221,8 +221,9 @@ pub async fn serve(
         drop(stop);
     };
     // The route table is built once here: serving the router itself rebuilds it for
-    // every connection (axum's `Service<IncomingStream>`), which cost each idle
-    // connection, an SSE follower's among them, ~130 KiB with all the doors' routes.
+    // every connection (axum's `Service<IncomingStream>`), and each idle connection, an
+    // SSE follower's among them, held its own copy of every door's routes
+    // (docs/performance.md).
     axum::serve(listener, app.into_make_service())
         .with_graceful_shutdown(shutdown)
         .await

@@ -352,8 +352,8 @@ async fn attempt_once(cx: &Cx<'_>, block: &Block) -> Exec {
 
 async fn dispatch(cx: &Cx<'_>, block: &Block) -> Exec {
     // An effectful step that will run (not replay) sees `step`, its idempotency key, in
-    // its templates (a code block without `args` has none: hashing the key was 5% of a
-    // Lua step).
+    // its templates (a code block without `args` has none, and hashing the key is a
+    // cost every step of a loop of code would pay for nothing).
     let mut effect = None;
     let has_templates = !matches!(&block.kind, BlockKind::Code(c) if c.args.is_none());
     let ecx = if block.kind.is_effectful() && has_templates && cx.run.recorded(&cx.key).is_none() {

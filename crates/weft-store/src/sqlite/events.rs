@@ -3,9 +3,9 @@
 //! One group commit writes a run's events as one row of `event_chunks` (or several, a
 //! megabyte of JSON each, when its events are large) — `(run_id, first_seq, last_seq,
 //! body)`, the body a JSON array of the events, each with its `seq` but without the run
-//! (the row's key). A row per event cost more than the rest
-//! of a short step (a B-tree insert keyed by the 32-character run id, its page writes):
-//! a 20,000-iteration loop of transforms spent 45% of its CPU in SQLite.
+//! (the row's key). A row per event cost more than the rest of a short step (a B-tree
+//! insert keyed by the 32-character run id, its page writes), so a loop of cheap steps
+//! spent most of its time in SQLite (docs/performance.md).
 //!
 //! Bodies are stored compressed (LZ4, as a BLOB whose first four bytes are the JSON's
 //! length): a loop's events repeat their keys and paths, and compressed they are an
