@@ -14,8 +14,6 @@
 //! Owns the mapping from events to spans and their export. Depends on `weft-core`'s
 //! events only: not on the engine, a store or a dialect.
 
-#![warn(missing_docs)]
-
 mod config;
 mod conventions;
 mod export;

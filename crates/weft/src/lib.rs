@@ -32,8 +32,6 @@
 //! Owns the builders, the runtime facade and the test harness. Depends on the engine,
 //! the store, the model router and the native format; no dialect depends on it.
 
-#![warn(missing_docs)]
-
 mod approval;
 mod block;
 mod func;

@@ -33,13 +33,17 @@ pub fn edge(source: &str, target: &str, handle: Option<&str>) -> Value {
 
 /// What one test run produced.
 pub struct Graph {
+    /// Where the run stands.
     pub result: RunResult,
+    /// Every event the run emitted, in order.
     pub events: Vec<Event>,
     /// The spec's log entries, as `--json` and `--events` carry them.
     pub logs: Vec<Value>,
+    /// The event view the graph's run was stored with.
     pub view: EventView,
     /// The result's output and state as plain JSON, for assertions.
     pub output: Option<Value>,
+    /// The run's state as plain JSON.
     pub state: Value,
 }
 

@@ -82,14 +82,18 @@ pub fn load_error(yaml: &str, dialect: &str) -> String {
 
 /// A run's result and its events.
 pub struct Ran {
+    /// Where the run stands.
     pub result: RunResult,
+    /// Every event the run emitted, in order.
     pub events: Vec<Event>,
     /// The result's output and state as plain JSON, for assertions.
     pub output: Option<Value>,
+    /// The run's state as plain JSON.
     pub state: Value,
 }
 
 impl Ran {
+    /// `result` and its `events`, with the output and state copied out as plain JSON.
     pub fn new(result: RunResult, events: Vec<Event>) -> Ran {
         Ran {
             output: result.output.as_ref().map(|o| o.to_value()),
@@ -112,6 +116,7 @@ impl Ran {
         self.output.as_ref().expect("an output")
     }
 
+    /// The kinds of the run's events, in order.
     pub fn kinds(&self) -> Vec<&EventKind> {
         self.events.iter().map(|e| &e.kind).collect()
     }
