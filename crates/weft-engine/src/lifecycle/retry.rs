@@ -5,10 +5,8 @@ use crate::Engine;
 use crate::drive::Entry;
 use crate::error::EngineError;
 use crate::options::Revision;
-use crate::prepared::Prepared;
 use crate::underway::Underway;
-use std::sync::Arc;
-use weft_core::ports::{EntryKind, JournalEntry, RunRecord, RunStatus};
+use weft_core::ports::{EntryKind, RunRecord, RunStatus};
 
 impl Engine {
     /// Runs a failed run again from the steps that failed, reusing every journaled
@@ -21,23 +19,19 @@ impl Engine {
         run_id: &str,
         flow: Option<Revision>,
     ) -> Result<Underway, EngineError> {
-        let (rec, prepared, kept) = self.accept_retry(run_id, flow).await?;
-        if self.continues_on_workers() {
-            return self.hand_over(rec, None).await;
-        }
-        let id = rec.id.clone();
-        let handle =
-            self.spawn(|e| async move { e.drive(rec, prepared, kept, Entry::Resumed).await });
-        Ok(Underway::here(id, handle))
+        let rec = self.accept_retry(run_id, flow).await?;
+        self.go_on(rec, Entry::Resumed).await
     }
 
-    /// Checks that run `run_id` may be retried, takes it for this process and forgets
-    /// its journaled failures: the run, its flow and the journal it continues from.
+    /// Checks that run `run_id` may be retried (its flow loads: the stored one, or
+    /// `flow`, stored now), takes it for this process and forgets its journaled failures
+    /// (with the other entries of the steps that failed: the mark that one had started
+    /// would fail it again as of unknown outcome).
     async fn accept_retry(
         &self,
         run_id: &str,
         flow: Option<Revision>,
-    ) -> Result<(RunRecord, Arc<Prepared>, Vec<JournalEntry>), EngineError> {
+    ) -> Result<RunRecord, EngineError> {
         let mut rec = self.load(run_id).await?;
         if !matches!(rec.status, RunStatus::Failed | RunStatus::Cancelled) {
             return Err(EngineError::Refused(format!(
@@ -46,7 +40,7 @@ impl Engine {
                 rec.status.as_str()
             )));
         }
-        let prepared = match flow {
+        match flow {
             Some(Revision {
                 flow: p,
                 source_hash,
@@ -56,27 +50,21 @@ impl Engine {
                 rec.flow_hash = p.hash.clone();
                 rec.source_hash = source_hash;
                 rec.view = view;
-                p
             }
-            None => self.stored_flow(&rec).await?,
-        };
+            None => drop(self.stored_flow(&rec).await?),
+        }
         self.take(&rec, vec![rec.status], None, None).await?;
         let store = &self.inner.store;
-        let journal = store.journal(&rec.id).await?;
-        let failed: Vec<String> = journal
-            .iter()
+        let failed: Vec<String> = store
+            .journal(&rec.id)
+            .await?
+            .into_iter()
             .filter(|e| e.kind == EntryKind::Failure)
-            .map(|e| e.key.clone())
+            .map(|e| e.key)
             .collect();
         store.forget(&rec.id, &failed).await?;
-        // A failed step's other entries go with its failure (the mark that it had
-        // started, which would otherwise fail it again as of unknown outcome).
-        let kept = journal
-            .into_iter()
-            .filter(|e| !failed.contains(&e.key))
-            .collect();
         rec.error = None;
         rec.retries += 1;
-        Ok((rec, prepared, kept))
+        Ok(rec)
     }
 }
