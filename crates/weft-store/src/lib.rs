@@ -8,6 +8,7 @@
 //!
 //! Must not depend on the engine or any dialect: it stores opaque JSON under keys.
 
+mod key_row;
 mod memory;
 mod postgres;
 mod run_row;

@@ -1,5 +1,6 @@
 //! An in-memory store: everything the SQLite store keeps, gone when the process ends.
 
+mod keys;
 mod threads;
 mod triggers;
 
@@ -26,6 +27,7 @@ pub struct MemoryStore {
     scoped: Mutex<HashMap<String, serde_json::Value>>,
     triggers: Mutex<triggers::Triggers>,
     threads: Mutex<threads::Threads>,
+    keys: Mutex<Vec<weft_core::ports::ApiKey>>,
 }
 
 impl MemoryStore {
@@ -321,6 +323,9 @@ impl Store for MemoryStore {
         Some(self)
     }
     fn threads(&self) -> Option<&dyn weft_core::ports::ThreadStore> {
+        Some(self)
+    }
+    fn keys(&self) -> Option<&dyn weft_core::ports::KeyStore> {
         Some(self)
     }
 }

@@ -16,6 +16,7 @@
 //! private network, or through a TLS-terminating proxy.
 
 mod catalog;
+mod keys;
 mod leases;
 mod listen;
 mod runs;
@@ -408,6 +409,9 @@ impl Store for PostgresStore {
         Some(self)
     }
     fn threads(&self) -> Option<&dyn weft_core::ports::ThreadStore> {
+        Some(self)
+    }
+    fn keys(&self) -> Option<&dyn weft_core::ports::KeyStore> {
         Some(self)
     }
 }

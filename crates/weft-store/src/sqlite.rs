@@ -14,6 +14,7 @@
 
 mod events;
 mod journal;
+mod keys;
 mod run_values;
 mod runs;
 mod schema;
@@ -321,6 +322,9 @@ impl Store for SqliteStore {
         Some(self)
     }
     fn threads(&self) -> Option<&dyn weft_core::ports::ThreadStore> {
+        Some(self)
+    }
+    fn keys(&self) -> Option<&dyn weft_core::ports::KeyStore> {
         Some(self)
     }
 }

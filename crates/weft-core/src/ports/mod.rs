@@ -5,6 +5,7 @@
 
 pub mod code;
 pub mod events;
+pub mod keys;
 pub mod listing;
 pub mod model;
 pub mod native;
@@ -15,6 +16,7 @@ pub mod work;
 
 pub use code::*;
 pub use events::*;
+pub use keys::*;
 pub use listing::*;
 pub use model::*;
 pub use native::*;

@@ -572,4 +572,8 @@ pub trait Store: Send + Sync {
     fn threads(&self) -> Option<&dyn crate::ports::ThreadStore> {
         None
     }
+    /// The same database's API keys, where it keeps them.
+    fn keys(&self) -> Option<&dyn crate::ports::KeyStore> {
+        None
+    }
 }

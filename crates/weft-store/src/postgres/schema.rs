@@ -68,6 +68,10 @@ CREATE INDEX IF NOT EXISTS threads_by_time ON weft.threads (created_ms DESC, id 
 CREATE TABLE IF NOT EXISTS weft.thread_runs (
     thread_id text COLLATE "C" NOT NULL, n bigint NOT NULL, run_id text NOT NULL,
     PRIMARY KEY (thread_id, n));
+CREATE TABLE IF NOT EXISTS weft.api_keys (
+    id text COLLATE "C" PRIMARY KEY, name text NOT NULL, tenant text NOT NULL,
+    scopes text NOT NULL, hash text NOT NULL UNIQUE, created_ms bigint NOT NULL,
+    last_used_ms bigint, expires_ms bigint, revoked_ms bigint);
 "#;
 
 /// Indexes on columns a migration may have added, made once the migrations ran.

@@ -3,7 +3,7 @@
 //! (`migrations/NNN_*.sql`), under the write lock, so that processes opening one file
 //! together create or upgrade it once.
 
-use super::{threads, triggers};
+use super::{keys, threads, triggers};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
 
@@ -174,6 +174,7 @@ pub(super) fn open_connection(
     tx.execute_batch(LATE_SCHEMA)?;
     tx.execute_batch(triggers::SCHEMA)?;
     tx.execute_batch(threads::SCHEMA)?;
+    tx.execute_batch(keys::SCHEMA)?;
     tx.commit()?;
     Ok(conn)
 }
