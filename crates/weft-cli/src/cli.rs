@@ -219,6 +219,14 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// API keys `weft serve` accepts (docs/security.md): each names its tenant and what
+    /// it may do; its secret is shown once, when it is made.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Answer a paused run's approval (approve by default) and continue it.
     Approve {
         /// The run id (a unique prefix will do).
@@ -383,7 +391,8 @@ impl Command {
             | Command::Graph { .. }
             | Command::Convert { .. }
             | Command::Schema { .. }
-            | Command::Hooks { .. } => true,
+            | Command::Hooks { .. }
+            | Command::Keys { .. } => true,
             Command::Runs { command, .. } => {
                 matches!(command, RunsCommand::List { .. } | RunsCommand::Show { .. })
             }
@@ -486,6 +495,38 @@ pub enum HooksCommand {
     Delete {
         /// Its name.
         name: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeysCommand {
+    /// Make a key; prints what it is, then its secret alone on the last line (shown
+    /// once: the database keeps only its hash).
+    Create {
+        /// The tenant whose objects it reaches.
+        #[arg(long, default_value = "default")]
+        tenant: String,
+        /// What it may do: flows:read, flows:write, runs:read, runs:write,
+        /// approvals:write, schedules:write, hooks:write, audit:read, admin (repeat it).
+        #[arg(long = "scope", value_name = "SCOPE", required = true)]
+        scopes: Vec<String>,
+        /// What to call it (default: its scopes).
+        #[arg(long)]
+        name: Option<String>,
+        /// How long it lasts (`30d`, `12h`); without it, until revoked.
+        #[arg(long, value_name = "DURATION")]
+        expires: Option<humantime::Duration>,
+    },
+    /// Every key: id, name, tenant, scopes, made, last used, expiry (never a secret).
+    List {
+        /// One JSON object a line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a key: every server refuses it within seconds.
+    Revoke {
+        /// The key's id (`key_...`).
+        id: String,
     },
 }
 

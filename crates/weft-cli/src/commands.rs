@@ -93,6 +93,7 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
             crate::triggers::schedules(command, &db, settings).await
         }
         Command::Hooks { command, db } => crate::triggers::hooks(command, &db, settings).await,
+        Command::Keys { command, db } => crate::keys::keys(command, &db, settings).await,
         Command::Approve {
             id,
             reject,

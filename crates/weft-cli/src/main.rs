@@ -8,6 +8,7 @@ mod commands;
 mod database;
 mod engines;
 mod event_file;
+mod keys;
 #[cfg(feature = "local")]
 mod local;
 mod progress;

@@ -164,9 +164,16 @@ pub struct AnsweredApproval {
     pub decision: String,
     /// The note given with it.
     pub note: String,
-    /// Who answered, when they said.
+    /// Who answered: the principal a server authenticated (or the name `weft approve`
+    /// gave on this machine).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// The authenticated principal's id, when a server signed the answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_id: Option<String>,
+    /// A name the request gave, kept as a note beside the identity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_note: Option<String>,
     /// When the answer was taken, Unix milliseconds.
     pub at_ms: u64,
 }
@@ -325,6 +332,8 @@ impl Steps {
                     decision: text("decision").unwrap_or_default().to_owned(),
                     note: text("note").unwrap_or_default().to_owned(),
                     by: text("by").map(str::to_owned),
+                    by_id: text("by_id").map(str::to_owned),
+                    by_note: text("by_note").map(str::to_owned),
                     at_ms: e.at_ms,
                 });
             }

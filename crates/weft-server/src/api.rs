@@ -1,15 +1,20 @@
 //! The API's one route table: the router is built from it and so is the OpenAPI
 //! document served at `/v1/openapi.json`, so the two cannot disagree.
 
-use crate::{App, events, flows, hooks, metrics, runs, schedules};
+use crate::access::Need;
+use crate::{App, events, flows, hooks, keys_api, metrics, runs, schedules};
 use axum::Router;
 use axum::routing::{MethodRouter, delete, get, post};
 use serde_json::{Map, Value, json};
+use weft_core::ports::Scope;
 
 /// One route: what clients read about it, and what serves it.
 pub(crate) struct Route {
     pub(crate) method: &'static str,
     pub(crate) path: &'static str,
+    /// What its caller needs ([`crate::access`]); a public route checks its own
+    /// credentials and needs no principal.
+    pub(crate) need: Need,
     summary: &'static str,
     /// The JSON Schema of its request body, when it takes one.
     body: Option<schemars::Schema>,
@@ -42,6 +47,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "post",
             path: "/v1/flows",
+            need: Need::Scope(Scope::FlowsWrite),
             summary: "Check a flow's text in any dialect and store it; its id is the content hash of its dialect and text",
             body: Some(schemars::schema_for!(flows::NewFlow)),
             responses: &[
@@ -62,6 +68,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "get",
             path: "/v1/flows",
+            need: Need::Scope(Scope::FlowsRead),
             summary: "List stored flows, newest first",
             body: None,
             responses: &[
@@ -77,6 +84,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "get",
             path: "/v1/flows/{id}",
+            need: Need::Scope(Scope::FlowsRead),
             summary: "A stored flow: its text, dialect, and graph as nodes and edges to draw",
             body: None,
             responses: &[
@@ -92,6 +100,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "post",
             path: "/v1/runs",
+            need: Need::Scope(Scope::RunsWrite),
             summary: "Start a run of a stored flow (flow_id) or of a flow's text (source) in any dialect; stored before the answer",
             body: Some(schemars::schema_for!(runs::NewRun)),
             responses: &[
@@ -114,6 +123,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "get",
             path: "/v1/runs",
+            need: Need::Scope(Scope::RunsRead),
             summary: "List runs, newest first",
             body: None,
             responses: &[
@@ -129,6 +139,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "get",
             path: "/v1/runs/{id}",
+            need: Need::Scope(Scope::RunsRead),
             summary: "A run: status, input, output, state, error, waiting approvals, usage, each step with its status, timings, input and output, and the journal",
             body: None,
             responses: &[(200, "the run"), NOT_FOUND],
@@ -138,6 +149,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "get",
             path: "/v1/runs/{id}/events",
+            need: Need::Scope(Scope::RunsRead),
             summary: "The run's events as Server-Sent Events: stored ones from Last-Event-ID or ?after, then live, until the run's last event",
             body: None,
             responses: &[(200, "text/event-stream"), NOT_FOUND, PROBLEM],
@@ -153,6 +165,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "post",
             path: "/v1/runs/{id}/approve",
+            need: Need::Scope(Scope::ApprovalsWrite),
             summary: "Answer the run's approval and continue it; the first answer wins",
             body: Some(schemars::schema_for!(runs::Answer)),
             responses: &[
@@ -168,6 +181,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "post",
             path: "/v1/runs/{id}/resume",
+            need: Need::Scope(Scope::RunsWrite),
             summary: "Continue a paused run, or one whose process died",
             body: None,
             responses: &[
@@ -182,6 +196,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "post",
             path: "/v1/runs/{id}/retry",
+            need: Need::Scope(Scope::RunsWrite),
             summary: "Run a failed or cancelled run again from the steps that failed",
             body: None,
             responses: &[
@@ -196,6 +211,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "get",
             path: "/v1/runs/{id}/retry-plan",
+            need: Need::Scope(Scope::RunsRead),
             summary: "What retrying the run would do: each step it reached reused from the journal or run again, what each reaches (a model, an action, a host function, code), and the blocks it never reached",
             body: None,
             responses: &[(200, "{run_id, retryable, steps, not_reached}"), NOT_FOUND],
@@ -205,6 +221,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "post",
             path: "/v1/runs/{id}/cancel",
+            need: Need::Scope(Scope::RunsWrite),
             summary: "Cancel a running or paused run",
             body: None,
             responses: &[(200, "the run's summary"), NOT_FOUND, (409, "it has ended")],
@@ -214,6 +231,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "post",
             path: "/v1/schedules",
+            need: Need::Scope(Scope::SchedulesWrite),
             summary: "Schedule a stored flow on a cron expression in a time zone, with overlap and catch-up policies",
             body: Some(schemars::schema_for!(weft_triggers::manage::NewSchedule)),
             responses: &[
@@ -227,6 +245,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "get",
             path: "/v1/schedules",
+            need: Need::Scope(Scope::FlowsRead),
             summary: "List schedules, each with its next fire times and latest firings",
             body: None,
             responses: &[(
@@ -239,6 +258,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "get",
             path: "/v1/schedules/{id}",
+            need: Need::Scope(Scope::FlowsRead),
             summary: "A schedule: its next five fire times and its last 50 firings, each with its run",
             body: None,
             responses: &[
@@ -251,6 +271,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "delete",
             path: "/v1/schedules/{id}",
+            need: Need::Scope(Scope::SchedulesWrite),
             summary: "Delete a schedule and its firings (their runs stay)",
             body: None,
             responses: &[(204, "deleted"), NO_SCHEDULE],
@@ -260,6 +281,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "post",
             path: "/v1/schedules/{id}/pause",
+            need: Need::Scope(Scope::SchedulesWrite),
             summary: "Pause a schedule: it fires nothing until resumed",
             body: None,
             responses: &[(200, "the schedule"), NO_SCHEDULE],
@@ -269,6 +291,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "post",
             path: "/v1/schedules/{id}/resume",
+            need: Need::Scope(Scope::SchedulesWrite),
             summary: "Resume a schedule from now (what it slept through is not missed)",
             body: None,
             responses: &[(200, "the schedule"), NO_SCHEDULE],
@@ -278,6 +301,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "post",
             path: "/v1/schedules/{id}/trigger",
+            need: Need::Scope(Scope::SchedulesWrite),
             summary: "Start a schedule's flow now, out of schedule (a `triggered` firing)",
             body: None,
             responses: &[(202, "{run_id, firing}"), NO_SCHEDULE, PROBLEM],
@@ -287,6 +311,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "post",
             path: "/v1/hooks",
+            need: Need::Scope(Scope::HooksWrite),
             summary: "Create a webhook that starts runs of a stored flow; its secret is shown once",
             body: Some(schemars::schema_for!(weft_triggers::manage::NewHook)),
             responses: &[
@@ -300,6 +325,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "get",
             path: "/v1/hooks",
+            need: Need::Scope(Scope::FlowsRead),
             summary: "List webhooks (without their secrets)",
             body: None,
             responses: &[(200, "{hooks: [{name, flow, auth, url}]}")],
@@ -309,6 +335,7 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "delete",
             path: "/v1/hooks/{name}",
+            need: Need::Scope(Scope::HooksWrite),
             summary: "Delete a webhook",
             body: None,
             responses: &[(204, "deleted"), (404, "no such webhook")],
@@ -318,11 +345,51 @@ pub(crate) fn routes() -> Vec<Route> {
         Route {
             method: "get",
             path: "/metrics",
+            need: Need::Scope(Scope::RunsRead),
             summary: "Runs by status, journaled steps, model tokens and cost, queue depth, open event streams (OpenMetrics text)",
             body: None,
             responses: &[(200, "application/openmetrics-text")],
             query: &[],
             handler: get(metrics::render),
+        },
+        Route {
+            method: "post",
+            path: "/v1/keys",
+            need: Need::Scope(Scope::Admin),
+            summary: "Make an API key of this tenant: its secret is in the answer, once, and nowhere else",
+            body: Some(schemars::schema_for!(keys_api::NewKeyBody)),
+            responses: &[
+                (
+                    201,
+                    "{id, name, tenant, scopes, created_ms, expires_ms, ..., secret}",
+                ),
+                PROBLEM,
+            ],
+            query: &[],
+            handler: post(keys_api::create),
+        },
+        Route {
+            method: "get",
+            path: "/v1/keys",
+            need: Need::Scope(Scope::Admin),
+            summary: "The tenant's API keys (never their secrets)",
+            body: None,
+            responses: &[(
+                200,
+                "{keys: [{id, name, tenant, scopes, created_ms, last_used_ms, expires_ms, revoked_ms, usable}]}",
+            )],
+            query: &[],
+            handler: get(keys_api::list),
+        },
+        Route {
+            method: "delete",
+            path: "/v1/keys/{id}",
+            need: Need::Scope(Scope::Admin),
+            summary: "Revoke an API key: every server refuses it within seconds",
+            body: None,
+            responses: &[(200, "{id, revoked: true}"), (404, "no such key")],
+            query: &[],
+            handler: delete(keys_api::revoke),
         },
     ]
 }
@@ -332,6 +399,7 @@ pub(crate) fn public_routes() -> Vec<Route> {
     vec![Route {
         method: "post",
         path: "/v1/hooks/{name}",
+        need: Need::Caller,
         summary: "Deliver to a webhook: starts a run of its flow with the body (JSON, or form/text as a string) as input. Authenticated by the hook's own `Weft-Signature` (HMAC-SHA256 of `<t>.<body>`) or bearer secret, not the server's token",
         body: None,
         responses: &[
@@ -348,6 +416,11 @@ pub(crate) fn public_routes() -> Vec<Route> {
         query: &[WAIT],
         handler: post(hooks::deliver),
     }]
+}
+
+/// The access rule of each of `routes`: `(method, path, need)`.
+pub(crate) fn rules(routes: &[Route]) -> Vec<(&'static str, &'static str, Need)> {
+    routes.iter().map(|r| (r.method, r.path, r.need)).collect()
 }
 
 /// A router serving `routes`.
@@ -381,6 +454,8 @@ pub(crate) fn openapi(routes: &[Route], public: &[Route]) -> Value {
                 "the flow id"
             } else if route.path.starts_with("/v1/schedules") {
                 "the schedule id"
+            } else if route.path.starts_with("/v1/keys") {
+                "the key id"
             } else {
                 "the run id"
             };
@@ -391,6 +466,8 @@ pub(crate) fn openapi(routes: &[Route], public: &[Route]) -> Value {
         }
         if open {
             op["security"] = json!([]);
+        } else if let Need::Scope(scope) = route.need {
+            op["x-weft-scope"] = json!(scope.as_str());
         }
         if !parameters.is_empty() {
             op["parameters"] = Value::Array(parameters);

@@ -1,12 +1,19 @@
-//! Who may call: with a token, whoever carries it (as a bearer token, or, for the page
-//! in a browser, as the session cookie `/login` sets); without one, only requests that
-//! name this machine as their `Host`, so that a web page elsewhere cannot reach a
-//! loopback server by pointing its own name at 127.0.0.1 (DNS rebinding).
+//! Who is calling: the server's token (an `admin` of tenant `default`, as a bearer
+//! token or, for the page in a browser, as the session cookie `/login` sets), or an API
+//! key from the store (`weft keys create`: its tenant and scopes), sent as a bearer
+//! token or as LangGraph's `x-api-key`. The caller becomes the request's [`Principal`],
+//! which [`crate::access`] checks against the route and an approval records.
+//!
+//! With neither a token nor any key in the store, only requests that name this machine
+//! as their `Host` get in (as `local`, an admin), so that a web page elsewhere cannot
+//! reach a loopback server by pointing its own name at 127.0.0.1 (DNS rebinding). Once
+//! the store holds a key, every request needs a key or the token, loopback or not.
 //!
 //! The cookie holds a hash of the token, never the token, and is `HttpOnly` and
 //! `SameSite=Strict`: no other site's page can send it, so the API's JSON routes need
 //! no CSRF token.
 
+use crate::keys::KeyCache;
 use crate::problem::Problem;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -15,9 +22,96 @@ use axum::response::{IntoResponse, Redirect, Response};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
+use weft_core::ports::Scope;
 
 /// The session cookie's name.
 const COOKIE: &str = "weft_session";
+
+/// The tenant of the server's token and of a server without one.
+pub(crate) const DEFAULT_TENANT: &str = "default";
+
+/// Who a request comes from, as the server authenticated it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Principal {
+    /// Stable: a key's id, `token`, or `local`.
+    pub(crate) id: String,
+    /// For people: a key's name, or what the id says.
+    pub(crate) name: String,
+    /// The tenant whose objects it reaches.
+    pub(crate) tenant: String,
+    /// What it may do there.
+    pub(crate) scopes: Vec<Scope>,
+}
+
+impl Principal {
+    /// The holder of the server's token.
+    fn token() -> Principal {
+        Principal::admin("token", "the server's token")
+    }
+
+    /// A caller on this machine of a server without a token or keys.
+    fn local() -> Principal {
+        Principal::admin("local", "a caller on this machine")
+    }
+
+    fn admin(id: &str, name: &str) -> Principal {
+        Principal {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            tenant: DEFAULT_TENANT.to_owned(),
+            scopes: vec![Scope::Admin],
+        }
+    }
+
+    /// The holder of API key `key`.
+    pub(crate) fn of_key(key: &weft_core::ports::ApiKey) -> Principal {
+        Principal {
+            id: key.id.clone(),
+            name: key.name.clone(),
+            tenant: key.tenant.clone(),
+            scopes: key.scopes.clone(),
+        }
+    }
+
+    /// Whether it holds `scope` (or `admin`).
+    pub(crate) fn holds(&self, scope: Scope) -> bool {
+        scope.granted_by(&self.scopes)
+    }
+
+    /// `key NAME (ID)`, as refusals name it.
+    pub(crate) fn described(&self) -> String {
+        match self.id.as_str() {
+            "token" | "local" => self.name.clone(),
+            id => format!("key `{}` ({id})", self.name),
+        }
+    }
+
+    /// Its scopes, for a refusal.
+    pub(crate) fn scopes_listed(&self) -> String {
+        let names: Vec<&str> = self.scopes.iter().map(|s| s.as_str()).collect();
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    }
+
+    /// Signs an approval's `answer` with this principal: `by` is its name and `by_id`
+    /// its id, whatever the request said; a name the request gave (`said`) is kept
+    /// beside them as `by_note`, a display note and never the identity.
+    pub(crate) fn sign(&self, answer: &mut serde_json::Value, said: Option<&str>) {
+        answer["by"] = serde_json::Value::String(self.name.clone());
+        answer["by_id"] = serde_json::Value::String(self.id.clone());
+        match said.map(str::trim).filter(|s| !s.is_empty()) {
+            Some(said) => answer["by_note"] = serde_json::Value::String(said.to_owned()),
+            None => {
+                if let Some(m) = answer.as_object_mut() {
+                    m.remove("by_note");
+                }
+            }
+        }
+    }
+}
 
 /// What a server with a token accepts: the token, and the session cookie derived from it.
 pub(crate) struct Credentials {
@@ -26,29 +120,32 @@ pub(crate) struct Credentials {
 }
 
 impl Credentials {
-    pub(crate) fn new(token: Option<&str>) -> Option<Arc<Credentials>> {
-        token.map(|t| {
-            Arc::new(Credentials {
-                token: t.to_owned(),
-                session: session_of(t),
-            })
+    pub(crate) fn new(token: Option<&str>) -> Option<Credentials> {
+        token.map(|t| Credentials {
+            token: t.to_owned(),
+            session: session_of(t),
         })
     }
 
-    fn accepts(&self, headers: &HeaderMap) -> bool {
-        let bearer = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(bearer);
-        if let Some(given) = bearer {
-            return same(given, &self.token);
-        }
-        // LangGraph's clients send their key as `x-api-key`.
-        if let Some(given) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
-            return same(given, &self.token);
-        }
+    fn accepts_cookie(&self, headers: &HeaderMap) -> bool {
         cookie(headers, COOKIE).is_some_and(|given| same(given, &self.session))
     }
+}
+
+/// How the server tells who is calling: its token, and the store's keys.
+pub(crate) struct Gate {
+    pub(crate) token: Option<Credentials>,
+    pub(crate) keys: Arc<KeyCache>,
+}
+
+/// What a request presents as its credential: a bearer token, or LangGraph's
+/// `x-api-key`.
+fn presented(headers: &HeaderMap) -> Option<&str> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer);
+    bearer.or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
 }
 
 /// The session value for `token`: a hash, so the browser never holds the token itself.
@@ -72,36 +169,73 @@ fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
         .map(|(_, v)| v)
 }
 
-/// Lets a request through when it carries the server's token as `Authorization:
-/// Bearer <token>` or its session cookie (compared in constant time), or, when the
-/// server has no token, when its `Host` is a loopback name. A browser asking for a page
-/// without them is sent to `/login`.
-pub(crate) async fn require_token(
-    State(credentials): State<Option<Arc<Credentials>>>,
-    request: Request,
+/// Why a request was not let in.
+enum Refusal {
+    /// It presented nothing, or something that is neither the token nor a key.
+    Unknown,
+    /// Its key was revoked or has expired.
+    Unusable,
+    /// Without a token or keys: its `Host` is not this machine's.
+    ForeignHost,
+    /// The store could not be asked about its key.
+    Store(weft_core::ports::StoreError),
+}
+
+/// Who `request` comes from.
+async fn principal_of(gate: &Gate, headers: &HeaderMap) -> Result<Principal, Refusal> {
+    let given = presented(headers);
+    if let Some(credentials) = &gate.token {
+        let token_given = given.is_some_and(|g| same(g, &credentials.token));
+        if token_given || (given.is_none() && credentials.accepts_cookie(headers)) {
+            return Ok(Principal::token());
+        }
+    }
+    if let Some(secret) = given {
+        return match gate.keys.find(secret).await.map_err(Refusal::Store)? {
+            Some(key) if key.usable_at(crate::keys::now_ms()) => {
+                gate.keys.used(&key);
+                Ok(Principal::of_key(&key))
+            }
+            Some(_) => Err(Refusal::Unusable),
+            None => Err(Refusal::Unknown),
+        };
+    }
+    if gate.token.is_some() || gate.keys.any().await.map_err(Refusal::Store)? {
+        return Err(Refusal::Unknown);
+    }
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    if host.is_none_or(is_loopback_host) {
+        Ok(Principal::local())
+    } else {
+        Err(Refusal::ForeignHost)
+    }
+}
+
+/// Lets a request in as the principal it authenticates as (the server's token, an API
+/// key, or, on a server with neither, a caller on this machine); a browser asking for a
+/// page without credentials is sent to `/login`.
+pub(crate) async fn authenticate(
+    State(gate): State<Arc<Gate>>,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    let Some(credentials) = credentials else {
-        let host = request
-            .headers()
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok());
-        if host.is_none_or(is_loopback_host) {
-            return next.run(request).await;
+    match principal_of(&gate, request.headers()).await {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
         }
-        return Problem::new(StatusCode::FORBIDDEN, "forbidden host")
-            .detail("without a token this server answers only requests to localhost, 127.0.0.1 or [::1]; start it with --token-file to be reached by another name")
-            .into_response();
-    };
-    if credentials.accepts(request.headers()) {
-        return next.run(request).await;
+        Err(Refusal::ForeignHost) => Problem::new(StatusCode::FORBIDDEN, "forbidden host")
+            .detail("without a token or keys this server answers only requests to localhost, 127.0.0.1 or [::1]; start it with --token-file, or make a key with `weft keys create`, to be reached by another name")
+            .into_response(),
+        Err(Refusal::Store(e)) => Problem::from(weft_engine::EngineError::from(e)).into_response(),
+        Err(_) if wants_page(&request) => Redirect::to("/login").into_response(),
+        Err(Refusal::Unusable) => Problem::new(StatusCode::UNAUTHORIZED, "unauthorized")
+            .detail("this key was revoked or has expired; ask for a new one (`weft keys create`)")
+            .into_response(),
+        Err(Refusal::Unknown) => Problem::new(StatusCode::UNAUTHORIZED, "unauthorized")
+            .detail("this server needs `Authorization: Bearer <token or API key>` (or `x-api-key: <key>`; in a browser, signing in at /login)")
+            .into_response(),
     }
-    if wants_page(&request) {
-        return Redirect::to("/login").into_response();
-    }
-    Problem::new(StatusCode::UNAUTHORIZED, "unauthorized")
-        .detail("this server needs `Authorization: Bearer <token>` (or `x-api-key: <token>`; in a browser, signing in at /login)")
-        .into_response()
 }
 
 /// Whether a request is a browser's for one of the page's addresses.
@@ -122,21 +256,26 @@ pub(crate) struct Login {
 }
 
 /// `GET /login`: the sign-in form (a server without a token needs none: on to the runs).
-pub(crate) async fn login_form(State(credentials): State<Option<Arc<Credentials>>>) -> Response {
-    match credentials {
-        Some(_) => weft_web::login(None),
-        None => Redirect::to("/").into_response(),
+pub(crate) async fn login_form(State(gate): State<Arc<Gate>>) -> Response {
+    let keys_only = gate.token.is_none() && gate.keys.any().await.unwrap_or(true);
+    match (&gate.token, keys_only) {
+        (Some(_), _) => weft_web::login(None),
+        // A browser is signed in with the server's token; keys are for the API.
+        (None, true) => weft_web::login(Some(
+            "This server takes API keys on its API only; start it with --token-file to sign in here.",
+        )),
+        (None, false) => Redirect::to("/").into_response(),
     }
 }
 
 /// `POST /login`: the token, given once, becomes the session cookie.
 pub(crate) async fn login(
-    State(credentials): State<Option<Arc<Credentials>>>,
+    State(gate): State<Arc<Gate>>,
     headers: HeaderMap,
     axum::Form(form): axum::Form<Login>,
 ) -> Response {
-    let Some(credentials) = credentials else {
-        return Redirect::to("/").into_response();
+    let Some(credentials) = &gate.token else {
+        return login_form(State(gate.clone())).await;
     };
     if !same(form.token.trim(), &credentials.token) {
         return weft_web::login(Some("That is not this server's token."));
@@ -184,18 +323,21 @@ mod tests {
             header::COOKIE,
             HeaderValue::from_str(&format!("a=1; weft_session={}; b=2", creds.session)).unwrap(),
         );
-        assert!(creds.accepts(&h));
+        assert!(creds.accepts_cookie(&h));
         assert_ne!(creds.session, "s3cret");
         h.insert(
             header::COOKIE,
             HeaderValue::from_static("weft_session=s3cret"),
         );
-        assert!(!creds.accepts(&h), "the token itself is not a session");
+        assert!(
+            !creds.accepts_cookie(&h),
+            "the token itself is not a session"
+        );
         h.insert(
             header::AUTHORIZATION,
             HeaderValue::from_static("Bearer s3cret"),
         );
-        assert!(creds.accepts(&h));
+        assert_eq!(super::presented(&h), Some("s3cret"));
     }
 
     #[test]

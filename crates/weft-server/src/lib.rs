@@ -22,6 +22,7 @@
 //! same token (which a browser gives once at `/login` for a session cookie). It must
 //! not depend on the command line or on any store, model or sandbox adapter.
 
+mod access;
 mod agentflow;
 mod api;
 mod auth;
@@ -29,6 +30,8 @@ mod config;
 mod events;
 mod flows;
 mod hooks;
+pub mod keys;
+mod keys_api;
 mod langgraph;
 mod listing;
 mod metrics;
@@ -58,6 +61,8 @@ pub(crate) struct App {
     pub(crate) launcher: weft_triggers::Launcher,
     /// What this process's triggers did.
     pub(crate) counters: Arc<weft_triggers::Counters>,
+    /// The store's API keys, as this server read them last.
+    pub(crate) keys: Arc<keys::KeyCache>,
 }
 
 impl App {
@@ -76,6 +81,13 @@ fn service(engine: &Engine, config: &ServerConfig) -> weft_service::Service {
         .with_run_limit(config.max_runs)
 }
 
+/// Every access rule of every door: `(method, path template, scope)`, the scope
+/// `None` for a route any caller the server let in may call. Routes no rule names are
+/// refused; docs/security.md is this table.
+pub fn access_rules() -> Vec<(String, String, Option<&'static str>)> {
+    access::Rules::new(api::rules(&api::routes())).listed()
+}
+
 /// The API's routes over `engine`, with the configuration's token, body limit and run
 /// limit.
 pub fn router(engine: Engine, config: &ServerConfig) -> Router {
@@ -87,12 +99,14 @@ fn router_with(
     config: &ServerConfig,
     counters: Arc<weft_triggers::Counters>,
 ) -> Router {
+    let key_cache = Arc::new(keys::KeyCache::new(service.store().clone()));
     let app = App {
         launcher: weft_triggers::Launcher::new(service.clone()),
         engine: service.engine().clone(),
         service,
         live: Arc::default(),
         counters,
+        keys: key_cache.clone(),
     };
     let mcp = weft_mcp::WeftMcp::new(
         app.service.clone(),
@@ -105,6 +119,7 @@ fn router_with(
     let routes = api::routes();
     let public = api::public_routes();
     let document = Arc::new(api::openapi(&routes, &public));
+    let rules = Arc::new(access::Rules::new(api::rules(&routes)));
     let public = api::router(public).with_state(app.clone());
     let api = api::router(routes)
         .route(
@@ -113,20 +128,26 @@ fn router_with(
         )
         .with_state(app.clone());
     let page = weft_web::router(app.engine.clone());
-    let credentials = auth::Credentials::new(config.token.as_deref());
+    let gate = Arc::new(auth::Gate {
+        token: auth::Credentials::new(config.token.as_deref()),
+        keys: key_cache,
+    });
+    // Every door's routes: who is calling (the token, a key) first, then whether the
+    // route's rule lets them.
     let guarded = api
         .merge(agentflow::router(app.clone()))
         .merge(langgraph::router(app.clone()))
         .merge(page)
         .nest_service("/mcp", mcp)
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(rules, access::check))
         .layer(axum::middleware::from_fn_with_state(
-            credentials.clone(),
-            auth::require_token,
+            gate.clone(),
+            auth::authenticate,
         ));
     let login = Router::new()
         .route("/login", get(auth::login_form).post(auth::login))
-        .with_state(credentials);
+        .with_state(gate);
     let app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .merge(public)
@@ -177,7 +198,7 @@ fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
 
 /// A path nothing serves: the page's HTML answer for a page address, a JSON problem for
 /// the API's.
-async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
+pub(crate) async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
     use axum::response::IntoResponse;
     if weft_web::is_page_path(uri.path()) {
         weft_web::not_found()

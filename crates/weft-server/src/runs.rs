@@ -2,13 +2,14 @@
 //! retry, cancel.
 
 use crate::App;
+use crate::auth::Principal;
 use crate::listing::Listed;
 use crate::problem::Params;
 use crate::problem::Problem;
-use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -280,21 +281,21 @@ pub(crate) struct Answer {
     note: String,
     /// Which approval (its key), when the run waits for several.
     step: Option<String>,
-    /// Who answers, kept with the answer (the page and `weft approve` send a name).
+    /// A name for who answers, kept as a display note (`by_note`) beside the identity
+    /// the server authenticated (`by`, `by_id`), never in its place.
     by: Option<String>,
 }
 
 pub(crate) async fn approve(
     State(app): State<App>,
+    Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
     Params(wait): Params<Wait>,
     body: Result<Json<Answer>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Value>), Problem> {
     let Json(a) = body.map_err(bad_body)?;
     let mut answer = json!({"decision": a.decision, "note": a.note});
-    if let Some(by) = a.by.filter(|b| !b.trim().is_empty()) {
-        answer["by"] = Value::String(by.trim().to_owned());
-    }
+    principal.sign(&mut answer, a.by.as_deref());
     let run = app.engine.answer(&id, a.step.as_deref(), answer).await?;
     let status = continued(&run);
     answer_when_done(run, status, wait.duration()).await

@@ -69,7 +69,9 @@ async fn a_paused_run_s_page_draws_its_graph_in_the_run_s_colours_with_its_appro
         "?step= selects the step"
     );
 
-    // Answered with a name, the run page says who answered and when.
+    // Answered with a name, the run page says who answered (the caller the server let
+    // in: on a server without a token or keys, a caller on this machine), the name they
+    // typed beside it, and when.
     let (status, _) = s
         .post(
             &format!("/v1/runs/{id}/approve?wait=5"),
@@ -78,7 +80,12 @@ async fn a_paused_run_s_page_draws_its_graph_in_the_run_s_colours_with_its_appro
         .await;
     assert_eq!(status, 200);
     let (_, done) = s.get(&format!("/v1/runs/{id}")).await;
-    assert_eq!(done["answered"][0]["by"], "Grace", "{done}");
+    assert_eq!(
+        done["answered"][0]["by"], "a caller on this machine",
+        "{done}"
+    );
+    assert_eq!(done["answered"][0]["by_id"], "local", "{done}");
+    assert_eq!(done["answered"][0]["by_note"], "Grace", "{done}");
     assert_eq!(done["answered"][0]["decision"], "approve");
     let (_, page) = html(&s, &c, &format!("/runs/{id}")).await;
     assert!(page.contains("Grace") && page.contains("fine"));

@@ -18,11 +18,12 @@ async fn a_run_pauses_is_approved_over_the_api_and_its_stream_follows_to_the_end
     assert_eq!(until_pause.first().unwrap().event, "run_started");
     // Another client watches while the approval arrives; a second answer loses.
     let watcher = {
-        let (base, events) = (s.base.clone(), events.clone());
+        let (base, events, store) = (s.base.clone(), events.clone(), s.store.clone());
         tokio::spawn(async move {
             let s2 = Server {
                 base,
                 client: reqwest::Client::new(),
+                store,
                 _dir: tempfile::tempdir().unwrap(),
             };
             s2.events(&events, None, |_| false).await
@@ -416,7 +417,7 @@ async fn the_openapi_document_matches_the_routes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 24, "{paths:?}");
+    assert_eq!(checked, 27, "{paths:?}");
     assert!(paths["/v1/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]["source"].is_object());
     let (status, p) = s.get("/v1/nothing").await;
     assert_eq!((status, p["title"].as_str()), (404, Some("not found")));

@@ -196,6 +196,8 @@ fn answered(run: &RunDetail) -> Markup {
                         li {
                             code { (a.key) } ": " (badge(&a.decision))
                             " by " strong { (a.by.as_deref().unwrap_or("someone unnamed")) }
+                            @if let Some(id) = &a.by_id { " " span.muted { "(" (id) ")" } }
+                            @if let Some(said) = &a.by_note { " " span.muted { "as \u{201c}" (said) "\u{201d}" } }
                             " at " (layout::time(a.at_ms as i64))
                             @if !a.note.is_empty() { blockquote { (a.note) } }
                         }

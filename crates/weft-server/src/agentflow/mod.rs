@@ -12,7 +12,9 @@ mod result;
 mod stream;
 
 use crate::App;
+use crate::auth::Principal;
 use crate::problem::Problem;
+use axum::Extension;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -251,7 +253,13 @@ fn answer(input: Option<&Value>) -> Value {
 
 /// Answers the approval paused run `rec` waits at (its first, as AgentFlow's engine
 /// pauses at one at a time); a run that is not paused goes on as it is.
-async fn answer_run(door: &Door, rec: &RunRecord, answer: Value) -> Result<Underway, ApiError> {
+async fn answer_run(
+    door: &Door,
+    rec: &RunRecord,
+    mut answer: Value,
+    principal: &Principal,
+) -> Result<Underway, ApiError> {
+    principal.sign(&mut answer, None);
     if rec.status != RunStatus::Paused {
         return Err(
             ApiError::new(StatusCode::CONFLICT, "Run is not paused").details(format!(
@@ -276,11 +284,15 @@ async fn answer_run(door: &Door, rec: &RunRecord, answer: Value) -> Result<Under
 /// again; a run that is still going is answered with where it stands.
 async fn resume(
     State(door): State<Door>,
+    Extension(principal): Extension<Principal>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let (mut rec, answer, _lock) = resume_request(&door, body).await?;
     if rec.status == RunStatus::Paused {
-        answer_run(&door, &rec, answer).await?.end().await?;
+        answer_run(&door, &rec, answer, &principal)
+            .await?
+            .end()
+            .await?;
         rec = door.record(&rec.id).await?;
     }
     let workflow = result::workflow(door.app.engine.store().as_ref(), &rec).await;

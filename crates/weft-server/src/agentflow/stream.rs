@@ -8,6 +8,8 @@
 
 use super::result::{self, Replays};
 use super::{ApiError, Door, ResumeLock, graph_of, resume_request};
+use crate::auth::Principal;
+use axum::Extension;
 use axum::Json;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
@@ -54,6 +56,7 @@ pub(super) async fn run(
 /// `POST /api/resume-stream`: only the entries logged from the answer on.
 pub(super) async fn resume(
     State(door): State<Door>,
+    Extension(principal): Extension<Principal>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Events, ApiError> {
     let (rec, answer, lock) = resume_request(&door, body).await?;
@@ -85,7 +88,7 @@ pub(super) async fn resume(
         entries,
         replays,
     };
-    let run = super::answer_run(&door, &rec, answer).await?;
+    let run = super::answer_run(&door, &rec, answer, &principal).await?;
     Ok(progress(door, run, so_far, workflow, Some(lock)))
 }
 

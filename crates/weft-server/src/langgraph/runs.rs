@@ -9,6 +9,8 @@ use super::stream::{self, Opening};
 use super::threads::find;
 use super::{Door, LgError, run_status, thread_store, time};
 use crate::App;
+use crate::auth::Principal;
+use axum::Extension;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
@@ -95,11 +97,12 @@ async fn found(door: &Door, thread_id: &str, run_id: &str) -> Result<Found, LgEr
 /// `POST /threads/{id}/runs`: starts a run in the background (or queues it).
 pub(crate) async fn create(
     State(door): State<Door>,
+    Extension(principal): Extension<Principal>,
     Path(thread_id): Path<String>,
     body: Result<Json<RunCreate>, JsonRejection>,
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
-    let begun = begin(&door, &thread_id, req).await?;
+    let begun = begin(&door, &thread_id, req, &principal).await?;
     created(&door, &begun).await
 }
 
@@ -148,11 +151,12 @@ async fn result_when_done(
 /// `POST /threads/{id}/runs/wait`.
 pub(crate) async fn wait(
     State(door): State<Door>,
+    Extension(principal): Extension<Principal>,
     Path(thread_id): Path<String>,
     body: Result<Json<RunCreate>, JsonRejection>,
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
-    let begun = begin(&door, &thread_id, req).await?;
+    let begun = begin(&door, &thread_id, req, &principal).await?;
     Ok(waited(&door, begun).await?.into_response())
 }
 
@@ -167,11 +171,12 @@ async fn waited(door: &Door, begun: Begun) -> Result<impl IntoResponse + use<>, 
 /// `POST /threads/{id}/runs/stream`.
 pub(crate) async fn stream(
     State(door): State<Door>,
+    Extension(principal): Extension<Principal>,
     Path(thread_id): Path<String>,
     body: Result<Json<RunCreate>, JsonRejection>,
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
-    let begun = begin(&door, &thread_id, req).await?;
+    let begun = begin(&door, &thread_id, req, &principal).await?;
     Ok(streamed(&door, begun))
 }
 
@@ -337,9 +342,13 @@ fn drop_when_done(door: &Door, begun: &mut Begun) {
 
 /// Begins a run without a thread on one made for it, which is dropped once the run
 /// ends or pauses unless the request keeps it.
-async fn begin_without_thread(door: &Door, req: RunCreate) -> Result<Begun, LgError> {
+async fn begin_without_thread(
+    door: &Door,
+    req: RunCreate,
+    principal: &Principal,
+) -> Result<Begun, LgError> {
     let (thread_id, keep) = made_thread(door, &req).await?;
-    let mut begun = begin(door, &thread_id, req).await?;
+    let mut begun = begin(door, &thread_id, req, principal).await?;
     if !keep {
         drop_when_done(door, &mut begun);
     }
@@ -349,10 +358,11 @@ async fn begin_without_thread(door: &Door, req: RunCreate) -> Result<Begun, LgEr
 /// `POST /runs`: a run without a thread, in the background.
 pub(crate) async fn create_stateless(
     State(door): State<Door>,
+    Extension(principal): Extension<Principal>,
     body: Result<Json<RunCreate>, JsonRejection>,
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
-    let begun = begin_without_thread(&door, req).await?;
+    let begun = begin_without_thread(&door, req, &principal).await?;
     created(&door, &begun).await
 }
 
@@ -360,11 +370,12 @@ pub(crate) async fn create_stateless(
 /// pauses with.
 pub(crate) async fn wait_stateless(
     State(door): State<Door>,
+    Extension(principal): Extension<Principal>,
     body: Result<Json<RunCreate>, JsonRejection>,
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
     let (thread_id, keep) = made_thread(&door, &req).await?;
-    let begun = begin(&door, &thread_id, req).await?;
+    let begun = begin(&door, &thread_id, req, &principal).await?;
     let answer = waited(&door, begun).await?;
     if !keep {
         thread_store(&door.app)?.delete_thread(&thread_id).await?;
@@ -375,9 +386,10 @@ pub(crate) async fn wait_stateless(
 /// `POST /runs/stream`: a run without a thread, streamed.
 pub(crate) async fn stream_stateless(
     State(door): State<Door>,
+    Extension(principal): Extension<Principal>,
     body: Result<Json<RunCreate>, JsonRejection>,
 ) -> Result<Response, LgError> {
     let Json(req) = body?;
-    let begun = begin_without_thread(&door, req).await?;
+    let begun = begin_without_thread(&door, req, &principal).await?;
     Ok(streamed(&door, begun))
 }

@@ -9,8 +9,10 @@ use super::request::RunCreate;
 use super::threads::{current_values, find, latest_run, new_thread};
 use super::{Door, LgError, thread_store, values_of};
 use crate::App;
+use crate::auth::Principal;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
+use weft_core::ports::Scope;
 use weft_core::ports::{RunRecord, RunStatus, Thread};
 
 /// The settings key under which a run keeps what this door reads back about it: its
@@ -98,7 +100,12 @@ pub(crate) struct NewRun {
 }
 
 /// Starts (or, with `command.resume`, continues) a run on thread `thread_id`.
-pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Result<Begun, LgError> {
+pub(crate) async fn begin(
+    door: &Door,
+    thread_id: &str,
+    req: RunCreate,
+    principal: &Principal,
+) -> Result<Begun, LgError> {
     let app = &door.app;
     req.refuse_unsupported()?;
     let modes = Modes::parse(req.stream_mode.as_ref())?;
@@ -107,7 +114,11 @@ pub(crate) async fn begin(door: &Door, thread_id: &str, req: RunCreate) -> Resul
     let latest = latest_run(app, &thread).await?;
     let checkpoint = req.checkpoint_id().map(str::to_owned);
     if let Some(resume) = req.command.and_then(|c| c.resume) {
-        return resume_run(app, &thread, latest, resume, modes).await;
+        // Resuming answers an approval: the route lets runs:write in, this needs more.
+        if !principal.holds(Scope::ApprovalsWrite) {
+            return Err(crate::access::missing(principal, Scope::ApprovalsWrite).into());
+        }
+        return resume_run(app, &thread, latest, resume, modes, principal).await;
     }
     let flow = super::assistants::flow_of(app, &req.assistant_id).await?;
     // Checked now, so that a flow that no longer loads is refused here, with its
@@ -311,6 +322,7 @@ async fn resume_run(
     latest: Option<RunRecord>,
     resume: Value,
     modes: Modes,
+    principal: &Principal,
 ) -> Result<Begun, LgError> {
     let Some(run) = latest.filter(|r| r.status == RunStatus::Paused) else {
         return Err(LgError::new(
@@ -325,7 +337,9 @@ async fn resume_run(
         .await?
         .checked_sub(1);
     let events = app.engine.follow(&run.id, after);
-    let underway = app.engine.answer(&run.id, None, answer_of(resume)).await?;
+    let mut answer = answer_of(resume);
+    principal.sign(&mut answer, None);
+    let underway = app.engine.answer(&run.id, None, answer).await?;
     Ok(Begun {
         underway: Some(underway),
         thread_id: thread.id.clone(),

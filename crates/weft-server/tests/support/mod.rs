@@ -52,6 +52,8 @@ impl weft_core::ports::Native for Slow {
 pub struct Server {
     pub base: String,
     pub client: reqwest::Client,
+    /// The server's store, for a test to make keys in or read back.
+    pub store: Arc<dyn weft_core::ports::Store>,
     pub _dir: tempfile::TempDir,
 }
 
@@ -76,7 +78,8 @@ pub async fn server_configured(
     let store =
         weft_store::SqliteStore::open(dir.path().join("runs.db"), weft_store::Durability::Process)
             .unwrap();
-    let engine = weft_engine::Engine::builder(Arc::new(store))
+    let store: Arc<dyn weft_core::ports::Store> = Arc::new(store);
+    let engine = weft_engine::Engine::builder(store.clone())
         .handler("flaky", Arc::new(Flaky(Default::default())))
         .handler("slow", slow)
         .build();
@@ -92,6 +95,7 @@ pub async fn server_configured(
     Server {
         base: format!("http://{addr}"),
         client: reqwest::Client::new(),
+        store,
         _dir: dir,
     }
 }
