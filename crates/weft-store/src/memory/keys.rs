@@ -1,4 +1,4 @@
-//! The memory store's API keys, in the order they were made.
+//! The memory store's API keys.
 
 use super::{MemoryStore, poisoned};
 use crate::key_row::key_exists;
@@ -20,7 +20,9 @@ impl KeyStore for MemoryStore {
         Ok(keys.iter().find(|k| k.hash == hash).cloned())
     }
     async fn keys(&self) -> Result<Vec<ApiKey>, StoreError> {
-        Ok(self.keys.lock().map_err(|_| poisoned())?.clone())
+        let mut keys = self.keys.lock().map_err(|_| poisoned())?.clone();
+        keys.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        Ok(keys)
     }
     async fn revoke_key(&self, id: &str, now_ms: i64) -> Result<bool, StoreError> {
         let mut keys = self.keys.lock().map_err(|_| poisoned())?;
