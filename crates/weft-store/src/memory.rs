@@ -1,5 +1,6 @@
 //! An in-memory store: everything the SQLite store keeps, gone when the process ends.
 
+mod audit;
 mod keys;
 mod threads;
 mod triggers;
@@ -28,6 +29,7 @@ pub struct MemoryStore {
     triggers: Mutex<triggers::Triggers>,
     threads: Mutex<threads::Threads>,
     keys: Mutex<Vec<weft_core::ports::ApiKey>>,
+    audit: Mutex<Vec<weft_core::ports::AuditEntry>>,
 }
 
 impl MemoryStore {
@@ -326,6 +328,9 @@ impl Store for MemoryStore {
         Some(self)
     }
     fn keys(&self) -> Option<&dyn weft_core::ports::KeyStore> {
+        Some(self)
+    }
+    fn audit(&self) -> Option<&dyn weft_core::ports::AuditStore> {
         Some(self)
     }
 }

@@ -15,6 +15,7 @@
 //! Connections are made without TLS: point Weft at a server on the same host or a
 //! private network, or through a TLS-terminating proxy.
 
+mod audit;
 mod catalog;
 mod keys;
 mod leases;
@@ -412,6 +413,9 @@ impl Store for PostgresStore {
         Some(self)
     }
     fn keys(&self) -> Option<&dyn weft_core::ports::KeyStore> {
+        Some(self)
+    }
+    fn audit(&self) -> Option<&dyn weft_core::ports::AuditStore> {
         Some(self)
     }
 }

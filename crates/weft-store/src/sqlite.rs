@@ -12,6 +12,7 @@
 //! stored values ([`shared_values`], [`run_values`]), flow [`sources`], [`scoped`]
 //! state, [`triggers`] and [`threads`].
 
+mod audit;
 mod events;
 mod journal;
 mod keys;
@@ -325,6 +326,9 @@ impl Store for SqliteStore {
         Some(self)
     }
     fn keys(&self) -> Option<&dyn weft_core::ports::KeyStore> {
+        Some(self)
+    }
+    fn audit(&self) -> Option<&dyn weft_core::ports::AuditStore> {
         Some(self)
     }
 }

@@ -3,6 +3,7 @@
 //! behind. Every item is re-exported here, so `weft_core::ports::Store` names the port
 //! wherever it lives.
 
+pub mod audit;
 pub mod code;
 pub mod events;
 pub mod keys;
@@ -14,6 +15,7 @@ pub mod threads;
 pub mod triggers;
 pub mod work;
 
+pub use audit::*;
 pub use code::*;
 pub use events::*;
 pub use keys::*;

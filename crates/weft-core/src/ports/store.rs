@@ -576,4 +576,8 @@ pub trait Store: Send + Sync {
     fn keys(&self) -> Option<&dyn crate::ports::KeyStore> {
         None
     }
+    /// The same database's audit log, where it keeps one.
+    fn audit(&self) -> Option<&dyn crate::ports::AuditStore> {
+        None
+    }
 }

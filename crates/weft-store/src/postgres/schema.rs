@@ -72,6 +72,11 @@ CREATE TABLE IF NOT EXISTS weft.api_keys (
     id text COLLATE "C" PRIMARY KEY, name text NOT NULL, tenant text NOT NULL,
     scopes text NOT NULL, hash text NOT NULL UNIQUE, created_ms bigint NOT NULL,
     last_used_ms bigint, expires_ms bigint, revoked_ms bigint);
+CREATE TABLE IF NOT EXISTS weft.audit (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at_ms bigint NOT NULL,
+    principal text NOT NULL, principal_name text NOT NULL, tenant text NOT NULL,
+    action text NOT NULL, object text NOT NULL, outcome integer NOT NULL,
+    request_id text NOT NULL);
 "#;
 
 /// Indexes on columns a migration may have added, made once the migrations ran.

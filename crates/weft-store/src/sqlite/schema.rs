@@ -3,7 +3,7 @@
 //! (`migrations/NNN_*.sql`), under the write lock, so that processes opening one file
 //! together create or upgrade it once.
 
-use super::{keys, threads, triggers};
+use super::{audit, keys, threads, triggers};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
 
@@ -175,6 +175,7 @@ pub(super) fn open_connection(
     tx.execute_batch(triggers::SCHEMA)?;
     tx.execute_batch(threads::SCHEMA)?;
     tx.execute_batch(keys::SCHEMA)?;
+    tx.execute_batch(audit::SCHEMA)?;
     tx.commit()?;
     Ok(conn)
 }
