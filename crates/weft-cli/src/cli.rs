@@ -227,6 +227,24 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// The audit log `weft serve` keeps (docs/security.md): every request that changed
+    /// something and every refused one, newest first.
+    Audit {
+        /// At most this many entries.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Only entries before this one (the `seq` the last page ended with).
+        #[arg(long, value_name = "SEQ")]
+        before: Option<i64>,
+        /// Only this tenant's entries.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// One JSON object a line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Answer a paused run's approval (approve by default) and continue it.
     Approve {
         /// The run id (a unique prefix will do).
@@ -392,7 +410,8 @@ impl Command {
             | Command::Convert { .. }
             | Command::Schema { .. }
             | Command::Hooks { .. }
-            | Command::Keys { .. } => true,
+            | Command::Keys { .. }
+            | Command::Audit { .. } => true,
             Command::Runs { command, .. } => {
                 matches!(command, RunsCommand::List { .. } | RunsCommand::Show { .. })
             }

@@ -94,6 +94,13 @@ pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
         }
         Command::Hooks { command, db } => crate::triggers::hooks(command, &db, settings).await,
         Command::Keys { command, db } => crate::keys::keys(command, &db, settings).await,
+        Command::Audit {
+            limit,
+            before,
+            tenant,
+            json,
+            db,
+        } => crate::audit::audit(limit, before, tenant, json, &db, settings).await,
         Command::Approve {
             id,
             reject,

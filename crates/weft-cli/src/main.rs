@@ -3,6 +3,7 @@
 //! Its interface is a contract scripts rely on. Exit codes: 0 completed, 1 the run failed
 //! (or was cancelled), 2 invalid flow or usage, 3 paused waiting for input.
 
+mod audit;
 mod cli;
 mod commands;
 mod database;

@@ -2,7 +2,7 @@
 //! PostgreSQL: a key's secret is printed once, alone on the last line; lists never show
 //! it; bad scopes and tenants keys cannot have yet are refused with exit code 2; and
 //! `weft serve` on that database demands a key, lets in what its scopes allow, and
-//! refuses a revoked key.
+//! refuses a revoked key; `weft audit` shows the refusals.
 
 mod support;
 
@@ -88,6 +88,29 @@ fn keys_round_trip(env: &Env) {
     assert_eq!(code(&env.weft(&["keys", "revoke", &id])), 0);
     std::thread::sleep(weft_server::keys::KEEP + std::time::Duration::from_millis(300));
     assert_eq!(status(base, "/v1/runs", Some(&secret)), 401, "revoked");
+
+    // Each refusal is in the audit log, newest first, with who asked and what.
+    let audit = env.weft(&["audit", "--json"]);
+    assert_eq!(code(&audit), 0, "{}", stderr(&audit));
+    let entries: Vec<serde_json::Value> = String::from_utf8_lossy(&audit.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let refused_flows = entries
+        .iter()
+        .find(|e| e["action"] == "GET /v1/flows" && e["outcome"] == 403)
+        .unwrap_or_else(|| panic!("{entries:?}"));
+    assert_eq!(refused_flows["principal"], id.as_str());
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["principal"] == "anonymous" && e["outcome"] == 401)
+    );
+    assert!(
+        entries
+            .windows(2)
+            .all(|w| w[0]["seq"].as_i64() > w[1]["seq"].as_i64())
+    );
 }
 
 #[test]

@@ -126,6 +126,17 @@ const PAGE_AND_MCP: &[(&str, &str, Need)] = &[
     ("*", "/mcp", Needs(Scope::Admin)),
 ];
 
+/// The rules and the audit log the access check writes to.
+pub(crate) struct Guard {
+    pub(crate) rules: Rules,
+    pub(crate) audit: crate::audit::Auditor,
+}
+
+/// Whether a route with this need changes something (its requests are audited).
+fn writes(need: Need) -> bool {
+    matches!(need, Need::Scope(scope) if !matches!(scope, Scope::FlowsRead | Scope::RunsRead | Scope::AuditRead))
+}
+
 /// Every route's need, by method and path template.
 #[derive(Debug, Default)]
 pub(crate) struct Rules(HashMap<(String, String), Need>);
@@ -167,9 +178,10 @@ impl Rules {
 }
 
 /// Lets a request through when its principal holds what its route needs; `403`
-/// naming the scope otherwise, and for a route that no rule names.
+/// naming the scope otherwise, and for a route that no rule names. A refusal, and
+/// every request to a route that changes something, goes into the audit log.
 pub(crate) async fn check(
-    State(rules): State<Arc<Rules>>,
+    State(guard): State<Arc<Guard>>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -182,22 +194,36 @@ pub(crate) async fn check(
     else {
         return crate::not_found(request.uri().clone()).await;
     };
-    let Some(need) = rules.need(request.method(), &path) else {
-        return Problem::new(StatusCode::FORBIDDEN, "forbidden")
-            .detail(format!(
-                "{} {path} has no access rule, so no one may call it; this is a bug of Weft's",
-                request.method()
-            ))
-            .into_response();
-    };
-    let Some(principal) = request.extensions().get::<Principal>() else {
+    let Some(principal) = request.extensions().get::<Principal>().cloned() else {
         return Problem::new(StatusCode::UNAUTHORIZED, "unauthorized").into_response();
     };
-    match need {
-        Need::Caller => next.run(request).await,
-        Need::Scope(scope) if principal.holds(scope) => next.run(request).await,
-        Need::Scope(scope) => missing(principal, scope).into_response(),
+    let said = crate::audit::Said::of(&request, &path);
+    let need = guard.rules.need(request.method(), &path);
+    let refusal = match need {
+        None => Some(
+            Problem::new(StatusCode::FORBIDDEN, "forbidden").detail(format!(
+                "{} {path} has no access rule, so no one may call it; this is a bug of Weft's",
+                request.method()
+            )),
+        ),
+        Some(Need::Scope(scope)) if !principal.holds(scope) => Some(missing(&principal, scope)),
+        Some(_) => None,
+    };
+    if let Some(refusal) = refusal {
+        guard
+            .audit
+            .record(said.entry(Some(&principal), StatusCode::FORBIDDEN))
+            .await;
+        return refusal.into_response();
     }
+    let response = next.run(request).await;
+    if need.is_some_and(writes) {
+        guard
+            .audit
+            .record(said.entry(Some(&principal), response.status()))
+            .await;
+    }
+    response
 }
 
 /// The refusal of a principal that lacks `scope`.
@@ -242,10 +268,14 @@ mod tests {
             tenant: "default".into(),
             scopes: vec![Scope::Admin],
         };
+        let guard = Arc::new(Guard {
+            rules: Arc::into_inner(rules).unwrap(),
+            audit: crate::audit::Auditor::new(Arc::new(weft_store::MemoryStore::new())),
+        });
         let app = axum::Router::new()
             .route("/known", get(|| async { "known" }))
             .route("/forgotten", get(|| async { "forgotten" }))
-            .layer(axum::middleware::from_fn_with_state(rules, check))
+            .layer(axum::middleware::from_fn_with_state(guard, check))
             .layer(axum::Extension(admin));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());

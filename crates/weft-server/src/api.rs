@@ -2,7 +2,7 @@
 //! document served at `/v1/openapi.json`, so the two cannot disagree.
 
 use crate::access::Need;
-use crate::{App, events, flows, hooks, keys_api, metrics, runs, schedules};
+use crate::{App, audit_api, events, flows, hooks, keys_api, metrics, runs, schedules};
 use axum::Router;
 use axum::routing::{MethodRouter, delete, get, post};
 use serde_json::{Map, Value, json};
@@ -351,6 +351,28 @@ pub(crate) fn routes() -> Vec<Route> {
             responses: &[(200, "application/openmetrics-text")],
             query: &[],
             handler: get(metrics::render),
+        },
+        Route {
+            method: "get",
+            path: "/v1/audit",
+            need: Need::Scope(Scope::AuditRead),
+            summary: "The tenant's audit log, newest first: every request that changed something and every refused one (time, principal, action, object, outcome, request id)",
+            body: None,
+            responses: &[
+                (
+                    200,
+                    "{entries: [{seq, at_ms, principal, principal_name, tenant, action, object, outcome, request_id}], next_before}",
+                ),
+                PROBLEM,
+            ],
+            query: &[
+                ("limit", "at most this many (default 50, at most 1000)"),
+                (
+                    "before",
+                    "the next_before of the previous page: the entries before it",
+                ),
+            ],
+            handler: get(audit_api::list),
         },
         Route {
             method: "post",

@@ -136,6 +136,8 @@ impl Credentials {
 pub(crate) struct Gate {
     pub(crate) token: Option<Credentials>,
     pub(crate) keys: Arc<KeyCache>,
+    /// Where refusals are recorded.
+    pub(crate) audit: crate::audit::Auditor,
 }
 
 /// What a request presents as its credential: a bearer token, or LangGraph's
@@ -219,20 +221,51 @@ pub(crate) async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match principal_of(&gate, request.headers()).await {
+    let id = crate::audit::request_id(&request);
+    let principal = principal_of(&gate, request.headers()).await;
+    let mut response = match principal {
         Ok(principal) => {
             request.extensions_mut().insert(principal);
+            request
+                .extensions_mut()
+                .insert(crate::audit::RequestId(id.clone()));
             next.run(request).await
         }
-        Err(Refusal::ForeignHost) => Problem::new(StatusCode::FORBIDDEN, "forbidden host")
+        Err(refusal) => {
+            let route = request
+                .extensions()
+                .get::<axum::extract::MatchedPath>()
+                .map(|p| p.as_str().to_owned())
+                .unwrap_or_default();
+            let said = crate::audit::Said::of(&request, &route);
+            let response = refused(refusal, &request);
+            if matches!(
+                response.status(),
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+            ) {
+                gate.audit
+                    .record(said.with_id(&id).entry(None, response.status()))
+                    .await;
+            }
+            response
+        }
+    };
+    crate::audit::tag(&mut response, &id);
+    response
+}
+
+/// The answer to a request that was not let in.
+fn refused(refusal: Refusal, request: &Request) -> Response {
+    match refusal {
+        Refusal::ForeignHost => Problem::new(StatusCode::FORBIDDEN, "forbidden host")
             .detail("without a token or keys this server answers only requests to localhost, 127.0.0.1 or [::1]; start it with --token-file, or make a key with `weft keys create`, to be reached by another name")
             .into_response(),
-        Err(Refusal::Store(e)) => Problem::from(weft_engine::EngineError::from(e)).into_response(),
-        Err(_) if wants_page(&request) => Redirect::to("/login").into_response(),
-        Err(Refusal::Unusable) => Problem::new(StatusCode::UNAUTHORIZED, "unauthorized")
+        Refusal::Store(e) => Problem::from(weft_engine::EngineError::from(e)).into_response(),
+        _ if wants_page(request) => Redirect::to("/login").into_response(),
+        Refusal::Unusable => Problem::new(StatusCode::UNAUTHORIZED, "unauthorized")
             .detail("this key was revoked or has expired; ask for a new one (`weft keys create`)")
             .into_response(),
-        Err(Refusal::Unknown) => Problem::new(StatusCode::UNAUTHORIZED, "unauthorized")
+        Refusal::Unknown => Problem::new(StatusCode::UNAUTHORIZED, "unauthorized")
             .detail("this server needs `Authorization: Bearer <token or API key>` (or `x-api-key: <key>`; in a browser, signing in at /login)")
             .into_response(),
     }

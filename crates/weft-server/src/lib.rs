@@ -25,6 +25,8 @@
 mod access;
 mod agentflow;
 mod api;
+mod audit;
+mod audit_api;
 mod auth;
 mod config;
 mod events;
@@ -119,7 +121,11 @@ fn router_with(
     let routes = api::routes();
     let public = api::public_routes();
     let document = Arc::new(api::openapi(&routes, &public));
-    let rules = Arc::new(access::Rules::new(api::rules(&routes)));
+    let auditor = audit::Auditor::new(app.engine.store().clone());
+    let guard = Arc::new(access::Guard {
+        rules: access::Rules::new(api::rules(&routes)),
+        audit: auditor.clone(),
+    });
     let public = api::router(public).with_state(app.clone());
     let api = api::router(routes)
         .route(
@@ -131,6 +137,7 @@ fn router_with(
     let gate = Arc::new(auth::Gate {
         token: auth::Credentials::new(config.token.as_deref()),
         keys: key_cache,
+        audit: auditor,
     });
     // Every door's routes: who is calling (the token, a key) first, then whether the
     // route's rule lets them.
@@ -140,7 +147,7 @@ fn router_with(
         .merge(page)
         .nest_service("/mcp", mcp)
         .fallback(not_found)
-        .layer(axum::middleware::from_fn_with_state(rules, access::check))
+        .layer(axum::middleware::from_fn_with_state(guard, access::check))
         .layer(axum::middleware::from_fn_with_state(
             gate.clone(),
             auth::authenticate,

@@ -238,3 +238,55 @@ fn the_security_document_lists_every_rule() {
         rows.join("\n")
     );
 }
+
+/// Every request that changed something, and every refused one, is in the audit log
+/// with who asked, what, and what the server answered; the answer names the request.
+#[tokio::test]
+async fn the_audit_log_keeps_changes_and_refusals_with_who_and_what() {
+    let s = support::server(None).await;
+    let (starter_id, starter) = key(&s, "starter", &[Scope::RunsWrite]).await;
+    let (_, auditor) = key(&s, "auditor", &[Scope::AuditRead]).await;
+    let started = s
+        .client
+        .post(format!("{}/v1/runs?wait=10", s.base))
+        .header("x-api-key", &starter)
+        .header("x-request-id", "req-start-1")
+        .json(&json!({"source": "weft: 1\nname: one\nroot: {transform: {output: 1}}\n"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.headers()["x-request-id"], "req-start-1");
+    assert_eq!(started.status().as_u16(), 200);
+    let (refused, _) = call(&s, "GET", "/v1/runs", Some(&starter)).await;
+    assert_eq!(refused, 403);
+    let (anonymous, _) = call(&s, "POST", "/v1/runs", None).await;
+    assert_eq!(anonymous, 401);
+    // Reads are not logged.
+    assert_eq!(s.get_as("/v1/audit", Some(&auditor), None).await.0, 200);
+    // The writer appends a moment later.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, log) = s.get_as("/v1/audit?limit=10", Some(&auditor), None).await;
+    assert_eq!(status, 200, "{log}");
+    let entries = log["entries"].as_array().unwrap();
+    let find = |action: &str, outcome: u64| {
+        entries
+            .iter()
+            .find(|e| e["action"] == action && e["outcome"] == outcome)
+            .unwrap_or_else(|| panic!("no {action} -> {outcome} in {log}"))
+    };
+    let start = find("POST /v1/runs", 200);
+    assert_eq!(start["principal"], starter_id.as_str());
+    assert_eq!(start["principal_name"], "starter");
+    assert_eq!(start["request_id"], "req-start-1");
+    assert_eq!(find("GET /v1/runs", 403)["principal"], starter_id.as_str());
+    assert_eq!(find("POST /v1/runs", 401)["principal"], "anonymous");
+    assert!(
+        !entries.iter().any(|e| e["action"] == "GET /v1/audit"),
+        "{log}"
+    );
+    assert!(
+        entries
+            .windows(2)
+            .all(|w| w[0]["seq"].as_i64() > w[1]["seq"].as_i64())
+    );
+}

@@ -417,7 +417,7 @@ async fn the_openapi_document_matches_the_routes() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 27, "{paths:?}");
+    assert_eq!(checked, 28, "{paths:?}");
     assert!(paths["/v1/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]["source"].is_object());
     let (status, p) = s.get("/v1/nothing").await;
     assert_eq!((status, p["title"].as_str()), (404, Some("not found")));
