@@ -15,9 +15,7 @@ pub(crate) async fn audit(
     db: &DbArgs,
     settings: &Settings,
 ) -> Result<u8, Failure> {
-    let store = crate::database::open(db, settings, weft_store::DEFAULT_LEASE)
-        .await?
-        .store;
+    let store = crate::commands::open_store(db, settings).await?;
     let log = store
         .audit()
         .ok_or_else(|| Failure::invalid("error: this database keeps no audit log"))?;

@@ -206,7 +206,11 @@ fn service_run_settings(
 }
 
 /// The store `--db` or `WEFT_DB` names, for a command that drives runs itself.
-async fn open_store(db: &DbArgs, settings: &Settings) -> Result<Arc<dyn Store>, Failure> {
+/// The database `db` names, opened with the default lease.
+pub(crate) async fn open_store(
+    db: &DbArgs,
+    settings: &Settings,
+) -> Result<Arc<dyn Store>, Failure> {
     Ok(
         crate::database::open(db, settings, weft_store::DEFAULT_LEASE)
             .await?

@@ -13,9 +13,7 @@ pub(crate) async fn keys(
     db: &DbArgs,
     settings: &Settings,
 ) -> Result<u8, Failure> {
-    let store = crate::database::open(db, settings, weft_store::DEFAULT_LEASE)
-        .await?
-        .store;
+    let store = crate::commands::open_store(db, settings).await?;
     let kept = store
         .keys()
         .ok_or_else(|| Failure::invalid("error: this database keeps no API keys"))?;

@@ -251,9 +251,7 @@ pub(crate) async fn hooks(
     db: &DbArgs,
     settings: &Settings,
 ) -> Result<u8, Failure> {
-    let store = crate::database::open(db, settings, weft_store::DEFAULT_LEASE)
-        .await?
-        .store;
+    let store = crate::commands::open_store(db, settings).await?;
     let l = managing(store.clone());
     match command {
         HooksCommand::Add {

@@ -94,7 +94,8 @@ impl Underway {
 
     /// Stops this process's drive of the run where it is, writing nothing, as if the
     /// process had died: the run stays held by this process until it is resumed (or its
-    /// lease lapses). A run a worker drives goes on.
+    /// lease lapses). A run a worker drives goes on, and so does one [`Underway::holding`]
+    /// a guard (only the wait for it stops).
     pub async fn abort(self) {
         if let On::Here(handle) = self.on {
             handle.abort();

@@ -65,6 +65,11 @@ pub struct PostgresStore {
 }
 
 /// A failure of PostgreSQL while doing `context`, with what the server said.
+/// The error of a row column that does not read back as `what` (`a run's row`).
+fn unreadable(what: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError + Copy {
+    move |e| StoreError::Corrupt(format!("{what} does not read back: {e}"))
+}
+
 fn pg_err(context: &str, e: tokio_postgres::Error) -> StoreError {
     let message = match e.as_db_error() {
         Some(db) => match db.detail() {

@@ -9,9 +9,7 @@ const COLUMNS: &str =
     "seq, at_ms, principal, principal_name, tenant, action, object, outcome, request_id";
 
 fn entry_from_row(r: &Row) -> Result<AuditEntry, StoreError> {
-    let column = |e: tokio_postgres::Error| {
-        StoreError::Corrupt(format!("an audit entry does not read back: {e}"))
-    };
+    let column = super::unreadable("an audit entry");
     let outcome: i32 = r.try_get("outcome").map_err(column)?;
     Ok(AuditEntry {
         seq: r.try_get("seq").map_err(column)?,

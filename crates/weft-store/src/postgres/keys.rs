@@ -9,9 +9,7 @@ use tokio_postgres::error::SqlState;
 use weft_core::ports::{ApiKey, KeyStore, StoreError};
 
 fn key_from_row(r: &Row) -> Result<ApiKey, StoreError> {
-    let column = |e: tokio_postgres::Error| {
-        StoreError::Corrupt(format!("a key's row does not read back: {e}"))
-    };
+    let column = super::unreadable("a key's row");
     KeyRow {
         id: r.try_get("id").map_err(column)?,
         name: r.try_get("name").map_err(column)?,

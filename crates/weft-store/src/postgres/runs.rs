@@ -22,9 +22,7 @@ fn json_col<T: serde::Serialize + ?Sized>(v: Option<&T>) -> Option<String> {
 
 /// A run's row, read by column name.
 fn from_row(r: &Row) -> Result<RunRecord, StoreError> {
-    let column = |e: tokio_postgres::Error| {
-        StoreError::Corrupt(format!("a run's row does not read back: {e}"))
-    };
+    let column = super::unreadable("a run's row");
     let retries: i32 = r.try_get("retries").map_err(column)?;
     RunRow {
         id: r.try_get("id").map_err(column)?,

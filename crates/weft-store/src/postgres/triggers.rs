@@ -92,8 +92,7 @@ async fn delete_doc(
 
 /// A firing of schedule `schedule_id`, read by column name.
 fn firing_from_row(schedule_id: &str, r: &tokio_postgres::Row) -> Result<Firing, StoreError> {
-    let column =
-        |e: tokio_postgres::Error| StoreError::Corrupt(format!("a firing does not read back: {e}"));
+    let column = super::unreadable("a firing");
     let missed: i32 = r.try_get("missed").map_err(column)?;
     FiringRow {
         fire_ms: r.try_get("fire_ms").map_err(column)?,
