@@ -192,24 +192,28 @@ async fn principal_of(gate: &Gate, headers: &HeaderMap) -> Result<Principal, Ref
             return Ok(Principal::token());
         }
     }
-    if let Some(secret) = given {
-        return match gate.keys.find(secret).await.map_err(Refusal::Store)? {
-            Some(key) if key.usable_at(crate::keys::now_ms()) => {
-                gate.keys.used(&key);
-                Ok(Principal::of_key(&key))
-            }
-            Some(_) => Err(Refusal::Unusable),
-            None => Err(Refusal::Unknown),
+    let guarded = gate.token.is_some() || gate.keys.any().await.map_err(Refusal::Store)?;
+    if !guarded {
+        // Neither a token nor keys: what a client sends is not asked for (LangGraph's
+        // clients send `x-api-key` whenever their environment names one), and only
+        // this machine's names get in.
+        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+        return if host.is_none_or(is_loopback_host) {
+            Ok(Principal::local())
+        } else {
+            Err(Refusal::ForeignHost)
         };
     }
-    if gate.token.is_some() || gate.keys.any().await.map_err(Refusal::Store)? {
+    let Some(secret) = given else {
         return Err(Refusal::Unknown);
-    }
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-    if host.is_none_or(is_loopback_host) {
-        Ok(Principal::local())
-    } else {
-        Err(Refusal::ForeignHost)
+    };
+    match gate.keys.find(secret).await.map_err(Refusal::Store)? {
+        Some(key) if key.usable_at(crate::keys::now_ms()) => {
+            gate.keys.used(&key);
+            Ok(Principal::of_key(&key))
+        }
+        Some(_) => Err(Refusal::Unusable),
+        None => Err(Refusal::Unknown),
     }
 }
 
