@@ -69,9 +69,19 @@ fn quantile(xs: &mut [f64], q: f64) -> f64 {
     xs[((xs.len() - 1) as f64 * q).round() as usize]
 }
 
+/// The client every request goes through; with `WEFT_BENCH_KEY` set, each request
+/// carries that API key (`x-api-key`), which the server then checks.
 fn client() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(key) = std::env::var("WEFT_BENCH_KEY")
+        .ok()
+        .and_then(|k| reqwest::header::HeaderValue::from_str(&k).ok())
+    {
+        headers.insert("x-api-key", key);
+    }
     reqwest::Client::builder()
         .pool_max_idle_per_host(1024)
+        .default_headers(headers)
         .build()
         .unwrap()
 }
