@@ -89,7 +89,9 @@ fn keys_round_trip(env: &Env) {
     std::thread::sleep(weft_server::keys::KEEP + std::time::Duration::from_millis(300));
     assert_eq!(status(base, "/v1/runs", Some(&secret)), 401, "revoked");
 
-    // Each refusal is in the audit log, newest first, with who asked and what.
+    // Each refusal is in the audit log, newest first, with who asked and what (the
+    // server's writer appends a moment after it answers).
+    std::thread::sleep(std::time::Duration::from_millis(500));
     let audit = env.weft(&["audit", "--json"]);
     assert_eq!(code(&audit), 0, "{}", stderr(&audit));
     let entries: Vec<serde_json::Value> = String::from_utf8_lossy(&audit.stdout)

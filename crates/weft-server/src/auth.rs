@@ -175,8 +175,8 @@ fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 enum Refusal {
     /// It presented nothing, or something that is neither the token nor a key.
     Unknown,
-    /// Its key was revoked or has expired.
-    Unusable,
+    /// Its key was revoked or has expired: who it was.
+    Unusable(Box<Principal>),
     /// Without a token or keys: its `Host` is not this machine's.
     ForeignHost,
     /// The store could not be asked about its key.
@@ -212,7 +212,7 @@ async fn principal_of(gate: &Gate, headers: &HeaderMap) -> Result<Principal, Ref
             gate.keys.used(&key);
             Ok(Principal::of_key(&key))
         }
-        Some(_) => Err(Refusal::Unusable),
+        Some(key) => Err(Refusal::Unusable(Box::new(Principal::of_key(&key)))),
         None => Err(Refusal::Unknown),
     }
 }
@@ -242,13 +242,18 @@ pub(crate) async fn authenticate(
                 .map(|p| p.as_str().to_owned())
                 .unwrap_or_default();
             let said = crate::audit::Said::of(&request, &route);
+            // A revoked or expired key still says who tried.
+            let who = match &refusal {
+                Refusal::Unusable(principal) => Some((**principal).clone()),
+                _ => None,
+            };
             let response = refused(refusal, &request);
             if matches!(
                 response.status(),
                 StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
             ) {
                 gate.audit
-                    .record(said.with_id(&id).entry(None, response.status()))
+                    .record(said.with_id(&id).entry(who.as_ref(), response.status()))
                     .await;
             }
             response
@@ -266,7 +271,7 @@ fn refused(refusal: Refusal, request: &Request) -> Response {
             .into_response(),
         Refusal::Store(e) => Problem::from(weft_engine::EngineError::from(e)).into_response(),
         _ if wants_page(request) => Redirect::to("/login").into_response(),
-        Refusal::Unusable => Problem::new(StatusCode::UNAUTHORIZED, "unauthorized")
+        Refusal::Unusable(_) => Problem::new(StatusCode::UNAUTHORIZED, "unauthorized")
             .detail("this key was revoked or has expired; ask for a new one (`weft keys create`)")
             .into_response(),
         Refusal::Unknown => Problem::new(StatusCode::UNAUTHORIZED, "unauthorized")
