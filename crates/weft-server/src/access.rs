@@ -137,17 +137,23 @@ fn writes(need: Need) -> bool {
     matches!(need, Need::Scope(scope) if !matches!(scope, Scope::FlowsRead | Scope::RunsRead | Scope::AuditRead))
 }
 
-/// Every route's need, by method and path template.
+/// Every route's need: by path template, then method (`*` for any), so that a request
+/// is looked up without building a key.
 #[derive(Debug, Default)]
-pub(crate) struct Rules(HashMap<(String, String), Need>);
+pub(crate) struct Rules(HashMap<String, Vec<(String, Need)>>);
 
 impl Rules {
     /// The rules of the `/v1` routes (`(method, path, need)`) and of every other door.
     pub(crate) fn new(v1: impl IntoIterator<Item = (&'static str, &'static str, Need)>) -> Rules {
-        let mut rules = HashMap::new();
+        let mut rules: HashMap<String, Vec<(String, Need)>> = HashMap::new();
         let doors = [LANGGRAPH, AGENTFLOW, PAGE_AND_MCP];
         for (method, path, need) in v1.into_iter().chain(doors.into_iter().flatten().copied()) {
-            rules.insert((method.to_ascii_uppercase(), path.to_owned()), need);
+            let methods = rules.entry(path.to_owned()).or_default();
+            let method = method.to_ascii_uppercase();
+            match methods.iter_mut().find(|(m, _)| *m == method) {
+                Some(rule) => rule.1 = need,
+                None => methods.push((method, need)),
+            }
         }
         Rules(rules)
     }
@@ -157,12 +163,14 @@ impl Rules {
         let mut rules: Vec<_> = self
             .0
             .iter()
-            .map(|((method, path), need)| {
-                let scope = match need {
-                    Need::Caller => None,
-                    Need::Scope(s) => Some(s.as_str()),
-                };
-                (method.clone(), path.clone(), scope)
+            .flat_map(|(path, methods)| {
+                methods.iter().map(move |(method, need)| {
+                    let scope = match need {
+                        Need::Caller => None,
+                        Need::Scope(s) => Some(s.as_str()),
+                    };
+                    (method.clone(), path.clone(), scope)
+                })
             })
             .collect();
         rules.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
@@ -172,7 +180,8 @@ impl Rules {
     /// What a request for `path` (a route's template) with `method` needs; `None`
     /// when no rule names the route.
     pub(crate) fn need(&self, method: &Method, path: &str) -> Option<Need> {
-        let rule = |m: &str| self.0.get(&(m.to_owned(), path.to_owned())).copied();
+        let methods = self.0.get(path)?;
+        let rule = |m: &str| methods.iter().find(|(r, _)| r == m).map(|(_, need)| *need);
         rule(method.as_str()).or_else(|| rule("*"))
     }
 }
@@ -185,44 +194,47 @@ pub(crate) async fn check(
     request: Request,
     next: Next,
 ) -> Response {
+    let extensions = request.extensions();
     // No route matched (an unknown path, or a path inside a nested service that only
     // serves its own root): nothing may be reached there, so it is absent.
-    let Some(path) = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned())
-    else {
+    let Some(path) = extensions.get::<MatchedPath>() else {
         return crate::not_found(request.uri().clone()).await;
     };
-    let Some(principal) = request.extensions().get::<Principal>().cloned() else {
+    let Some(principal) = extensions.get::<Principal>() else {
         return Problem::new(StatusCode::UNAUTHORIZED, "unauthorized").into_response();
     };
-    let said = crate::audit::Said::of(&request, &path);
-    let need = guard.rules.need(request.method(), &path);
+    let need = guard.rules.need(request.method(), path.as_str());
     let refusal = match need {
         None => Some(
             Problem::new(StatusCode::FORBIDDEN, "forbidden").detail(format!(
-                "{} {path} has no access rule, so no one may call it; this is a bug of Weft's",
-                request.method()
+                "{} {} has no access rule, so no one may call it; this is a bug of Weft's",
+                request.method(),
+                path.as_str()
             )),
         ),
-        Some(Need::Scope(scope)) if !principal.holds(scope) => Some(missing(&principal, scope)),
+        Some(Need::Scope(scope)) if !principal.holds(scope) => Some(missing(principal, scope)),
         Some(_) => None,
     };
+    // Only what the audit log keeps is copied out of the request: reads pass through.
+    let audited = (refusal.is_some() || need.is_some_and(writes)).then(|| {
+        (
+            crate::audit::Said::of(&request, path.as_str()),
+            principal.clone(),
+        )
+    });
+    let Some((said, principal)) = audited else {
+        return next.run(request).await;
+    };
     if let Some(refusal) = refusal {
-        guard
-            .audit
-            .record(said.entry(Some(&principal), StatusCode::FORBIDDEN))
-            .await;
+        let entry = said.entry(Some(&principal), StatusCode::FORBIDDEN);
+        guard.audit.record(entry).await;
         return refusal.into_response();
     }
     let response = next.run(request).await;
-    if need.is_some_and(writes) {
-        guard
-            .audit
-            .record(said.entry(Some(&principal), response.status()))
-            .await;
-    }
+    guard
+        .audit
+        .record(said.entry(Some(&principal), response.status()))
+        .await;
     response
 }
 

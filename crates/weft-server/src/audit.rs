@@ -80,7 +80,7 @@ pub(crate) fn tag<B>(response: &mut Response<B>, id: &str) {
     }
 }
 
-/// The id `authenticate` gave a request, for the checks after it to log.
+/// The id `authenticate` gives a request first thing, for every entry about it.
 #[derive(Debug, Clone)]
 pub(crate) struct RequestId(pub(crate) String);
 
@@ -105,12 +105,6 @@ impl Said {
                 .map(|id| id.0.clone())
                 .unwrap_or_default(),
         }
-    }
-
-    /// The same, with the request's id.
-    pub(crate) fn with_id(mut self, id: &str) -> Said {
-        id.clone_into(&mut self.request_id);
-        self
     }
 
     /// The entry of this request, answered `outcome`, from `principal` (none: it was

@@ -226,13 +226,13 @@ pub(crate) async fn authenticate(
     next: Next,
 ) -> Response {
     let id = crate::audit::request_id(&request);
+    request
+        .extensions_mut()
+        .insert(crate::audit::RequestId(id.clone()));
     let principal = principal_of(&gate, request.headers()).await;
     let mut response = match principal {
         Ok(principal) => {
             request.extensions_mut().insert(principal);
-            request
-                .extensions_mut()
-                .insert(crate::audit::RequestId(id.clone()));
             next.run(request).await
         }
         Err(refusal) => {
@@ -253,7 +253,7 @@ pub(crate) async fn authenticate(
                 StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
             ) {
                 gate.audit
-                    .record(said.with_id(&id).entry(who.as_ref(), response.status()))
+                    .record(said.entry(who.as_ref(), response.status()))
                     .await;
             }
             response
