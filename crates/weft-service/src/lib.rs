@@ -147,9 +147,7 @@ impl Service {
         input: Option<serde_json::Value>,
         opts: weft_engine::RunOptions,
     ) -> Result<Started, EngineError> {
-        let input = input
-            .or_else(|| prepared.flow().input.clone())
-            .unwrap_or_else(|| serde_json::json!({}));
+        // The engine gives a run without input the flow's own (Engine::new_record).
         self.slots.start(&self.engine, prepared, input, opts).await
     }
 

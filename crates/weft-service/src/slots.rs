@@ -33,13 +33,13 @@ impl Slots {
         &self,
         engine: &Engine,
         prepared: Arc<Prepared>,
-        input: serde_json::Value,
+        input: Option<serde_json::Value>,
         opts: RunOptions,
     ) -> Result<Started, EngineError> {
         let limit = match &self.limit {
             Some(limit) if !engine.continues_on_workers() => limit,
             _ => {
-                let underway = engine.start(prepared, Some(input), opts).await?;
+                let underway = engine.start(prepared, input, opts).await?;
                 return Ok(Started {
                     queued: !underway.is_here(),
                     underway,
@@ -47,13 +47,13 @@ impl Slots {
             }
         };
         if let Ok(permit) = limit.clone().try_acquire_owned() {
-            let underway = engine.start(prepared, Some(input), opts).await?;
+            let underway = engine.start(prepared, input, opts).await?;
             return Ok(Started {
                 queued: false,
                 underway: underway.holding(permit),
             });
         }
-        let run_id = engine.enqueue(&prepared, Some(input), opts).await?;
+        let run_id = engine.enqueue(&prepared, input, opts).await?;
         let underway = self.start_when_free(engine, run_id);
         Ok(Started {
             queued: true,
