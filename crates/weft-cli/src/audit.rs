@@ -24,10 +24,7 @@ pub(crate) async fn audit(
         before,
         tenant,
     };
-    let entries = log
-        .audit(&query)
-        .await
-        .map_err(|e| Failure::invalid(format!("error: {e}")))?;
+    let entries = log.audit(&query).await?;
     for e in &entries {
         if json {
             println!("{}", serde_json::to_string(e).unwrap_or_default());

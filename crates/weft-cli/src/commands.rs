@@ -37,6 +37,12 @@ impl From<EngineError> for Failure {
     }
 }
 
+impl From<weft_core::ports::StoreError> for Failure {
+    fn from(e: weft_core::ports::StoreError) -> Failure {
+        EngineError::from(e).into()
+    }
+}
+
 pub async fn dispatch(cli: Cli, settings: &Settings) -> u8 {
     let result = match cli.command {
         Command::Run {
@@ -887,7 +893,8 @@ async fn runs(command: RunsCommand, db: &DbArgs, settings: &Settings) -> Result<
     }
 }
 
-fn format_ms(ms: i64) -> String {
+/// Unix milliseconds as an RFC 3339 time, to the second.
+pub(crate) fn format_ms(ms: i64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_seconds(t).to_string()
 }

@@ -48,7 +48,7 @@ pub(crate) async fn keys(
         KeysCommand::List { json } => list(kept, json).await?,
         KeysCommand::Revoke { id } => {
             let now = keys::now_ms();
-            if !kept.revoke_key(&id, now).await.map_err(store_failure)? {
+            if !kept.revoke_key(&id, now).await? {
                 return Err(Failure::invalid(format!(
                     "error: no key with id `{id}`\n  hint: `weft keys list` shows them"
                 )));
@@ -63,7 +63,7 @@ pub(crate) async fn keys(
 }
 
 async fn list(kept: &dyn KeyStore, json: bool) -> Result<(), Failure> {
-    for key in kept.keys().await.map_err(store_failure)? {
+    for key in kept.keys().await? {
         if json {
             println!("{}", keys::describe(&key));
         } else {
@@ -75,12 +75,7 @@ async fn list(kept: &dyn KeyStore, json: bool) -> Result<(), Failure> {
 
 /// A key on one line, for people.
 fn line(key: &weft_core::ports::ApiKey) -> String {
-    let at = |ms: i64| {
-        humantime::format_rfc3339_seconds(
-            std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64),
-        )
-        .to_string()
-    };
+    let at = crate::commands::format_ms;
     let scopes: Vec<&str> = key.scopes.iter().map(|s| s.as_str()).collect();
     let state = match (key.revoked_ms, key.expires_ms) {
         (Some(t), _) => format!("revoked {}", at(t)),
@@ -104,10 +99,6 @@ fn line(key: &weft_core::ports::ApiKey) -> String {
 fn key_failure(e: KeyError) -> Failure {
     match e {
         KeyError::Invalid(m) => Failure::invalid(format!("error: {m}")),
-        KeyError::Store(e) => store_failure(e),
+        KeyError::Store(e) => e.into(),
     }
-}
-
-fn store_failure(e: weft_core::ports::StoreError) -> Failure {
-    Failure::invalid(format!("error: {e}"))
 }

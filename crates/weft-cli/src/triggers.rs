@@ -75,10 +75,7 @@ pub(crate) async fn schedules(
         SchedulesCommand::List { json } => list(&l, json).await?,
         SchedulesCommand::Show { id } => {
             let s = manage::schedule(&l, &id).await?;
-            let firings = triggers(&store)?
-                .firings(&s.id, 50)
-                .await
-                .map_err(store_err)?;
+            let firings = triggers(&store)?.firings(&s.id, 50).await?;
             print(&manage::describe(&s, &firings, now()));
         }
         SchedulesCommand::Pause { id } => {
@@ -104,10 +101,6 @@ fn triggers(store: &Arc<dyn Store>) -> Result<&dyn weft_core::ports::TriggerStor
     store
         .triggers()
         .ok_or_else(|| Failure::invalid("error: this database keeps no schedules"))
-}
-
-fn store_err(e: weft_core::ports::StoreError) -> Failure {
-    Failure::invalid(format!("error: {e}"))
 }
 
 fn parse_json(text: &str) -> Result<Value, Failure> {
@@ -137,11 +130,7 @@ async fn stored_flow(l: &Launcher, spec: &str) -> Result<(String, Option<u32>), 
         }
         None => (spec, None),
     };
-    let found = l
-        .store()
-        .flow_version(name, version)
-        .await
-        .map_err(store_err)?;
+    let found = l.store().flow_version(name, version).await?;
     if found.is_none() {
         return Err(Failure::invalid(format!(
             "error: no stored flow `{spec}` and no such file; give a flow file to store it, or the name of a flow saved with the save_flow tool"
@@ -193,11 +182,8 @@ pub(crate) async fn store_flow_file(engine: &Engine, path: &Path) -> Result<Stri
 
 async fn list(l: &Launcher, as_json: bool) -> Result<(), Failure> {
     let store = l.store();
-    for s in triggers(store)?.schedules().await.map_err(store_err)? {
-        let firings = triggers(store)?
-            .firings(&s.id, 1)
-            .await
-            .map_err(store_err)?;
+    for s in triggers(store)?.schedules().await? {
+        let firings = triggers(store)?.firings(&s.id, 1).await?;
         let shown = manage::describe(&s, &firings, now());
         if as_json {
             println!("{shown}");
@@ -277,7 +263,7 @@ pub(crate) async fn hooks(
             eprintln!("keep the secret: it is not shown again");
         }
         HooksCommand::List => {
-            for h in triggers(&store)?.hooks().await.map_err(store_err)? {
+            for h in triggers(&store)?.hooks().await? {
                 println!("{}", manage::describe_hook(&h));
             }
         }
