@@ -6,6 +6,12 @@
 use weft_core::ports::{RunRecord, RunStatus, StoreError};
 use weft_core::usage::Usage;
 
+/// An optional JSON value of a run as the text its column keeps.
+pub(crate) fn json_col<T: serde::Serialize + ?Sized>(v: Option<&T>) -> Option<String> {
+    // JSON values (string keys only) always serialize.
+    v.and_then(|v| serde_json::to_string(v).ok())
+}
+
 /// The columns of a run's row, as read.
 pub(crate) struct RunRow {
     pub(crate) id: String,

@@ -2,7 +2,7 @@
 
 use super::leases::{Leases, NOW_MS};
 use super::pg_err;
-use crate::run_row::RunRow;
+use crate::run_row::{RunRow, json_col};
 use deadpool_postgres::{Client, GenericClient};
 use std::time::Instant;
 use tokio_postgres::Row;
@@ -14,11 +14,6 @@ use weft_core::usage::Usage;
 const COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id, wake_ms";
 /// The columns a [`RunRecord`] is read from: the written ones and the lease's end.
 const READ: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id, wake_ms, lease_expires_ms";
-
-fn json_col<T: serde::Serialize + ?Sized>(v: Option<&T>) -> Option<String> {
-    // JSON values (string keys only) always serialize.
-    v.and_then(|v| serde_json::to_string(v).ok())
-}
 
 /// A run's row, read by column name.
 fn from_row(r: &Row) -> Result<RunRecord, StoreError> {

@@ -2,16 +2,11 @@
 //! listing, claims and totals.
 
 use super::{err, journal, run_values};
-use crate::run_row::RunRow;
+use crate::run_row::{RunRow, json_col};
 use rusqlite::{Connection, OptionalExtension, params};
 use weft_core::ports::{
     Claim, Claimed, RunQuery, RunRecord, RunStats, RunStatus, StoreError, Usage,
 };
-
-fn json_col<T: serde::Serialize + ?Sized>(v: Option<&T>) -> Option<String> {
-    // JSON values (string keys only) always serialize.
-    v.and_then(|v| serde_json::to_string(v).ok())
-}
 
 const RUN_COLUMNS: &str = "id, flow_hash, flow_name, source, source_hash, dialect, input, status, output, state, error, waiting, usage, owner, created_ms, updated_ms, scopes, view, settings, retries, flow_id, wake_ms, output_refs, state_refs";
 
