@@ -70,20 +70,17 @@ fn filled(path: &str) -> String {
 async fn every_rule_refuses_a_key_without_its_scope_and_a_caller_without_a_key() {
     let s = support::server(None).await;
     // Two keys, each lacking what the other holds: every scoped route refuses one.
-    let (_, reads) = key(&s, "reads", &[Scope::RunsRead, Scope::FlowsRead]).await;
-    let (_, writes) = key(
-        &s,
-        "writes",
-        &[
-            Scope::RunsWrite,
-            Scope::FlowsWrite,
-            Scope::ApprovalsWrite,
-            Scope::SchedulesWrite,
-            Scope::HooksWrite,
-            Scope::AuditRead,
-        ],
-    )
-    .await;
+    const READS: &[Scope] = &[Scope::RunsRead, Scope::FlowsRead];
+    const WRITES: &[Scope] = &[
+        Scope::RunsWrite,
+        Scope::FlowsWrite,
+        Scope::ApprovalsWrite,
+        Scope::SchedulesWrite,
+        Scope::HooksWrite,
+        Scope::AuditRead,
+    ];
+    let (_, reads) = key(&s, "reads", READS).await;
+    let (_, writes) = key(&s, "writes", WRITES).await;
     let rules = weft_server::access_rules();
     assert!(rules.len() > 60, "every door's routes: {}", rules.len());
     let mut walked = 0;
@@ -92,21 +89,8 @@ async fn every_rule_refuses_a_key_without_its_scope_and_a_caller_without_a_key()
         let (status, body) = call(&s, method, &path, None).await;
         assert_eq!(status, 401, "{method} {path} without a key: {body}");
         let Some(scope) = scope else { continue };
-        for secret in [&reads, &writes] {
-            let holds = Scope::parse(scope)
-                .unwrap()
-                .granted_by(&if secret == &reads {
-                    vec![Scope::RunsRead, Scope::FlowsRead]
-                } else {
-                    vec![
-                        Scope::RunsWrite,
-                        Scope::FlowsWrite,
-                        Scope::ApprovalsWrite,
-                        Scope::SchedulesWrite,
-                        Scope::HooksWrite,
-                        Scope::AuditRead,
-                    ]
-                });
+        for (secret, held) in [(&reads, READS), (&writes, WRITES)] {
+            let holds = Scope::parse(scope).unwrap().granted_by(held);
             let (status, body) = call(&s, method, &path, Some(secret)).await;
             if holds {
                 assert!(
